@@ -1,0 +1,342 @@
+//! Configuration: UCX's environment names (`UCX_<PREFIX><FIELD>`), units and
+//! config files, through libucs's parser, over tables we describe here.
+//!
+//! A config handed to C (`uct_md_config_t*`, `uct_iface_config_t*`,
+//! `uct_cm_config_t*`) points at the parsed options; a small header placed in
+//! front of it remembers the table, so `uct_config_get/modify/release` work
+//! on any of the three kinds, as in UCX.
+
+use crate::abi::*;
+use crate::ucs;
+use libc::{c_char, c_int, c_uint, c_ulong, c_void};
+use once_cell::sync::Lazy;
+use std::ffi::{CStr, CString};
+
+/// A NUL-terminated array of `ucs_config_field_t`, built once.
+pub struct Table(Vec<ucs_config_field_t>);
+// SAFETY: a table is written once while it is built and only read after
+// that; the raw pointers inside point to 'static strings and tables.
+unsafe impl Sync for Table {}
+// SAFETY: see above.
+unsafe impl Send for Table {}
+
+impl Table {
+    pub fn new(mut fields: Vec<ucs_config_field_t>) -> Table {
+        // SAFETY: all-zero is the terminating entry (name NULL).
+        fields.push(unsafe { std::mem::zeroed() });
+        Table(fields)
+    }
+    pub fn as_ptr(&self) -> *mut ucs_config_field_t {
+        self.0.as_ptr() as *mut ucs_config_field_t
+    }
+}
+
+/// A config table with its environment prefix and the size of its struct.
+pub struct ConfigDesc {
+    pub name: &'static CStr,
+    pub prefix: &'static CStr,
+    pub table: &'static Lazy<Table>,
+    pub size: usize,
+}
+
+/// `ucs_config_array_t`, for fields that are lists of values.
+pub struct ArrayDesc(pub ucs_config_array_t);
+// SAFETY: immutable after construction; points to 'static data only.
+unsafe impl Sync for ArrayDesc {}
+// SAFETY: see above.
+unsafe impl Send for ArrayDesc {}
+
+pub fn field(name: &'static CStr, dfl: &'static CStr, doc: &'static CStr, offset: usize,
+             parser: ucs_config_parser_t) -> ucs_config_field_t {
+    ucs_config_field_t { name: name.as_ptr(), dfl_value: dfl.as_ptr(), doc: doc.as_ptr(), offset, parser }
+}
+
+/// Embed another table at `offset` (its fields take this table's prefix).
+pub fn embed(table: &'static Lazy<Table>, offset: usize) -> ucs_config_field_t {
+    field(c"", c"", c"", offset, parser::table(table))
+}
+
+/// A sub-table addressed with its own prefix (e.g. the `MM_` fields).
+pub fn embed_prefixed(prefix: &'static CStr, table: &'static Lazy<Table>, offset: usize) -> ucs_config_field_t {
+    field(prefix, c"", c"", offset, parser::table(table))
+}
+
+/// The value parsers of libucs, as they are combined in UCX's tables.
+pub mod parser {
+    use super::*;
+
+    macro_rules! scalar {
+        ($name:ident, $read:ident, $write:ident, $clone:ident, $release:ident, $help:ident, $doc:expr) => {
+            pub fn $name() -> ucs_config_parser_t {
+                ucs_config_parser_t {
+                    read: Some(ucs::$read),
+                    write: Some(ucs::$write),
+                    clone: Some(ucs::$clone),
+                    release: Some(ucs::$release),
+                    help: Some(ucs::$help),
+                    arg: $doc.as_ptr() as *const c_void,
+                }
+            }
+        };
+    }
+
+    scalar!(memunits, ucs_config_sscanf_memunits, ucs_config_sprintf_memunits, ucs_config_clone_ulong,
+            ucs_config_release_nop, ucs_config_help_generic, c"memory units: <number>[b|kb|mb|gb], \"inf\", or \"auto\"");
+    scalar!(ulunits, ucs_config_sscanf_ulunits, ucs_config_sprintf_ulunits, ucs_config_clone_ulong,
+            ucs_config_release_nop, ucs_config_help_generic, c"unsigned long: <number>, \"inf\", or \"auto\"");
+    scalar!(uint, ucs_config_sscanf_uint, ucs_config_sprintf_uint, ucs_config_clone_uint,
+            ucs_config_release_nop, ucs_config_help_generic, c"unsigned integer");
+    scalar!(int, ucs_config_sscanf_int, ucs_config_sprintf_int, ucs_config_clone_int,
+            ucs_config_release_nop, ucs_config_help_generic, c"integer");
+    scalar!(ulong, ucs_config_sscanf_ulong, ucs_config_sprintf_ulong, ucs_config_clone_ulong,
+            ucs_config_release_nop, ucs_config_help_generic, c"unsigned long");
+    scalar!(double, ucs_config_sscanf_double, ucs_config_sprintf_double, ucs_config_clone_double,
+            ucs_config_release_nop, ucs_config_help_generic, c"floating point number");
+    scalar!(boolean, ucs_config_sscanf_bool, ucs_config_sprintf_bool, ucs_config_clone_int,
+            ucs_config_release_nop, ucs_config_help_generic, c"<y|n>");
+    scalar!(string, ucs_config_sscanf_string, ucs_config_sprintf_string, ucs_config_clone_string,
+            ucs_config_release_string, ucs_config_help_generic, c"string");
+    scalar!(bw, ucs_config_sscanf_bw, ucs_config_sprintf_bw, ucs_config_clone_double,
+            ucs_config_release_nop, ucs_config_help_generic,
+            c"bandwidth value: <number>[T|G|M|K]B|b[[p|/]s] or \"auto\"");
+    scalar!(time, ucs_config_sscanf_time, ucs_config_sprintf_time, ucs_config_clone_double,
+            ucs_config_release_nop, ucs_config_help_generic, c"time value: <number>[s|us|ms|ns]");
+    scalar!(time_units, ucs_config_sscanf_time_units, ucs_config_sprintf_time_units, ucs_config_clone_ulong,
+            ucs_config_release_nop, ucs_config_help_generic, c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"");
+    scalar!(on_off_auto, ucs_config_sscanf_on_off_auto, ucs_config_sprintf_on_off_auto, ucs_config_clone_int,
+            ucs_config_release_nop, ucs_config_help_generic, c"<on|off|auto>");
+    scalar!(ternary_auto, ucs_config_sscanf_ternary_auto, ucs_config_sprintf_ternary_auto, ucs_config_clone_int,
+            ucs_config_release_nop, ucs_config_help_generic, c"<yes|no|try|auto>");
+    scalar!(range_spec, ucs_config_sscanf_range_spec, ucs_config_sprintf_range_spec, ucs_config_clone_range_spec,
+            ucs_config_release_nop, ucs_config_help_generic, c"numbers range: <number>-<number>");
+
+    /// An enumeration; `names` is a NULL-terminated array of C strings.
+    pub fn enumeration(names: *const *const c_char) -> ucs_config_parser_t {
+        ucs_config_parser_t {
+            read: Some(ucs::ucs_config_sscanf_enum),
+            write: Some(ucs::ucs_config_sprintf_enum),
+            clone: Some(ucs::ucs_config_clone_uint),
+            release: Some(ucs::ucs_config_release_nop),
+            help: Some(ucs::ucs_config_help_enum),
+            arg: names as *const c_void,
+        }
+    }
+
+    pub fn table(t: &'static Lazy<Table>) -> ucs_config_parser_t {
+        ucs_config_parser_t {
+            read: Some(ucs::ucs_config_sscanf_table),
+            write: None,
+            clone: Some(ucs::ucs_config_clone_table),
+            release: Some(ucs::ucs_config_release_table),
+            help: Some(ucs::ucs_config_help_table),
+            arg: Lazy::force(t).as_ptr() as *const c_void,
+        }
+    }
+
+    pub fn array(a: &'static ArrayDesc) -> ucs_config_parser_t {
+        ucs_config_parser_t {
+            read: Some(ucs::ucs_config_sscanf_array),
+            write: Some(ucs::ucs_config_sprintf_array),
+            clone: Some(ucs::ucs_config_clone_array),
+            release: Some(ucs::ucs_config_release_array),
+            help: Some(ucs::ucs_config_help_array),
+            arg: &a.0 as *const ucs_config_array_t as *const c_void,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The tables shared by every transport.
+
+/// `{ T *items; unsigned count; }`, the layout libucs fills for arrays.
+#[repr(C)]
+pub struct ConfigArray<T> {
+    pub items: *mut T,
+    pub count: c_uint,
+}
+
+/// The settings common to every interface (`UCX_<TL>_ALLOC`, `_FAILURE`,
+/// `_MAX_NUM_EPS`).
+#[repr(C)]
+pub struct BaseIfaceConfig {
+    pub alloc_methods: ConfigArray<uct_alloc_method_t>,
+    pub failure: c_int,
+    pub max_num_eps: c_ulong,
+}
+
+impl BaseIfaceConfig {
+    pub fn alloc_methods(&self) -> Vec<uct_alloc_method_t> {
+        if self.alloc_methods.items.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: libucs filled `items` with `count` values.
+        unsafe { std::slice::from_raw_parts(self.alloc_methods.items, self.alloc_methods.count as usize) }.to_vec()
+    }
+}
+
+/// Values of deprecated fields are accepted and ignored.
+unsafe extern "C" fn deprecated_read(_: *const c_char, _: *mut c_void, _: *const c_void) -> c_int { 1 }
+unsafe extern "C" fn deprecated_write(buf: *mut c_char, max: usize, _: *const c_void, _: *const c_void) -> c_int {
+    if max > 0 {
+        *buf = 0;
+    }
+    1
+}
+unsafe extern "C" fn deprecated_clone(_: *const c_void, _: *mut c_void, _: *const c_void) -> ucs_status_t { UCS_OK }
+unsafe extern "C" fn deprecated_release(_: *mut c_void, _: *const c_void) {}
+unsafe extern "C" fn deprecated_help(buf: *mut c_char, max: usize, _: *const c_void) {
+    if max > 0 {
+        *buf = 0;
+    }
+}
+
+fn deprecated(name: &'static CStr, doc: &'static CStr) -> ucs_config_field_t {
+    field(name, c"", doc, usize::MAX, ucs_config_parser_t {
+        read: Some(deprecated_read),
+        write: Some(deprecated_write),
+        clone: Some(deprecated_clone),
+        release: Some(deprecated_release),
+        help: Some(deprecated_help),
+        arg: c"".as_ptr() as *const c_void,
+    })
+}
+
+static ALLOC_METHODS_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
+    ArrayDesc(ucs_config_array_t {
+        elem_size: std::mem::size_of::<uct_alloc_method_t>(),
+        parser: parser::enumeration(crate::ffi::data::alloc_method_names_ptr()),
+    })
+});
+
+pub static BASE_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        deprecated(c"MAX_SHORT", c"Deprecated: use the transport's FIFO/inline settings"),
+        deprecated(c"MAX_BCOPY", c"Deprecated: use UCX_<transport>_SEG_SIZE"),
+        field(c"ALLOC", c"huge,thp,md,mmap,heap",
+              c"Order of methods used to allocate communication buffers",
+              std::mem::offset_of!(BaseIfaceConfig, alloc_methods),
+              parser::array(Lazy::force(&ALLOC_METHODS_ARRAY))),
+        field(c"FAILURE", c"diag", c"Log level of network failure reports",
+              std::mem::offset_of!(BaseIfaceConfig, failure),
+              parser::enumeration(std::ptr::addr_of!(ucs::ucs_log_level_names) as *const *const c_char)),
+        field(c"MAX_NUM_EPS", c"inf", c"Most endpoints an interface may create",
+              std::mem::offset_of!(BaseIfaceConfig, max_num_eps), parser::ulunits()),
+    ])
+});
+
+/// The memory-domain settings common to every component (none in 1.13.1).
+#[repr(C)]
+pub struct BaseMdConfig {
+    pub _reserved: [u8; 0],
+}
+
+pub static BASE_MD_TABLE: Lazy<Table> = Lazy::new(|| Table::new(vec![]));
+
+// ---------------------------------------------------------------------------
+// Bundles: parsed options with a header in front.
+
+const BUNDLE_MAGIC: u64 = 0x7563_742d_6366_6721;
+
+#[repr(C)]
+struct BundleHeader {
+    magic: u64,
+    table: *mut ucs_config_field_t,
+    size: usize,
+    _pad: usize,
+}
+
+/// The environment prefix UCX builds: `UCX_` or `<env_prefix>_UCX_`.
+fn full_prefix(env_prefix: Option<&CStr>) -> CString {
+    match env_prefix {
+        Some(p) if !p.to_bytes().is_empty() => {
+            let mut v = p.to_bytes().to_vec();
+            v.extend_from_slice(b"_UCX_");
+            CString::new(v).unwrap_or_else(|_| CString::from(c"UCX_"))
+        }
+        _ => CString::from(c"UCX_"),
+    }
+}
+
+/// Parse a table from defaults, config files and the environment. Returns
+/// the options pointer handed to C.
+pub fn read(desc: &ConfigDesc, env_prefix: Option<&CStr>) -> Result<*mut c_void, ucs_status_t> {
+    let table = Lazy::force(desc.table).as_ptr();
+    let hdr = std::mem::size_of::<BundleHeader>();
+    // SAFETY: plain zeroed allocation, checked for NULL.
+    let mem = unsafe { libc::calloc(1, hdr + desc.size.max(8)) } as *mut u8;
+    if mem.is_null() {
+        return Err(UCS_ERR_NO_MEMORY);
+    }
+    // SAFETY: `mem` holds the header followed by the options block.
+    unsafe {
+        (mem as *mut BundleHeader).write(BundleHeader { magic: BUNDLE_MAGIC, table, size: desc.size, _pad: 0 });
+        let opts = mem.add(hdr) as *mut c_void;
+        let prefix = full_prefix(env_prefix);
+        let status = ucs::ucs_config_parser_fill_opts(opts, table, prefix.as_ptr(), desc.prefix.as_ptr(), 0);
+        if status != UCS_OK {
+            libc::free(mem as *mut c_void);
+            return Err(status);
+        }
+        Ok(opts)
+    }
+}
+
+/// The header of a config made by [`read`], if `config` is one.
+///
+/// # Safety
+/// `config` must be null or a pointer handed out by a config reader.
+unsafe fn header<'a>(config: *const c_void) -> Option<&'a mut BundleHeader> {
+    if config.is_null() {
+        return None;
+    }
+    let h = &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader);
+    (h.magic == BUNDLE_MAGIC).then_some(h)
+}
+
+/// # Safety
+/// `config` must be null or a pointer handed out by a config reader.
+pub unsafe fn release(config: *mut c_void) -> ucs_status_t {
+    match header(config) {
+        Some(h) => {
+            ucs::ucs_config_parser_release_opts(config, h.table);
+            h.magic = 0;
+            libc::free(h as *mut BundleHeader as *mut c_void);
+            UCS_OK
+        }
+        None => UCS_ERR_INVALID_PARAM,
+    }
+}
+
+/// # Safety
+/// As for [`release`]; `name`/`value` are C strings.
+pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_char) -> ucs_status_t {
+    match header(config) {
+        Some(h) if !name.is_null() && !value.is_null() => ucs::ucs_config_parser_set_value(config, h.table, name, value),
+        _ => UCS_ERR_INVALID_PARAM,
+    }
+}
+
+/// # Safety
+/// As for [`release`]; `value` holds `max` bytes.
+pub unsafe fn get(config: *mut c_void, name: *const c_char, value: *mut c_char, max: usize) -> ucs_status_t {
+    match header(config) {
+        Some(h) if !name.is_null() && !value.is_null() => ucs::ucs_config_parser_get_value(config, h.table, name, value, max),
+        _ => UCS_ERR_INVALID_PARAM,
+    }
+}
+
+/// Whether `config` is a live config made by us.
+///
+/// # Safety
+/// As for [`release`].
+pub unsafe fn is_config(config: *const c_void) -> bool {
+    header(config).is_some()
+}
+
+/// Whether `config` was read from `desc`'s table.
+///
+/// # Safety
+/// As for [`release`].
+pub unsafe fn belongs_to(config: *const c_void, desc: &ConfigDesc) -> bool {
+    matches!(header(config), Some(h) if h.table == Lazy::force(desc.table).as_ptr())
+}

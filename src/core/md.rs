@@ -1,0 +1,113 @@
+//! Memory domains: the object behind `uct_md_h` and what a transport's md
+//! implements.
+
+use crate::abi::*;
+use crate::core::component::Component;
+use libc::{c_char, c_void};
+
+pub const MD_MAGIC: u64 = 0x7563_742d_6d64_2121;
+
+/// What a memory domain does. Defaults report `UCS_ERR_UNSUPPORTED`.
+#[allow(unused_variables)]
+pub trait MdImpl: std::any::Any + Send + Sync {
+    /// Fill the attributes (the component name is filled by the caller).
+    fn query(&self, attr: &mut uct_md_attr_t);
+    fn mem_reg(&self, address: *mut c_void, length: usize, flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        Err(UCS_ERR_UNSUPPORTED)
+    }
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn mem_alloc(&self, length: &mut usize, address: &mut *mut c_void, mem_type: ucs_memory_type_t, flags: u32,
+                 name: &str) -> Result<uct_mem_h, ucs_status_t> {
+        Err(UCS_ERR_UNSUPPORTED)
+    }
+    fn mem_free(&self, memh: uct_mem_h) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn mem_advise(&self, memh: uct_mem_h, address: *mut c_void, length: usize, advice: u32) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Write `rkey_packed_size` bytes describing `memh` to `buf`.
+    fn mkey_pack(&self, memh: uct_mem_h, flags: u32, buf: *mut u8) -> ucs_status_t {
+        UCS_OK
+    }
+    fn mem_query(&self, address: *const c_void, length: usize, attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn detect_memory_type(&self, address: *const c_void, length: usize) -> Result<ucs_memory_type_t, ucs_status_t> {
+        Err(UCS_ERR_UNSUPPORTED)
+    }
+    fn is_sockaddr_accessible(&self, addr: *const libc::sockaddr, len: libc::socklen_t, mode: u32) -> bool {
+        false
+    }
+}
+
+/// The object behind `uct_md_h`.
+pub struct MdObj {
+    magic: u64,
+    pub component: &'static Component,
+    pub name: String,
+    pub imp: Box<dyn MdImpl>,
+}
+
+impl MdObj {
+    pub fn new(component: &'static Component, name: &str, imp: Box<dyn MdImpl>) -> MdObj {
+        MdObj { magic: MD_MAGIC, component, name: name.to_string(), imp }
+    }
+
+    pub fn into_handle(self) -> uct_md_h {
+        Box::into_raw(Box::new(self)) as uct_md_h
+    }
+
+    /// # Safety
+    /// `md` must be null or a pointer to at least 8 readable bytes; handles
+    /// from this library pass, others are refused by the magic test.
+    pub unsafe fn from_handle<'a>(md: uct_md_h) -> Option<&'a MdObj> {
+        if md.is_null() {
+            return None;
+        }
+        let m = &*(md as *const MdObj);
+        (m.magic == MD_MAGIC).then_some(m)
+    }
+
+    /// # Safety
+    /// `md` must come from [`MdObj::into_handle`] and not be used afterwards.
+    pub unsafe fn destroy(md: uct_md_h) {
+        let mut b = Box::from_raw(md as *mut MdObj);
+        b.magic = 0;
+        drop(b);
+    }
+
+    pub fn handle(&self) -> uct_md_h {
+        self as *const MdObj as uct_md_h
+    }
+
+    /// Full attributes, component name included.
+    pub fn query(&self, attr: &mut uct_md_attr_t) {
+        // SAFETY: all-zero is a valid uct_md_attr_t.
+        *attr = unsafe { std::mem::zeroed() };
+        self.imp.query(attr);
+        write_name(&mut attr.component_name, self.component.name);
+    }
+}
+
+/// Copy a name into a fixed C char array, truncated and NUL-terminated.
+pub fn write_name(dst: &mut [c_char], name: &str) {
+    let n = name.len().min(dst.len().saturating_sub(1));
+    for (d, s) in dst.iter_mut().zip(name.as_bytes()[..n].iter()) {
+        *d = *s as c_char;
+    }
+    for d in dst[n..].iter_mut() {
+        *d = 0;
+    }
+}
+
+/// All CPUs, for `local_cpus` of memory domains not tied to a device.
+pub fn all_cpus() -> ucs_cpu_set_t {
+    // SAFETY: ucs_cpu_set_t is an array of integers.
+    let mut s: ucs_cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: filling the plain integer array with ones.
+    unsafe { std::ptr::write_bytes(&mut s as *mut ucs_cpu_set_t as *mut u8, 0xff, std::mem::size_of::<ucs_cpu_set_t>()) };
+    s
+}

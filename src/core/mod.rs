@@ -1,0 +1,13 @@
+//! Transport-independent machinery.
+
+#[macro_use]
+pub mod log;
+pub mod cm;
+pub mod component;
+pub mod config;
+pub mod iface;
+pub mod md;
+pub mod mem;
+pub mod ops;
+pub mod stubs;
+pub mod worker;

@@ -1,0 +1,61 @@
+//! `uct_config_*` and `uct_cm_config_read`.
+
+use super::{entry, need};
+use crate::abi::*;
+use crate::core::{component, config};
+use libc::{c_char, c_void};
+
+entry! {
+    fn uct_config_release(config: *mut c_void) {
+        // SAFETY: a foreign or NULL pointer fails the header check.
+        if unsafe { config::release(config) } != UCS_OK {
+            crate::error!("{}: {:p} is not a configuration made by this library", FN, config);
+        }
+    }
+}
+
+entry! {
+    fn uct_config_get(config: *mut c_void, name: *const c_char, value: *mut c_char, max: usize) -> ucs_status_t {
+        need!(config, "config");
+        need!(name, "name");
+        need!(value, "value");
+        // SAFETY: arguments checked; the header check refuses foreign configs.
+        unsafe { config::get(config, name, value, max) }
+    }
+}
+
+entry! {
+    fn uct_config_modify(config: *mut c_void, name: *const c_char, value: *const c_char) -> ucs_status_t {
+        need!(config, "config");
+        need!(name, "name");
+        need!(value, "value");
+        // SAFETY: arguments checked; the header check refuses foreign configs.
+        unsafe { config::modify(config, name, value) }
+    }
+}
+
+entry! {
+    fn uct_cm_config_read(component: uct_component_h, env_prefix: *const c_char, filename: *const c_char,
+                          config_p: *mut *mut uct_cm_config_t) -> ucs_status_t {
+        let _ = filename;
+        need!(config_p, "config_p");
+        let Some(c) = component::from_handle(component) else {
+            crate::error!("{}: invalid component handle {:p}", FN, component);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        let Some(desc) = c.cm_config.as_ref() else {
+            crate::error!("{}: component {} has no connection manager", FN, c.name);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: env_prefix is NULL or a C string.
+        let prefix = (!env_prefix.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(env_prefix) });
+        match config::read(desc, prefix) {
+            Ok(p) => {
+                // SAFETY: out-pointer checked above.
+                unsafe { *config_p = p as *mut uct_cm_config_t };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}

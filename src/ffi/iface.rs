@@ -1,0 +1,304 @@
+//! Interface exports: open, and trampolines through `iface->ops` for the
+//! rest (except the four functions UCX itself routes through private data:
+//! AM handler, AM tracer, estimate_perf; and ep_query in ep.rs).
+
+use super::{entry, known_fields, need, opt_str};
+use crate::abi::*;
+use crate::core::config;
+use crate::core::iface::{IfaceHeader, IfaceParams};
+use crate::core::md::MdObj;
+use crate::core::worker::WorkerObj;
+use libc::{c_int, c_uint, c_void};
+
+const IFACE_PARAM_FIELDS: u64 = (1u64 << 19) - 1;
+
+/// The interface's vtable, or a status for a NULL handle.
+macro_rules! iface_ops {
+    ($iface:expr) => {{
+        need!($iface, "iface");
+        // SAFETY: an interface begins with its vtable.
+        unsafe { &(*$iface).ops }
+    }};
+}
+
+/// Read the parameters C passed, applying the field mask.
+///
+/// # Safety
+/// `p` must be a valid `uct_iface_params_t`.
+unsafe fn read_params(p: &uct_iface_params_t) -> Result<IfaceParams, ucs_status_t> {
+    let m = p.field_mask;
+    let has = |f: u64| m & f != 0;
+    let open_mode = p.open_mode;
+    let (mut tl_name, mut dev_name) = (String::new(), String::new());
+    // Like UCX, the device names are read whenever the open mode says
+    // DEVICE, even without UCT_IFACE_PARAM_FIELD_DEVICE (ucx_perftest
+    // relies on it).
+    if open_mode & UCT_IFACE_OPEN_MODE_DEVICE != 0 {
+        tl_name = opt_str(p.mode.device.tl_name).unwrap_or_default().to_string();
+        dev_name = opt_str(p.mode.device.dev_name).unwrap_or_default().to_string();
+    }
+    if has(UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) && !has(UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) {
+        crate::error!("alignment offset has no effect without alignment");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    let am_alignment = has(UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT).then_some(p.am_alignment);
+    if let Some(a) = am_alignment {
+        if a == 0 || !a.is_power_of_two() {
+            crate::error!("AM alignment {} is not a power of 2", a);
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+    }
+    let err_handler_flags = if has(UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS) { p.err_handler_flags } else { 0 };
+    if err_handler_flags & UCT_CB_FLAG_RESERVED != 0 {
+        crate::error!("error handler flags {:#x} use the reserved bit", err_handler_flags);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    Ok(IfaceParams {
+        open_mode,
+        tl_name,
+        dev_name,
+        rx_headroom: if has(UCT_IFACE_PARAM_FIELD_RX_HEADROOM) { p.rx_headroom } else { 0 },
+        err_handler: if has(UCT_IFACE_PARAM_FIELD_ERR_HANDLER) { p.err_handler } else { None },
+        err_handler_arg: if has(UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG) { p.err_handler_arg } else { std::ptr::null_mut() },
+        err_handler_flags,
+        am_alignment,
+        am_align_offset: if has(UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) { p.am_align_offset } else { 0 },
+        features: if has(UCT_IFACE_PARAM_FIELD_FEATURES) { p.features } else { u64::MAX },
+        cpu_mask: has(UCT_IFACE_PARAM_FIELD_CPU_MASK).then_some(p.cpu_mask),
+        keepalive_interval: if has(UCT_IFACE_PARAM_FIELD_KEEPALIVE_INTERVAL) { p.keepalive_interval } else { 0 },
+        async_event_cb: if has(UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_CB) { p.async_event_cb } else { None },
+        async_event_arg: if has(UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_ARG) { p.async_event_arg } else { std::ptr::null_mut() },
+    })
+}
+
+entry! {
+    fn uct_iface_open(md: uct_md_h, worker: uct_worker_h, params: *const uct_iface_params_t,
+                      config: *const uct_iface_config_t, iface_p: *mut uct_iface_h) -> ucs_status_t {
+        need!(params, "params");
+        need!(iface_p, "iface_p");
+        // SAFETY: handles validated by their magic tests.
+        let Some(m) = (unsafe { MdObj::from_handle(md) }) else {
+            crate::error!("{}: invalid memory domain {:p}", FN, md);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: as above.
+        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
+            crate::error!("{}: invalid worker {:p}", FN, worker);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: checked non-NULL.
+        let p = unsafe { &*params };
+        known_fields!(p.field_mask, IFACE_PARAM_FIELDS, "iface params");
+        if p.field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE == 0 {
+            crate::error!("UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: a valid params struct.
+        let ip = match unsafe { read_params(p) } {
+            Ok(ip) => ip,
+            Err(s) => return s,
+        };
+        let tl = if ip.open_mode & UCT_IFACE_OPEN_MODE_DEVICE != 0 {
+            m.component.find_tl(&ip.tl_name)
+        } else if ip.open_mode & (UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT | UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER) != 0 {
+            None
+        } else {
+            crate::error!("Invalid open mode {}", ip.open_mode);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        let Some(tl) = tl else {
+            crate::error!("{}: md {} has no transport '{}'", FN, m.name, ip.tl_name);
+            return UCS_ERR_NO_DEVICE;
+        };
+        let own = if config.is_null() {
+            match config::read(&tl.config, None) {
+                Ok(c) => Some(c),
+                Err(s) => return s,
+            }
+        } else {
+            None
+        };
+        let cfg = own.unwrap_or(config as *mut c_void);
+        // SAFETY: NULL-checked; foreign pointers fail the header test.
+        let status = if !unsafe { config::belongs_to(cfg, &tl.config) } {
+            crate::error!("{}: config {:p} was not read for transport {}", FN, config, tl.name);
+            UCS_ERR_INVALID_PARAM
+        } else {
+            match (tl.iface_open)(m, w, &ip, cfg) {
+                Ok(i) => {
+                    // SAFETY: out-pointer checked above.
+                    unsafe { *iface_p = i };
+                    UCS_OK
+                }
+                Err(s) => s,
+            }
+        };
+        if let Some(c) = own {
+            // SAFETY: read above.
+            unsafe { config::release(c) };
+        }
+        status
+    }
+}
+
+entry! {
+    fn uct_iface_close(iface: uct_iface_h) {
+        if iface.is_null() {
+            crate::error!("{}: iface must not be NULL", FN);
+            return;
+        }
+        // SAFETY: an interface begins with its vtable.
+        if let Some(f) = unsafe { (*iface).ops.iface_close } {
+            // SAFETY: the interface's own destructor.
+            unsafe { f(iface) }
+        }
+    }
+}
+
+entry! {
+    fn uct_iface_query(iface: uct_iface_h, iface_attr: *mut uct_iface_attr_t) -> ucs_status_t {
+        need!(iface_attr, "iface_attr");
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_query.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, iface_attr) })
+    }
+}
+
+entry! {
+    fn uct_iface_get_device_address(iface: uct_iface_h, addr: *mut uct_device_addr_t) -> ucs_status_t {
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_get_device_address.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, addr) })
+    }
+}
+
+entry! {
+    fn uct_iface_get_address(iface: uct_iface_h, addr: *mut uct_iface_addr_t) -> ucs_status_t {
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_get_address.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, addr) })
+    }
+}
+
+entry! {
+    fn uct_iface_is_reachable(iface: uct_iface_h, dev_addr: *const uct_device_addr_t,
+                              iface_addr: *const uct_iface_addr_t) -> c_int {
+        if iface.is_null() {
+            crate::error!("{}: iface must not be NULL", FN);
+            return 0;
+        }
+        // SAFETY: an interface begins with its vtable.
+        unsafe { (*iface).ops.iface_is_reachable.map_or(0, |f| f(iface, dev_addr, iface_addr)) }
+    }
+}
+
+entry! {
+    fn uct_iface_is_reachable_v2(iface: uct_iface_h, params: *const uct_iface_is_reachable_params_t) -> c_int {
+        if iface.is_null() || params.is_null() {
+            crate::error!("{}: iface and params must not be NULL", FN);
+            return 0;
+        }
+        // SAFETY: checked non-NULL.
+        let p = unsafe { &*params };
+        let dev = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR != 0 { p.device_addr } else { std::ptr::null() };
+        let addr = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR != 0 { p.iface_addr } else { std::ptr::null() };
+        // SAFETY: an interface begins with its vtable.
+        unsafe { (*iface).ops.iface_is_reachable.map_or(0, |f| f(iface, dev, addr)) }
+    }
+}
+
+entry! {
+    fn uct_iface_set_am_handler(iface: uct_iface_h, id: u8, cb: uct_am_callback_t, arg: *mut c_void,
+                                flags: u32) -> ucs_status_t {
+        // SAFETY: foreign interfaces fail the magic test.
+        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
+            crate::error!("{}: invalid interface {:p}", FN, iface);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        if id as usize >= UCT_AM_ID_MAX as usize {
+            crate::error!("active message id out-of-range (got: {} max: {})", id, UCT_AM_ID_MAX);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if cb.is_none() {
+            let base = IfaceHeader::stub_handler(id);
+            hdr.am[id as usize] = base;
+            return UCS_OK;
+        }
+        if flags & UCT_CB_FLAG_RESERVED != 0 {
+            crate::error!("{}: flags {:#x} use the reserved bit", FN, flags);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: all-zero is a valid uct_iface_attr_t.
+        let mut attr: uct_iface_attr_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the query slot of our own interface.
+        let status = unsafe { (hdr.base.ops.iface_query.expect("query"))(iface, &mut attr) };
+        if status != UCS_OK {
+            return status;
+        }
+        if flags & UCT_CB_FLAG_ASYNC == 0 && attr.cap.flags & UCT_IFACE_FLAG_CB_SYNC == 0 {
+            crate::error!("Synchronous callback requested, but not supported");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        hdr.am[id as usize] = crate::core::iface::AmHandler { cb, arg, flags };
+        UCS_OK
+    }
+}
+
+entry! {
+    fn uct_iface_set_am_tracer(iface: uct_iface_h, tracer: uct_am_tracer_t, arg: *mut c_void) -> ucs_status_t {
+        // SAFETY: foreign interfaces fail the magic test.
+        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
+            crate::error!("{}: invalid interface {:p}", FN, iface);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        hdr.am_tracer = tracer;
+        hdr.am_tracer_arg = arg;
+        UCS_OK
+    }
+}
+
+entry! {
+    fn uct_iface_estimate_perf(iface: uct_iface_h, perf_attr: *mut uct_perf_attr_t) -> ucs_status_t {
+        need!(perf_attr, "perf_attr");
+        // SAFETY: foreign interfaces fail the magic test.
+        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
+            crate::error!("{}: invalid interface {:p}", FN, iface);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: our interface, checked out-pointer.
+        unsafe { (hdr.internal.estimate_perf)(iface, perf_attr) }
+    }
+}
+
+entry! {
+    fn uct_iface_event_fd_get(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {
+        need!(fd_p, "fd_p");
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_event_fd_get.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, fd_p) })
+    }
+}
+
+entry! {
+    fn uct_iface_event_arm(iface: uct_iface_h, events: c_uint) -> ucs_status_t {
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_event_arm.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, events) })
+    }
+}
+
+entry! {
+    fn uct_iface_accept(iface: uct_iface_h, conn_request: uct_conn_request_h) -> ucs_status_t {
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_accept.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, conn_request) })
+    }
+}
+
+entry! {
+    fn uct_iface_reject(iface: uct_iface_h, conn_request: uct_conn_request_h) -> ucs_status_t {
+        let ops = iface_ops!(iface);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_reject.map_or(UCS_ERR_UNSUPPORTED, |f| unsafe { f(iface, conn_request) })
+    }
+}

@@ -1,0 +1,264 @@
+//! Memory registration, keys and memory queries of a memory domain.
+
+use super::{entry, known_fields, need};
+use crate::abi::*;
+use crate::core::component;
+use crate::core::md::MdObj;
+use libc::{c_char, c_int, c_uint, c_void};
+
+/// Resolve an md handle or return `UCS_ERR_INVALID_PARAM` with a log line.
+macro_rules! md_or_fail {
+    ($md:expr) => {
+        // SAFETY: handle validated by the magic test.
+        match unsafe { MdObj::from_handle($md) } {
+            Some(m) => m,
+            None => {
+                crate::error!("{}: invalid memory domain {:p}", FN, $md);
+                return UCS_ERR_INVALID_PARAM;
+            }
+        }
+    };
+}
+
+fn check_access_flags(flags: c_uint) -> Result<(), ucs_status_t> {
+    if flags & UCT_MD_MEM_ACCESS_ALL == 0 {
+        Err(UCS_ERR_INVALID_PARAM)
+    } else {
+        Ok(())
+    }
+}
+
+entry! {
+    fn uct_md_mem_reg(md: uct_md_h, address: *mut c_void, length: usize, flags: c_uint,
+                      memh_p: *mut uct_mem_h) -> ucs_status_t {
+        need!(memh_p, "memh_p");
+        let m = md_or_fail!(md);
+        if length == 0 || address.is_null() {
+            crate::error!("uct_md_mem_reg(address={:p} length={}): invalid parameters", address, length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if check_access_flags(flags).is_err() {
+            crate::error!("uct_md_mem_reg(flags={:#x}): invalid flags", flags);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        match m.imp.mem_reg(address, length, flags) {
+            Ok(h) => {
+                // SAFETY: out-pointer checked above.
+                unsafe { *memh_p = h };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    fn uct_md_mem_dereg(md: uct_md_h, memh: uct_mem_h) -> ucs_status_t {
+        let m = md_or_fail!(md);
+        m.imp.mem_dereg(memh, 0, std::ptr::null_mut())
+    }
+}
+
+entry! {
+    fn uct_md_mem_dereg_v2(md: uct_md_h, params: *const uct_md_mem_dereg_params_t) -> ucs_status_t {
+        need!(params, "params");
+        let m = md_or_fail!(md);
+        // SAFETY: checked non-NULL.
+        let p = unsafe { &*params };
+        known_fields!(p.field_mask, UCT_MD_MEM_DEREG_FIELD_MEMH | UCT_MD_MEM_DEREG_FIELD_FLAGS
+                      | UCT_MD_MEM_DEREG_FIELD_COMPLETION, "dereg params");
+        if p.field_mask & UCT_MD_MEM_DEREG_FIELD_MEMH == 0 {
+            crate::error!("{}: the memory handle field is missing", FN);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        let flags = if p.field_mask & UCT_MD_MEM_DEREG_FIELD_FLAGS != 0 { p.flags } else { 0 };
+        let comp = if p.field_mask & UCT_MD_MEM_DEREG_FIELD_COMPLETION != 0 { p.comp } else { std::ptr::null_mut() };
+        if flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE != 0 {
+            // SAFETY: all-zero is a valid uct_md_attr_t.
+            let mut attr: uct_md_attr_t = unsafe { std::mem::zeroed() };
+            m.query(&mut attr);
+            if attr.cap.flags & UCT_MD_FLAG_INVALIDATE == 0 {
+                crate::error!("{}: md {} does not support invalidation", FN, m.name);
+                return UCS_ERR_UNSUPPORTED;
+            }
+            if comp.is_null() {
+                crate::error!("{}: invalidation needs a completion", FN);
+                return UCS_ERR_INVALID_PARAM;
+            }
+        }
+        m.imp.mem_dereg(p.memh, flags, comp)
+    }
+}
+
+entry! {
+    fn uct_md_mem_advise(md: uct_md_h, memh: uct_mem_h, addr: *mut c_void, length: usize,
+                         advice: c_uint) -> ucs_status_t {
+        let m = md_or_fail!(md);
+        if length == 0 || addr.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        m.imp.mem_advise(memh, addr, length, advice)
+    }
+}
+
+entry! {
+    fn uct_md_mem_query(md: uct_md_h, address: *const c_void, length: usize,
+                        mem_attr: *mut uct_md_mem_attr_t) -> ucs_status_t {
+        need!(mem_attr, "mem_attr");
+        let m = md_or_fail!(md);
+        if address.is_null() || length == 0 {
+            crate::error!("{}: invalid range address={:p} length={}", FN, address, length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: checked non-NULL.
+        let attr = unsafe { &mut *mem_attr };
+        known_fields!(attr.field_mask, UCT_MD_MEM_ATTR_FIELD_MEM_TYPE | UCT_MD_MEM_ATTR_FIELD_SYS_DEV
+                      | UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS | UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH, "mem attr");
+        m.imp.mem_query(address, length, attr)
+    }
+}
+
+entry! {
+    fn uct_md_mkey_pack_v2(md: uct_md_h, memh: uct_mem_h, params: *const uct_md_mkey_pack_params_t,
+                           rkey_buffer: *mut c_void) -> ucs_status_t {
+        need!(memh, "memh");
+        need!(rkey_buffer, "rkey_buffer");
+        let m = md_or_fail!(md);
+        let flags = if params.is_null() {
+            0
+        } else {
+            // SAFETY: checked non-NULL.
+            let p = unsafe { &*params };
+            known_fields!(p.field_mask, UCT_MD_MKEY_PACK_FIELD_FLAGS, "mkey pack params");
+            if p.field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS != 0 { p.flags } else { 0 }
+        };
+        m.imp.mkey_pack(memh, flags, rkey_buffer as *mut u8)
+    }
+}
+
+entry! {
+    fn uct_md_mkey_pack(md: uct_md_h, memh: uct_mem_h, rkey_buffer: *mut c_void) -> ucs_status_t {
+        // SAFETY: forwarding our own arguments; NULL params means no flags.
+        unsafe { uct_md_mkey_pack_v2(md, memh, std::ptr::null(), rkey_buffer) }
+    }
+}
+
+entry! {
+    fn uct_rkey_unpack(component: uct_component_h, rkey_buffer: *const c_void,
+                       rkey_ob: *mut uct_rkey_bundle_t) -> ucs_status_t {
+        need!(rkey_ob, "rkey_ob");
+        let Some(c) = component::from_handle(component) else {
+            crate::error!("{}: invalid component handle {:p}", FN, component);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        match (c.rkey_unpack)(rkey_buffer as *const u8) {
+            Ok((rkey, handle)) => {
+                // SAFETY: checked non-NULL.
+                let b = unsafe { &mut *rkey_ob };
+                b.rkey = rkey;
+                b.handle = handle;
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    fn uct_rkey_ptr(component: uct_component_h, rkey_ob: *mut uct_rkey_bundle_t, remote_addr: u64,
+                    addr_p: *mut *mut c_void) -> ucs_status_t {
+        need!(rkey_ob, "rkey_ob");
+        need!(addr_p, "addr_p");
+        let Some(c) = component::from_handle(component) else {
+            crate::error!("{}: invalid component handle {:p}", FN, component);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: checked non-NULL.
+        let b = unsafe { &*rkey_ob };
+        match (c.rkey_ptr)(b.rkey, b.handle, remote_addr) {
+            Ok(p) => {
+                // SAFETY: checked non-NULL.
+                unsafe { *addr_p = p };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    fn uct_rkey_release(component: uct_component_h, rkey_ob: *const uct_rkey_bundle_t) -> ucs_status_t {
+        need!(rkey_ob, "rkey_ob");
+        let Some(c) = component::from_handle(component) else {
+            crate::error!("{}: invalid component handle {:p}", FN, component);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: checked non-NULL.
+        let b = unsafe { &*rkey_ob };
+        (c.rkey_release)(b.rkey, b.handle)
+    }
+}
+
+entry! {
+    fn uct_md_detect_memory_type(md: uct_md_h, addr: *const c_void, length: usize,
+                                 mem_type_p: *mut ucs_memory_type_t) -> ucs_status_t {
+        need!(mem_type_p, "mem_type_p");
+        let m = md_or_fail!(md);
+        match m.imp.detect_memory_type(addr, length) {
+            Ok(t) => {
+                // SAFETY: checked non-NULL.
+                unsafe { *mem_type_p = t };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    fn uct_md_is_sockaddr_accessible(md: uct_md_h, sockaddr: *const ucs_sock_addr_t,
+                                     mode: uct_sockaddr_accessibility_t) -> c_int {
+        // SAFETY: handle validated by the magic test.
+        let Some(m) = (unsafe { MdObj::from_handle(md) }) else { return 0 };
+        if sockaddr.is_null() {
+            return 0;
+        }
+        // SAFETY: checked non-NULL.
+        let s = unsafe { &*sockaddr };
+        m.imp.is_sockaddr_accessible(s.addr, s.addrlen, mode) as c_int
+    }
+}
+
+entry! {
+    /// The v1.8 seed's md allocation entry point (host memory).
+    fn uct_md_mem_alloc(md: uct_md_h, length_p: *mut usize, address_p: *mut *mut c_void, flags: c_uint,
+                        alloc_name: *const c_char, memh_p: *mut uct_mem_h) -> ucs_status_t {
+        need!(length_p, "length_p");
+        need!(address_p, "address_p");
+        need!(memh_p, "memh_p");
+        let m = md_or_fail!(md);
+        // SAFETY: checked non-NULL.
+        let (len, addr) = unsafe { (&mut *length_p, &mut *address_p) };
+        if *len == 0 {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: NULL or a C string.
+        let name = unsafe { super::opt_str(alloc_name) }.unwrap_or("anonymous");
+        match m.imp.mem_alloc(len, addr, UCS_MEMORY_TYPE_HOST, flags, name) {
+            Ok(h) => {
+                // SAFETY: checked non-NULL.
+                unsafe { *memh_p = h };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    /// The v1.8 seed's counterpart of `uct_md_mem_alloc`.
+    fn uct_md_mem_free(md: uct_md_h, memh: uct_mem_h) -> ucs_status_t {
+        let m = md_or_fail!(md);
+        m.imp.mem_free(memh)
+    }
+}

@@ -1,0 +1,81 @@
+//! Worker creation and the thread-safe progress registration.
+
+use super::{entry, need};
+use crate::abi::*;
+use crate::core::worker::WorkerObj;
+use crate::ucs;
+use libc::{c_uint, c_void};
+
+entry! {
+    fn uct_worker_create(async_ctx: *mut ucs_async_context_t, thread_mode: ucs_thread_mode_t,
+                         worker_p: *mut uct_worker_h) -> ucs_status_t {
+        need!(worker_p, "worker_p");
+        need!(async_ctx, "async context");
+        if thread_mode >= UCS_THREAD_MODE_LAST {
+            crate::error!("{}: invalid thread mode {}", FN, thread_mode);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        match WorkerObj::create(async_ctx, thread_mode) {
+            Ok(w) => {
+                // SAFETY: out-pointer checked above.
+                unsafe { *worker_p = w };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+entry! {
+    fn uct_worker_destroy(worker: uct_worker_h) {
+        // SAFETY: handle validated by the magic test.
+        match unsafe { WorkerObj::from_handle(worker) } {
+            // SAFETY: validated; destroying ends its life.
+            Some(w) => unsafe { WorkerObj::destroy(w) },
+            None => crate::error!("{}: invalid worker {:p}", FN, worker),
+        }
+    }
+}
+
+entry! {
+    fn uct_worker_progress_register_safe(worker: uct_worker_h, func: ucs_callback_t, arg: *mut c_void,
+                                         flags: c_uint, id_p: *mut uct_worker_cb_id_t) {
+        if id_p.is_null() || func.is_none() {
+            crate::error!("{}: NULL callback or id pointer", FN);
+            return;
+        }
+        // SAFETY: handle validated by the magic test.
+        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
+            crate::error!("{}: invalid worker {:p}", FN, worker);
+            return;
+        };
+        // SAFETY: id_p checked; the queue's own lock makes this safe from any
+        // thread and from inside callbacks.
+        unsafe {
+            if *id_p == UCS_CALLBACKQ_ID_NULL {
+                *id_p = ucs::ucs_callbackq_add_safe(&mut w.base.progress_q, func, arg, flags);
+            }
+        }
+    }
+}
+
+entry! {
+    fn uct_worker_progress_unregister_safe(worker: uct_worker_h, id_p: *mut uct_worker_cb_id_t) {
+        if id_p.is_null() {
+            crate::error!("{}: NULL id pointer", FN);
+            return;
+        }
+        // SAFETY: handle validated by the magic test.
+        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
+            crate::error!("{}: invalid worker {:p}", FN, worker);
+            return;
+        };
+        // SAFETY: as for register; the id came from this queue.
+        unsafe {
+            if *id_p != UCS_CALLBACKQ_ID_NULL {
+                ucs::ucs_callbackq_remove_safe(&mut w.base.progress_q, *id_p);
+                *id_p = UCS_CALLBACKQ_ID_NULL;
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! uct-rs: a binary-compatible Rust implementation of UCX 1.13.1's transport
+//! layer (`libuct.so.0`).
+//!
+//! Layers, from the C boundary inwards:
+//! - [`abi`]: `repr(C)` mirrors of the public UCT types and constants.
+//! - [`ffi`]: the exported `uct_*` functions, each a thin wrapper made with
+//!   one entry macro (argument checks, logging, no unwinding into C).
+//! - [`core`]: transport-independent machinery (components, memory domains,
+//!   configuration, workers, the generic iface/ep objects, memory allocation).
+//! - [`transports`]: the transports themselves.
+//! - [`ucs`]: the few libucs services we reuse (callback queue, config parser,
+//!   logger), declared and wrapped in one place.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod abi;
+pub mod core;
+pub mod ffi;
+pub mod transports;
+pub mod ucs;

@@ -1,0 +1,3 @@
+//! The transports. Each is plain Rust behind `core::iface::Transport`.
+
+pub mod self_;

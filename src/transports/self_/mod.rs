@@ -1,0 +1,434 @@
+//! The `self` transport: an interface that can only talk to itself, inside
+//! one process. Active messages are delivered synchronously from the send
+//! call; remote memory is the process's own, so an rkey is 0 and
+//! `rkey + remote_addr` is the target address.
+
+use crate::abi::*;
+use crate::core::component::{self, Component, TlDesc, TlDevice};
+use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, ConfigDesc, Table};
+use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
+use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::ops::*;
+use crate::core::worker::WorkerObj;
+use libc::c_void;
+use once_cell::sync::Lazy;
+use std::cell::RefCell;
+use std::mem::offset_of;
+
+const DEVICE_PREFIX: &str = "memory";
+/// Bandwidth reported by UCX 1.13.1 for self (6911 MiB/s).
+const BANDWIDTH: f64 = 6911.0 * 1024.0 * 1024.0;
+const OVERHEAD: f64 = 10e-9;
+
+#[repr(C)]
+struct SelfMdConfig {
+    base: BaseMdConfig,
+    num_devices: libc::c_int,
+}
+
+#[repr(C)]
+struct SelfIfaceConfig {
+    base: BaseIfaceConfig,
+    seg_size: usize,
+}
+
+static BASE_MD: &Lazy<Table> = &config::BASE_MD_TABLE;
+static BASE_IFACE: &Lazy<Table> = &config::BASE_IFACE_TABLE;
+
+static MD_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(BASE_MD, offset_of!(SelfMdConfig, base)),
+        field(c"NUM_DEVICES", c"1", c"Number of \"self\" devices to create",
+              offset_of!(SelfMdConfig, num_devices), parser::int()),
+    ])
+});
+
+static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(BASE_IFACE, offset_of!(SelfIfaceConfig, base)),
+        field(c"SEG_SIZE", c"8k", c"Largest message the self transport sends",
+              offset_of!(SelfIfaceConfig, seg_size), parser::memunits()),
+    ])
+});
+
+static TLS: [TlDesc; 1] = [TlDesc {
+    name: "self",
+    config: ConfigDesc { name: c"Self transport", prefix: c"SELF_", table: &IFACE_TABLE,
+                         size: std::mem::size_of::<SelfIfaceConfig>() },
+    query_devices,
+    iface_open,
+}];
+
+pub static COMPONENT: Component = Component {
+    name: "self",
+    flags: 0,
+    md_config: ConfigDesc { name: c"Self memory domain", prefix: c"SELF_", table: &MD_TABLE,
+                            size: std::mem::size_of::<SelfMdConfig>() },
+    cm_config: None,
+    md_resources: component::single_md_resource_self,
+    md_open,
+    tls: &TLS,
+    rkey_unpack: component::rkey_unpack_zero,
+    rkey_ptr: component::rkey_ptr_unsupported,
+    rkey_release: component::rkey_release_nop,
+};
+
+// ---------------------------------------------------------------------------
+// Memory domain: registration is a formality, the memory is our own.
+
+struct SelfMd {
+    num_devices: usize,
+}
+
+/// The handle returned for registrations (any non-NULL value will do).
+const SELF_MEMH: usize = 0x5e1f;
+
+impl MdImpl for SelfMd {
+    fn query(&self, attr: &mut uct_md_attr_t) {
+        attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.alloc_mem_types = 0;
+        attr.cap.detect_mem_types = 0;
+        attr.cap.max_alloc = 0;
+        attr.cap.max_reg = u64::MAX as _;
+        attr.rkey_packed_size = 0;
+        attr.local_cpus = all_cpus();
+    }
+    fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        Ok(SELF_MEMH as uct_mem_h)
+    }
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        if memh as usize != SELF_MEMH || flags != 0 {
+            crate::error!("self md: invalid memory handle {:p} or flags {:#x} for deregistration", memh, flags);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        UCS_OK
+    }
+    fn mem_query(&self, _address: *const c_void, _length: usize, attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE as u64 != 0 {
+            attr.mem_type = UCS_MEMORY_TYPE_HOST;
+        }
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV as u64 != 0 {
+            attr.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+        }
+        UCS_OK
+    }
+}
+
+fn md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+    // SAFETY: the generic md open hands us this component's parsed config.
+    let cfg = unsafe { &*(config as *const SelfMdConfig) };
+    if cfg.num_devices < 0 {
+        crate::error!("self md: NUM_DEVICES must not be negative (got {})", cfg.num_devices);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    Ok(Box::new(SelfMd { num_devices: cfg.num_devices as usize }))
+}
+
+fn num_devices(md: &MdObj) -> usize {
+    let any: &dyn std::any::Any = md.imp.as_ref();
+    any.downcast_ref::<SelfMd>().map_or(0, |s| s.num_devices)
+}
+
+fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+    Ok((0..num_devices(md))
+        .map(|i| TlDevice { name: format!("{DEVICE_PREFIX}{i}"), dev_type: UCT_DEVICE_TYPE_SELF,
+                            sys_device: UCS_SYS_DEVICE_ID_UNKNOWN })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------
+// Interface.
+
+/// A message buffer with the payload placed at the requested alignment.
+struct MsgBuf {
+    words: Vec<u64>,
+    start: usize,
+}
+
+impl MsgBuf {
+    fn new(size: usize, align: usize, align_offset: usize) -> MsgBuf {
+        let align = align.max(1);
+        let mut words = vec![0u64; (size + align + align_offset).div_ceil(8) + 1];
+        let base = words.as_mut_ptr() as usize;
+        // Payload at `start` such that (payload + align_offset) % align == 0.
+        let start = (align - (base + align_offset) % align) % align;
+        MsgBuf { words, start }
+    }
+    #[inline(always)]
+    fn bytes(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: viewing our own u64 storage as bytes; `start + len` stays
+        // within it because the buffer was sized for send_size + alignment
+        // and every caller limits `len` to send_size.
+        unsafe {
+            std::slice::from_raw_parts_mut((self.words.as_mut_ptr() as *mut u8).add(self.start), len)
+        }
+    }
+}
+
+pub struct SelfIface {
+    id: u64,
+    send_size: usize,
+    align: usize,
+    align_offset: usize,
+    /// Free message buffers; a handler that sends from inside a handler
+    /// takes another one, so nested deliveries never share a buffer.
+    pool: RefCell<Vec<MsgBuf>>,
+}
+
+impl SelfIface {
+    #[inline(always)]
+    fn take(&self) -> MsgBuf {
+        self.pool.borrow_mut().pop().unwrap_or_else(|| MsgBuf::new(self.send_size, self.align, self.align_offset))
+    }
+    #[inline(always)]
+    fn give(&self, b: MsgBuf) {
+        self.pool.borrow_mut().push(b)
+    }
+    /// Deliver `len` bytes of `buf` to the handler of `id`.
+    #[inline(always)]
+    fn deliver(hdr: &IfaceHeader, id: u8, buf: &mut MsgBuf, len: usize) {
+        let data = buf.bytes(len).as_mut_ptr() as *mut c_void;
+        let status = hdr.invoke_am(id, data, len, 0);
+        if status != UCS_OK {
+            crate::debug!("self: AM handler {} returned {} for inline data", id, status);
+        }
+    }
+}
+
+fn check_am_id(id: u8) -> Result<(), ucs_status_t> {
+    if (id as usize) < UCT_AM_ID_MAX as usize {
+        Ok(())
+    } else {
+        crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
+        Err(UCS_ERR_INVALID_PARAM)
+    }
+}
+
+fn length_error(what: &str, len: usize, max: usize) -> ucs_status_t {
+    crate::error!("self {}: length {} exceeds the maximum {}", what, len, max);
+    UCS_ERR_INVALID_PARAM
+}
+
+impl Transport for SelfIface {
+    type Ep = ();
+    const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
+        | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
+        | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
+        | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
+        | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK);
+
+    fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
+        let s = &iface.tl;
+        attr.iface_addr_len = std::mem::size_of::<u64>();
+        attr.device_addr_len = 0;
+        attr.ep_addr_len = 0;
+        attr.max_conn_priv = 0;
+        attr.cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY
+            | UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_GET_BCOPY
+            | UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK;
+        let post = (1u64 << UCT_ATOMIC_OP_ADD) | (1u64 << UCT_ATOMIC_OP_AND) | (1u64 << UCT_ATOMIC_OP_OR)
+            | (1u64 << UCT_ATOMIC_OP_XOR);
+        let fetch = post | (1u64 << UCT_ATOMIC_OP_SWAP) | (1u64 << UCT_ATOMIC_OP_CSWAP);
+        attr.cap.atomic32.op_flags = post;
+        attr.cap.atomic64.op_flags = post;
+        attr.cap.atomic32.fop_flags = fetch;
+        attr.cap.atomic64.fop_flags = fetch;
+
+        attr.cap.put.max_short = u32::MAX as usize;
+        attr.cap.put.max_bcopy = usize::MAX;
+        attr.cap.put.opt_zcopy_align = 1;
+        attr.cap.put.align_mtu = 1;
+        attr.cap.put.max_iov = 1;
+        attr.cap.get.max_bcopy = usize::MAX;
+        attr.cap.get.opt_zcopy_align = 1;
+        attr.cap.get.align_mtu = 1;
+        attr.cap.get.max_iov = 1;
+        attr.cap.am.max_short = s.send_size;
+        attr.cap.am.max_bcopy = s.send_size;
+        attr.cap.am.opt_zcopy_align = 1;
+        attr.cap.am.align_mtu = 1;
+        attr.cap.am.max_hdr = 0;
+        attr.cap.am.max_iov = usize::MAX;
+
+        attr.latency.c = 0.0;
+        attr.latency.m = 0.0;
+        attr.bandwidth.dedicated = BANDWIDTH;
+        attr.bandwidth.shared = 0.0;
+        attr.overhead = OVERHEAD;
+        attr.priority = 0;
+    }
+
+    fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<(), ucs_status_t> {
+        // SAFETY: a self iface address is 8 bytes (iface_addr_len).
+        match unsafe { read_addr::<8>(params.iface_addr as *const c_void) } {
+            None => {
+                crate::error!("self: creating an endpoint needs UCT_EP_PARAM_FIELD_IFACE_ADDR");
+                Err(UCS_ERR_INVALID_PARAM)
+            }
+            Some(a) if u64::from_ne_bytes(a) != iface.tl.id => {
+                crate::error!("self: peer address {:#x} is not this interface", u64::from_ne_bytes(a));
+                Err(UCS_ERR_UNREACHABLE)
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn get_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
+        out.write(&iface.tl.id.to_ne_bytes())
+    }
+
+    fn is_reachable(iface: &Iface<Self>, _dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
+        // SAFETY: a self iface address is 8 bytes.
+        matches!(unsafe { read_addr::<8>(addr as *const c_void) }, Some(a) if u64::from_ne_bytes(a) == iface.tl.id)
+    }
+
+    #[inline(always)]
+    fn am_short(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+        if let Err(s) = check_am_id(id) {
+            return s;
+        }
+        let s = &iface.tl;
+        let total = payload.len() + 8;
+        if total > s.send_size {
+            return length_error("am_short", total, s.send_size);
+        }
+        let mut buf = s.take();
+        let b = buf.bytes(total);
+        b[..8].copy_from_slice(&header.to_ne_bytes());
+        b[8..].copy_from_slice(payload);
+        SelfIface::deliver(&iface.hdr, id, &mut buf, total);
+        s.give(buf);
+        UCS_OK
+    }
+
+    fn am_short_iov(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+        if let Err(s) = check_am_id(id) {
+            return s;
+        }
+        let s = &iface.tl;
+        let total = iov_total(iov);
+        if total > s.send_size {
+            return length_error("am_short_iov", total, s.send_size);
+        }
+        let mut buf = s.take();
+        let n = iov_gather(iov, buf.bytes(total));
+        SelfIface::deliver(&iface.hdr, id, &mut buf, n);
+        s.give(buf);
+        UCS_OK
+    }
+
+    fn am_bcopy(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+        if let Err(s) = check_am_id(id) {
+            return s as isize;
+        }
+        let s = &iface.tl;
+        let mut buf = s.take();
+        let len = pack.pack_into(buf.bytes(s.send_size));
+        if len > s.send_size {
+            s.give(buf);
+            return length_error("am_bcopy", len, s.send_size) as isize;
+        }
+        SelfIface::deliver(&iface.hdr, id, &mut buf, len);
+        s.give(buf);
+        len as isize
+    }
+
+    fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+        // SAFETY: in-process RMA: the caller names a live, writable range of
+        // its own memory (rkey 0 + address), as the UCT contract requires.
+        unsafe { std::ptr::copy(data.as_ptr(), remote.mapped(), data.len()) };
+        UCS_OK
+    }
+
+    fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+        // SAFETY: as for put_short; the pack callback writes the message.
+        unsafe { pack.pack_raw(remote.mapped()) as isize }
+    }
+
+    fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                 _comp: *mut uct_completion_t) -> ucs_status_t {
+        // SAFETY: the caller names a live, readable range of its own memory.
+        unsafe { unpack.unpack_raw(remote.mapped(), length) };
+        UCS_OK
+    }
+
+    fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                   remote: Remote) -> ucs_status_t {
+        atomic(op, width, value, 0, remote).map_or_else(|s| s, |_| UCS_OK)
+    }
+
+    fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
+                    remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
+        match atomic(op, width, value, compare, remote) {
+            Ok(old) => {
+                result.store(old);
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    }
+
+    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: *mut uct_pending_req_t, _flags: u32) -> ucs_status_t {
+        // Sends never run out of resources, so there is never a reason to wait.
+        UCS_ERR_BUSY
+    }
+
+    fn ep_check(_iface: &Iface<Self>, _ep: &Ep<Self>, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        if flags != 0 {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        UCS_OK
+    }
+}
+
+fn atomic(op: AtomicOp, width: Width, value: u64, compare: u64, remote: Remote) -> Result<u64, ucs_status_t> {
+    let target = remote.mapped();
+    let align = if width == Width::W64 { 8 } else { 4 };
+    if target.is_null() || (target as usize) % align != 0 {
+        crate::error!("self: atomic target {:p} is not a {}-byte aligned address", target, align);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    // SAFETY: aligned, non-null location of the caller's own memory.
+    Ok(unsafe { cpu_atomic(target, op, width, value, compare) })
+}
+
+static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;
+
+fn iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: *const c_void)
+              -> Result<uct_iface_h, ucs_status_t> {
+    // SAFETY: the generic open hands us this transport's parsed config.
+    let cfg = unsafe { &*(config as *const SelfIfaceConfig) };
+    if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
+        crate::error!("self transport supports only UCT_IFACE_OPEN_MODE_DEVICE");
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    let ndev = num_devices(md);
+    let dev_ok = params.dev_name.strip_prefix(DEVICE_PREFIX)
+        .and_then(|n| n.parse::<usize>().ok())
+        .is_some_and(|n| n < ndev && params.dev_name == format!("{DEVICE_PREFIX}{n}"));
+    if !dev_ok {
+        crate::error!("self: no device named '{}'", params.dev_name);
+        return Err(UCS_ERR_NO_DEVICE);
+    }
+    // SAFETY: the worker handle was validated by the caller.
+    if unsafe { (*worker).thread_mode } == UCS_THREAD_MODE_MULTI {
+        crate::error!("self transport does not support multi-threaded worker");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if cfg.seg_size < 8 || cfg.seg_size > u32::MAX as usize {
+        crate::error!("self: SEG_SIZE {} is out of range [8, {}]", cfg.seg_size, u32::MAX);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    let (align, align_offset) = match params.am_alignment {
+        Some(a) if a > 1 => (a, if params.am_align_offset < cfg.seg_size { params.am_align_offset } else { 0 }),
+        _ => (64, 0),
+    };
+    // SAFETY: ucs_generate_uuid only mixes the seed with time and randomness.
+    let id = unsafe { crate::ucs::ucs_generate_uuid(worker as u64 ^ cfg as *const _ as u64) };
+    let hdr = IfaceHeader::new(md, worker, params, &cfg.base, &INTERNAL);
+    let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, pool: RefCell::new(Vec::with_capacity(4)) };
+    crate::debug!("created self iface id {:#x} send_size {}", id, cfg.seg_size);
+    Ok(Iface::into_handle(hdr, tl))
+}

@@ -1,0 +1,107 @@
+//! The parts of the distro's `libucs.so.0` that we reuse.
+#![allow(non_camel_case_types, non_upper_case_globals)]
+//!
+//! libucs is always loaded next to libuct (every UCX application links it),
+//! so relying on it costs nothing and buys exact behaviour: the worker's
+//! progress queue is walked by an inline function of libucs's header, so the
+//! queue has to be libucs's own; configuration parsing through libucs gives
+//! the same units, config files and "unused variable" accounting as UCX; and
+//! log lines go through UCX's logger, honouring `UCX_LOG_LEVEL`/`UCX_LOG_FILE`.
+
+use crate::abi::*;
+use libc::{c_char, c_int, c_uint, c_void, size_t};
+
+/// `ucs_log_component_config_t` (libucs `config/types.h`).
+#[repr(C)]
+pub struct ucs_log_component_config_t {
+    pub log_level: c_uint,
+    pub name: [c_char; 16],
+    pub file_filter: *const c_char,
+}
+
+pub type ucs_callbackq_predicate_t =
+    Option<unsafe extern "C" fn(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int>;
+
+#[link(name = "ucs")]
+extern "C" {
+    // datastruct/callbackq.h
+    pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
+    pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);
+    pub fn ucs_callbackq_add(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
+    pub fn ucs_callbackq_remove(cbq: *mut ucs_callbackq_t, id: c_int);
+    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
+    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int);
+    pub fn ucs_callbackq_remove_if(cbq: *mut ucs_callbackq_t, pred: ucs_callbackq_predicate_t, arg: *mut c_void);
+
+    // config/parser.h
+    pub fn ucs_config_parser_fill_opts(opts: *mut c_void, fields: *mut ucs_config_field_t, env_prefix: *const c_char,
+                                       table_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
+    pub fn ucs_config_parser_release_opts(opts: *mut c_void, fields: *mut ucs_config_field_t);
+    pub fn ucs_config_parser_set_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
+                                       value: *const c_char) -> ucs_status_t;
+    pub fn ucs_config_parser_get_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
+                                       value: *mut c_char, max: size_t) -> ucs_status_t;
+
+    // The value parsers of config/parser.h, used to build our tables.
+    pub fn ucs_config_sscanf_memunits(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_memunits(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_ulunits(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_ulunits(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_uint(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_uint(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_int(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_int(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_ulong(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_ulong(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_double(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_double(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_bool(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_bool(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_string(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_string(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_enum(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_enum(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_bw(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_bw(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_time(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_time(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_time_units(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_time_units(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_on_off_auto(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_on_off_auto(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_ternary_auto(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_ternary_auto(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_array(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_array(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_table(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_range_spec(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_range_spec(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_clone_uint(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_int(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_ulong(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_double(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_string(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_array(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_table(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_clone_range_spec(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_release_nop(ptr: *mut c_void, arg: *const c_void);
+    pub fn ucs_config_release_string(ptr: *mut c_void, arg: *const c_void);
+    pub fn ucs_config_release_array(ptr: *mut c_void, arg: *const c_void);
+    pub fn ucs_config_release_table(ptr: *mut c_void, arg: *const c_void);
+    pub fn ucs_config_help_generic(buf: *mut c_char, max: size_t, arg: *const c_void);
+    pub fn ucs_config_help_enum(buf: *mut c_char, max: size_t, arg: *const c_void);
+    pub fn ucs_config_help_array(buf: *mut c_char, max: size_t, arg: *const c_void);
+    pub fn ucs_config_help_table(buf: *mut c_char, max: size_t, arg: *const c_void);
+
+    // debug/log_def.h, config/global_opts.h
+    pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,
+                            comp_conf: *mut ucs_log_component_config_t, format: *const c_char, ...);
+    /// `ucs_global_opts_t` begins with its `ucs_log_component_config_t`.
+    pub static mut ucs_global_opts: ucs_log_component_config_t;
+    pub static ucs_log_level_names: [*const c_char; 0];
+
+    // misc
+    pub fn ucs_status_string(status: ucs_status_t) -> *const c_char;
+    pub fn ucs_generate_uuid(seed: u64) -> u64;
+    pub fn ucs_get_system_id() -> u64;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Run every uct-rs C/shell test against LIBDIR (a directory holding our
+# libuct.so.0; empty or absent = the system UCX) and print the combined
+# "N passed, M failed".  Exits non-zero on any failure.
+# Usage: tests/run-all.sh [LIBDIR]    (or UCT_LIBDIR=...)
+# Environment passed through: EXPECT_FAIL_TLS (hello-self.sh), ITERS
+# (perftest-self.sh).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+libdir=${1-${UCT_LIBDIR:-}}
+if [ -n "$libdir" ]; then
+    libdir=$(cd "$libdir" 2>/dev/null && pwd -P) || {
+        echo "no such directory: ${1-$UCT_LIBDIR}"
+        echo "0 passed, 1 failed"
+        exit 1
+    }
+fi
+export UCT_LIBDIR=$libdir
+
+scripts=(
+    "tests/check-exports.sh"
+    "c-tests/api-self.sh"
+    "c-tests/preload.sh"
+    "c-tests/bad-input.sh"
+    "tests/perftest-self.sh"
+    "tests/ucx-info.sh"
+    "tests/hello-self.sh"
+)
+
+total_pass=0
+total_fail=0
+report=()
+log=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+for s in "${scripts[@]}"; do
+    echo "=== $s"
+    if [ "$s" = "tests/check-exports.sh" ]; then
+        args=("${libdir:+$libdir/libuct.so.0}")
+    else
+        args=("$libdir")
+    fi
+    "$top/$s" "${args[@]}" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    if [ -n "$summary" ]; then
+        set -- $summary
+        p=$1 f=$3
+        if [ "$f" -eq 0 ] && [ "$rc" -ne 0 ]; then
+            f=1   # exit status says failure although no case failed
+        fi
+    else
+        p=0 f=1
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    report+=("$(printf '%-26s %4d passed, %3d failed' "$s" "$p" "$f")")
+done
+
+echo "=== summary (${libdir:-system library})"
+printf '%s\n' "${report[@]}"
+printf '%d passed, %d failed\n' "$total_pass" "$total_fail"
+[ "$total_fail" -eq 0 ]

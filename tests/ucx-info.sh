@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# ucx_info against LIBDIR's libuct.so.0:
+#  - "ucx_info -v" runs and reports version 1.13.1;
+#  - "ucx_info -d" runs, lists "Memory domain: self" with "Component: self",
+#    "Transport: self" and "Device: memory0" (type loopback), and the whole
+#    self block reads exactly as it does on the C original;
+#  - "ucx_info -c" lists UCX_SELF_SEG_SIZE=8K.
+# Usage: tests/ucx-info.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+
+resolve_libdir "$@"
+command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+make_workdir
+
+# The self memory-domain block of "ucx_info -d" on Debian 12's UCX 1.13.1.
+expected_self_block() {
+    cat <<'BLOCK'
+# Memory domain: self
+#     Component: self
+#             register: unlimited, cost: 0 nsec
+#           remote key: 0 bytes
+#
+#      Transport: self
+#         Device: memory0
+#           Type: loopback
+#  System device: <unknown>
+#
+#      capabilities:
+#            bandwidth: 0.00/ppn + 6911.00 MB/sec
+#              latency: 0 nsec
+#             overhead: 10 nsec
+#            put_short: <= 4294967295
+#            put_bcopy: unlimited
+#            get_bcopy: unlimited
+#             am_short: <= 8K
+#             am_bcopy: <= 8K
+#               domain: cpu
+#           atomic_add: 32, 64 bit
+#           atomic_and: 32, 64 bit
+#            atomic_or: 32, 64 bit
+#           atomic_xor: 32, 64 bit
+#          atomic_fadd: 32, 64 bit
+#          atomic_fand: 32, 64 bit
+#           atomic_for: 32, 64 bit
+#          atomic_fxor: 32, 64 bit
+#          atomic_swap: 32, 64 bit
+#         atomic_cswap: 32, 64 bit
+#           connection: to iface
+#      device priority: 0
+#     device num paths: 1
+#              max eps: inf
+#       device address: 0 bytes
+#        iface address: 8 bytes
+#       error handling: ep_check
+BLOCK
+}
+
+# ucx_info -v
+"${RUN[@]}" timeout 60 ucx_info -v >"$T_WORK/v.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^# Version 1\.13\.1' "$T_WORK/v.out"; then
+    pass "ucx_info -v reports version 1.13.1"
+else
+    head -n 3 "$T_WORK/v.out"
+    fail "ucx_info -v" "exit status $rc"
+fi
+
+# ucx_info -d
+"${RUN[@]}" timeout 60 ucx_info -d >"$T_WORK/d.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "ucx_info -d exits with 0" || fail "ucx_info -d" "exit status $rc"
+
+# The lines from "# Memory domain: self" up to the next top-level entry,
+# without the trailing empty "#" lines.
+awk '/^# (Memory domain|Connection manager): |^# </ { inblk = ($0 == "# Memory domain: self") }
+     inblk' "$T_WORK/d.out" >"$T_WORK/self.txt"
+while [ -s "$T_WORK/self.txt" ] && tail -n 1 "$T_WORK/self.txt" | grep -qx '#[[:space:]]*'; do
+    sed -i '$d' "$T_WORK/self.txt"
+done
+
+if [ -s "$T_WORK/self.txt" ]; then
+    pass "ucx_info -d lists Memory domain: self"
+else
+    fail "ucx_info -d lists Memory domain: self"
+fi
+for want in '#     Component: self' '#      Transport: self' \
+            '#         Device: memory0' '#           Type: loopback'; do
+    if grep -qxF -- "$want" "$T_WORK/self.txt"; then
+        pass "self block has '${want#\#}'"
+    else
+        fail "self block has '${want#\#}'"
+    fi
+done
+expected_self_block >"$T_WORK/self.want"
+if diff -u "$T_WORK/self.want" "$T_WORK/self.txt" >"$T_WORK/self.diff"; then
+    pass "self block identical to the original's ($(wc -l <"$T_WORK/self.want") lines)"
+else
+    cat "$T_WORK/self.diff"
+    fail "self block identical to the original's"
+fi
+
+# ucx_info -c
+"${RUN[@]}" timeout 60 ucx_info -c >"$T_WORK/c.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -qx 'UCX_SELF_SEG_SIZE=8K' "$T_WORK/c.out"; then
+    pass "ucx_info -c lists UCX_SELF_SEG_SIZE=8K"
+else
+    grep 'UCX_SELF' "$T_WORK/c.out"
+    fail "ucx_info -c lists UCX_SELF_SEG_SIZE=8K" "exit status $rc"
+fi
+
+finish
