@@ -351,7 +351,8 @@ int main(void)
     for (i = 0; i < num_tl; ++i) {
         INFO("tl_resource[%u] tl=%s dev=%s type=%d(%s) sys_device=%u", i,
              tl_res[i].tl_name, tl_res[i].dev_name, (int)tl_res[i].dev_type,
-             uct_device_type_names[tl_res[i].dev_type],
+             (tl_res[i].dev_type < UCT_DEVICE_TYPE_LAST) ?
+                     uct_device_type_names[tl_res[i].dev_type] : "(bad)",
              (unsigned)tl_res[i].sys_device);
     }
     check((num_tl == 1) && !strcmp(tl_res[0].tl_name, "self") &&

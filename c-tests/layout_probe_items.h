@@ -3,8 +3,8 @@
  *
  * Probe list for c-tests/layout_probe.c. The including file defines
  * P_SIZE(T), P_ALIGN(T), P_SIGNED(T), P_OFF(T, member) and
- * P_FSIZE(T, member); items guarded by PROBE_OURS_ONLY exist only in
- * our header (their system header is not installed).
+ * P_FSIZE(T, member). Items of uct_v2.h are guarded by PROBE_V2: Debian
+ * does not install that header, so by default only our header has them.
  */
 
 P_SIZE(uct_md_resource_desc_t)
@@ -697,7 +697,7 @@ P_SIZE(uct_recv_desc_t)
 P_ALIGN(uct_recv_desc_t)
 P_OFF(uct_recv_desc_t, cb)
 P_FSIZE(uct_recv_desc_t, cb)
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_perf_attr_t)
 P_ALIGN(uct_perf_attr_t)
 P_OFF(uct_perf_attr_t, field_mask)
@@ -733,7 +733,7 @@ P_FSIZE(uct_perf_attr_t, latency.m)
 P_OFF(uct_perf_attr_t, max_inflight_eps)
 P_FSIZE(uct_perf_attr_t, max_inflight_eps)
 #endif
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_ep_attr_t)
 P_ALIGN(uct_ep_attr_t)
 P_OFF(uct_ep_attr_t, field_mask)
@@ -743,7 +743,7 @@ P_FSIZE(uct_ep_attr_t, local_address)
 P_OFF(uct_ep_attr_t, remote_address)
 P_FSIZE(uct_ep_attr_t, remote_address)
 #endif
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_md_mem_dereg_params_t)
 P_ALIGN(uct_md_mem_dereg_params_t)
 P_OFF(uct_md_mem_dereg_params_t, field_mask)
@@ -755,7 +755,7 @@ P_FSIZE(uct_md_mem_dereg_params_t, memh)
 P_OFF(uct_md_mem_dereg_params_t, comp)
 P_FSIZE(uct_md_mem_dereg_params_t, comp)
 #endif
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_md_mkey_pack_params_t)
 P_ALIGN(uct_md_mkey_pack_params_t)
 P_OFF(uct_md_mkey_pack_params_t, field_mask)
@@ -763,7 +763,7 @@ P_FSIZE(uct_md_mkey_pack_params_t, field_mask)
 P_OFF(uct_md_mkey_pack_params_t, flags)
 P_FSIZE(uct_md_mkey_pack_params_t, flags)
 #endif
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_iface_is_reachable_params_t)
 P_ALIGN(uct_iface_is_reachable_params_t)
 P_OFF(uct_iface_is_reachable_params_t, field_mask)
@@ -846,7 +846,7 @@ P_SIZE(uct_md_mem_attr_field_t)
 P_SIGNED(uct_md_mem_attr_field_t)
 P_SIZE(uct_mem_alloc_params_field_t)
 P_SIGNED(uct_mem_alloc_params_field_t)
-#ifndef PROBE_SYSTEM
+#ifdef PROBE_V2
 P_SIZE(uct_ep_operation_t)
 P_SIGNED(uct_ep_operation_t)
 #endif

@@ -35,8 +35,11 @@ clean_env=(env -u LD_LIBRARY_PATH -u LD_PRELOAD)
 "${clean_env[@]}" timeout 60 "$probe" >"$T_WORK/ref.out" 2>&1
 ref_rc=$?
 grep '^api: ' "$T_WORK/ref.out" >"$T_WORK/ref.txt"
-[ $ref_rc -eq 0 ] && pass "probe on the system library (exit 0)" ||
+if [ $ref_rc -eq 0 ]; then
+    pass "probe on the system library (exit 0)"
+else
     fail "probe on the system library" "exit status $ref_rc"
+fi
 
 "${clean_env[@]}" LD_PRELOAD="$UCT_LIB" timeout 60 "$probe" \
     >"$T_WORK/pre.out" 2>&1

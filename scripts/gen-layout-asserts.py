@@ -35,7 +35,7 @@ POINTER_SCALARS = {"ucs_status_ptr_t", "ucs_callback_t", "uct_mem_h",
                    "uct_conn_request_h", "uct_rkey_ctx_h"}
 
 # Headers whose types are absent from the system include tree (Debian does
-# not ship uct_v2.h); the C probe prints them only in "ours" mode.
+# not ship uct_v2.h); the C probe prints them only when PROBE_V2 is defined.
 OURS_ONLY_HEADERS = {"v2/uct_v2.h"}
 
 # Extra libucs types that the crate mirrors but the TSV does not list.
@@ -149,8 +149,8 @@ def gen_c(rows):
     w(" *")
     w(" * Probe list for c-tests/layout_probe.c. The including file defines")
     w(" * P_SIZE(T), P_ALIGN(T), P_SIGNED(T), P_OFF(T, member) and")
-    w(" * P_FSIZE(T, member); items guarded by PROBE_OURS_ONLY exist only in")
-    w(" * our header (their system header is not installed).")
+    w(" * P_FSIZE(T, member). Items of uct_v2.h are guarded by PROBE_V2: Debian")
+    w(" * does not install that header, so by default only our header has them.")
     w(" */")
     w("")
     last_type = None
@@ -168,7 +168,7 @@ def gen_c(rows):
         if ty != last_type:
             close_guard()
             if header in OURS_ONLY_HEADERS:
-                w("#ifndef PROBE_SYSTEM")
+                w("#ifdef PROBE_V2")
                 guard_open = True
             last_type = ty
         if field == "(whole)":

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the uct-rs test scripts (sourced, not run).
 #
 # Every script takes the library directory to test as its first argument or

@@ -69,7 +69,11 @@ fi
 # ucx_info -d
 "${RUN[@]}" timeout 60 ucx_info -d >"$T_WORK/d.out" 2>&1
 rc=$?
-[ $rc -eq 0 ] && pass "ucx_info -d exits with 0" || fail "ucx_info -d" "exit status $rc"
+if [ $rc -eq 0 ]; then
+    pass "ucx_info -d exits with 0"
+else
+    fail "ucx_info -d" "exit status $rc"
+fi
 
 # The lines from "# Memory domain: self" up to the next top-level entry,
 # without the trailing empty "#" lines.

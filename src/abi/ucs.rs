@@ -218,9 +218,9 @@ pub type ucs_callbackq_predicate_t =
 /// Flag bits of a callback-queue element (`unsigned flags`).
 pub type ucs_callbackq_flags = u32;
 /// Put the callback on the fast path (`fast_elems`).
-pub const UCS_CALLBACKQ_FLAG_FAST: u32 = 1 << 0;
+pub const UCS_CALLBACKQ_FLAG_FAST: u32 = 1u32 << 0;
 /// Run the callback once and then drop it.
-pub const UCS_CALLBACKQ_FLAG_ONESHOT: u32 = 1 << 1;
+pub const UCS_CALLBACKQ_FLAG_ONESHOT: u32 = 1u32 << 1;
 
 /// One entry of a callback queue's fast path.
 #[repr(C)]

@@ -43,10 +43,10 @@ pub type uct_md_resource_desc = uct_md_resource_desc_t;
 
 /// Valid-field bits of `uct_component_attr_t::field_mask`.
 pub type uct_component_attr_field = u64;
-pub const UCT_COMPONENT_ATTR_FIELD_NAME: u64 = 1 << 0;
-pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT: u64 = 1 << 1;
-pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES: u64 = 1 << 2;
-pub const UCT_COMPONENT_ATTR_FIELD_FLAGS: u64 = 1 << 3;
+pub const UCT_COMPONENT_ATTR_FIELD_NAME: u64 = 1u64 << 0;
+pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT: u64 = 1u64 << 1;
+pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES: u64 = 1u64 << 2;
+pub const UCT_COMPONENT_ATTR_FIELD_FLAGS: u64 = 1u64 << 3;
 
 /// Attributes of a component, filled by `uct_component_query`.
 #[repr(C)]
@@ -64,7 +64,7 @@ pub struct uct_component_attr_t {
 pub type uct_component_attr = uct_component_attr_t;
 
 /// The component provides a connection manager.
-pub const UCT_COMPONENT_FLAG_CM: u64 = 1 << 0;
+pub const UCT_COMPONENT_FLAG_CM: u64 = 1u64 << 0;
 
 /// Class of a transport device (C enum, 4 bytes).
 pub type uct_device_type_t = u32;
@@ -85,6 +85,11 @@ pub struct uct_tl_resource_desc_t {
 }
 /// Alias for the C tag `struct uct_tl_resource_desc`.
 pub type uct_tl_resource_desc = uct_tl_resource_desc_t;
+
+/// printf format that prints a resource as `tl_name/dev_name`; pair it with
+/// the two name fields of a `uct_tl_resource_desc_t`.
+/// cbindgen:ignore
+pub const UCT_TL_RESOURCE_DESC_FMT: &::core::ffi::CStr = c"%s/%s";
 
 // ---------------------------------------------------------------------------
 // Atomics
@@ -167,59 +172,59 @@ pub const UCT_ALLOC_METHOD_DEFAULT: uct_alloc_method_t = UCT_ALLOC_METHOD_LAST;
 
 /// Events accepted by `uct_iface_event_arm` (`unsigned events`).
 pub type uct_iface_event_types = u32;
-pub const UCT_EVENT_SEND_COMP: u32 = 1 << 0;
-pub const UCT_EVENT_RECV: u32 = 1 << 1;
-pub const UCT_EVENT_RECV_SIG: u32 = 1 << 2;
+pub const UCT_EVENT_SEND_COMP: u32 = 1u32 << 0;
+pub const UCT_EVENT_RECV: u32 = 1u32 << 1;
+pub const UCT_EVENT_RECV_SIG: u32 = 1u32 << 2;
 
 /// Flags of the flush operations (`unsigned flags`).
 pub type uct_flush_flags = u32;
 pub const UCT_FLUSH_FLAG_LOCAL: u32 = 0;
-pub const UCT_FLUSH_FLAG_CANCEL: u32 = 1 << 0;
+pub const UCT_FLUSH_FLAG_CANCEL: u32 = 1u32 << 0;
 
 /// Progress directions for `uct_iface_progress_enable/disable`.
 pub type uct_progress_types = u32;
-pub const UCT_PROGRESS_SEND: u32 = 1 << 0;
-pub const UCT_PROGRESS_RECV: u32 = 1 << 1;
-pub const UCT_PROGRESS_THREAD_SAFE: u32 = 1 << 7;
+pub const UCT_PROGRESS_SEND: u32 = 1u32 << 0;
+pub const UCT_PROGRESS_RECV: u32 = 1u32 << 1;
+pub const UCT_PROGRESS_THREAD_SAFE: u32 = 1u32 << 7;
 
 /// Flags of send operations (`unsigned flags`).
 pub type uct_msg_flags = u32;
-pub const UCT_SEND_FLAG_SIGNALED: u32 = 1 << 0;
-pub const UCT_SEND_FLAG_PEER_CHECK: u32 = 1 << 1;
+pub const UCT_SEND_FLAG_SIGNALED: u32 = 1u32 << 0;
+pub const UCT_SEND_FLAG_PEER_CHECK: u32 = 1u32 << 1;
 
 /// Callback-context flags (`uint32_t` members such as `err_handler_flags`,
 /// `cb_flags`, `sockaddr_cb_flags`, and `uct_iface_set_am_handler` flags).
 pub type uct_cb_flags = u32;
-pub const UCT_CB_FLAG_RESERVED: u32 = 1 << 1;
-pub const UCT_CB_FLAG_ASYNC: u32 = 1 << 2;
+pub const UCT_CB_FLAG_RESERVED: u32 = 1u32 << 1;
+pub const UCT_CB_FLAG_ASYNC: u32 = 1u32 << 2;
 
 /// Bits of `uct_iface_params_t::open_mode` (u64).
 pub type uct_iface_open_mode = u64;
-pub const UCT_IFACE_OPEN_MODE_DEVICE: u64 = 1 << 0;
-pub const UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER: u64 = 1 << 1;
-pub const UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT: u64 = 1 << 2;
+pub const UCT_IFACE_OPEN_MODE_DEVICE: u64 = 1u64 << 0;
+pub const UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER: u64 = 1u64 << 1;
+pub const UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_iface_params_t::field_mask` (u64).
 pub type uct_iface_params_field = u64;
-pub const UCT_IFACE_PARAM_FIELD_CPU_MASK: u64 = 1 << 0;
-pub const UCT_IFACE_PARAM_FIELD_OPEN_MODE: u64 = 1 << 1;
-pub const UCT_IFACE_PARAM_FIELD_DEVICE: u64 = 1 << 2;
-pub const UCT_IFACE_PARAM_FIELD_SOCKADDR: u64 = 1 << 3;
-pub const UCT_IFACE_PARAM_FIELD_STATS_ROOT: u64 = 1 << 4;
-pub const UCT_IFACE_PARAM_FIELD_RX_HEADROOM: u64 = 1 << 5;
-pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG: u64 = 1 << 6;
-pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER: u64 = 1 << 7;
-pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS: u64 = 1 << 8;
-pub const UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG: u64 = 1 << 9;
-pub const UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB: u64 = 1 << 10;
-pub const UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG: u64 = 1 << 11;
-pub const UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB: u64 = 1 << 12;
-pub const UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_ARG: u64 = 1 << 13;
-pub const UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_CB: u64 = 1 << 14;
-pub const UCT_IFACE_PARAM_FIELD_KEEPALIVE_INTERVAL: u64 = 1 << 15;
-pub const UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT: u64 = 1 << 16;
-pub const UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET: u64 = 1 << 17;
-pub const UCT_IFACE_PARAM_FIELD_FEATURES: u64 = 1 << 18;
+pub const UCT_IFACE_PARAM_FIELD_CPU_MASK: u64 = 1u64 << 0;
+pub const UCT_IFACE_PARAM_FIELD_OPEN_MODE: u64 = 1u64 << 1;
+pub const UCT_IFACE_PARAM_FIELD_DEVICE: u64 = 1u64 << 2;
+pub const UCT_IFACE_PARAM_FIELD_SOCKADDR: u64 = 1u64 << 3;
+pub const UCT_IFACE_PARAM_FIELD_STATS_ROOT: u64 = 1u64 << 4;
+pub const UCT_IFACE_PARAM_FIELD_RX_HEADROOM: u64 = 1u64 << 5;
+pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG: u64 = 1u64 << 6;
+pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER: u64 = 1u64 << 7;
+pub const UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS: u64 = 1u64 << 8;
+pub const UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG: u64 = 1u64 << 9;
+pub const UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB: u64 = 1u64 << 10;
+pub const UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG: u64 = 1u64 << 11;
+pub const UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB: u64 = 1u64 << 12;
+pub const UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_ARG: u64 = 1u64 << 13;
+pub const UCT_IFACE_PARAM_FIELD_ASYNC_EVENT_CB: u64 = 1u64 << 14;
+pub const UCT_IFACE_PARAM_FIELD_KEEPALIVE_INTERVAL: u64 = 1u64 << 15;
+pub const UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT: u64 = 1u64 << 16;
+pub const UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET: u64 = 1u64 << 17;
+pub const UCT_IFACE_PARAM_FIELD_FEATURES: u64 = 1u64 << 18;
 
 /// Whether a socket address must be reachable locally or remotely (C enum).
 pub type uct_sockaddr_accessibility_t = u32;
@@ -231,31 +236,38 @@ pub const UCT_SOCKADDR_ACC_REMOTE: uct_sockaddr_accessibility_t = 1;
 // ---------------------------------------------------------------------------
 
 // Bits of `uct_md_attr_t::cap.flags` (u64).
-pub const UCT_MD_FLAG_ALLOC: u64 = 1 << 0;
-pub const UCT_MD_FLAG_REG: u64 = 1 << 1;
-pub const UCT_MD_FLAG_NEED_MEMH: u64 = 1 << 2;
-pub const UCT_MD_FLAG_NEED_RKEY: u64 = 1 << 3;
-pub const UCT_MD_FLAG_ADVISE: u64 = 1 << 4;
-pub const UCT_MD_FLAG_FIXED: u64 = 1 << 5;
-pub const UCT_MD_FLAG_RKEY_PTR: u64 = 1 << 6;
-pub const UCT_MD_FLAG_SOCKADDR: u64 = 1 << 7;
-pub const UCT_MD_FLAG_INVALIDATE: u64 = 1 << 8;
+pub const UCT_MD_FLAG_ALLOC: u64 = 1u64 << 0;
+pub const UCT_MD_FLAG_REG: u64 = 1u64 << 1;
+pub const UCT_MD_FLAG_NEED_MEMH: u64 = 1u64 << 2;
+pub const UCT_MD_FLAG_NEED_RKEY: u64 = 1u64 << 3;
+pub const UCT_MD_FLAG_ADVISE: u64 = 1u64 << 4;
+pub const UCT_MD_FLAG_FIXED: u64 = 1u64 << 5;
+pub const UCT_MD_FLAG_RKEY_PTR: u64 = 1u64 << 6;
+pub const UCT_MD_FLAG_SOCKADDR: u64 = 1u64 << 7;
+pub const UCT_MD_FLAG_INVALIDATE: u64 = 1u64 << 8;
 
 /// Flags of memory registration/allocation (`unsigned flags`).
 pub type uct_md_mem_flags = u32;
-pub const UCT_MD_MEM_FLAG_NONBLOCK: u32 = 1 << 0;
-pub const UCT_MD_MEM_FLAG_FIXED: u32 = 1 << 1;
-pub const UCT_MD_MEM_FLAG_LOCK: u32 = 1 << 2;
-pub const UCT_MD_MEM_FLAG_HIDE_ERRORS: u32 = 1 << 3;
-pub const UCT_MD_MEM_ACCESS_REMOTE_PUT: u32 = 1 << 5;
-pub const UCT_MD_MEM_ACCESS_REMOTE_GET: u32 = 1 << 6;
-pub const UCT_MD_MEM_ACCESS_REMOTE_ATOMIC: u32 = 1 << 7;
-pub const UCT_MD_MEM_ACCESS_LOCAL_READ: u32 = 1 << 8;
-pub const UCT_MD_MEM_ACCESS_LOCAL_WRITE: u32 = 1 << 9;
+pub const UCT_MD_MEM_FLAG_NONBLOCK: u32 = 1u32 << 0;
+pub const UCT_MD_MEM_FLAG_FIXED: u32 = 1u32 << 1;
+pub const UCT_MD_MEM_FLAG_LOCK: u32 = 1u32 << 2;
+pub const UCT_MD_MEM_FLAG_HIDE_ERRORS: u32 = 1u32 << 3;
+pub const UCT_MD_MEM_ACCESS_REMOTE_PUT: u32 = 1u32 << 5;
+pub const UCT_MD_MEM_ACCESS_REMOTE_GET: u32 = 1u32 << 6;
+pub const UCT_MD_MEM_ACCESS_REMOTE_ATOMIC: u32 = 1u32 << 7;
+pub const UCT_MD_MEM_ACCESS_LOCAL_READ: u32 = 1u32 << 8;
+pub const UCT_MD_MEM_ACCESS_LOCAL_WRITE: u32 = 1u32 << 9;
 /// Every access kind.
-pub const UCT_MD_MEM_ACCESS_ALL: u32 = (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9);
+pub const UCT_MD_MEM_ACCESS_ALL: u32 = UCT_MD_MEM_ACCESS_REMOTE_PUT
+    | UCT_MD_MEM_ACCESS_REMOTE_GET
+    | UCT_MD_MEM_ACCESS_REMOTE_ATOMIC
+    | UCT_MD_MEM_ACCESS_LOCAL_READ
+    | UCT_MD_MEM_ACCESS_LOCAL_WRITE;
 /// Remote put/get plus local read/write (no atomics).
-pub const UCT_MD_MEM_ACCESS_RMA: u32 = (1 << 5) | (1 << 6) | (1 << 8) | (1 << 9);
+pub const UCT_MD_MEM_ACCESS_RMA: u32 = UCT_MD_MEM_ACCESS_REMOTE_PUT
+    | UCT_MD_MEM_ACCESS_REMOTE_GET
+    | UCT_MD_MEM_ACCESS_LOCAL_READ
+    | UCT_MD_MEM_ACCESS_LOCAL_WRITE;
 
 /// Advice for `uct_md_mem_advise` (C enum, 4 bytes).
 pub type uct_mem_advice_t = u32;
@@ -268,52 +280,52 @@ pub const UCT_MADV_WILLNEED: uct_mem_advice_t = 1;
 
 /// Valid-field bits of `uct_cm_attr_t::field_mask`.
 pub type uct_cm_attr_field = u64;
-pub const UCT_CM_ATTR_FIELD_MAX_CONN_PRIV: u64 = 1 << 0;
+pub const UCT_CM_ATTR_FIELD_MAX_CONN_PRIV: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_listener_attr_t::field_mask`.
 pub type uct_listener_attr_field = u64;
-pub const UCT_LISTENER_ATTR_FIELD_SOCKADDR: u64 = 1 << 0;
+pub const UCT_LISTENER_ATTR_FIELD_SOCKADDR: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_listener_params_t::field_mask`.
 pub type uct_listener_params_field = u64;
-pub const UCT_LISTENER_PARAM_FIELD_BACKLOG: u64 = 1 << 0;
-pub const UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB: u64 = 1 << 1;
-pub const UCT_LISTENER_PARAM_FIELD_USER_DATA: u64 = 1 << 2;
+pub const UCT_LISTENER_PARAM_FIELD_BACKLOG: u64 = 1u64 << 0;
+pub const UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB: u64 = 1u64 << 1;
+pub const UCT_LISTENER_PARAM_FIELD_USER_DATA: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_ep_params_t::field_mask` (u64).
 pub type uct_ep_params_field = u64;
-pub const UCT_EP_PARAM_FIELD_IFACE: u64 = 1 << 0;
-pub const UCT_EP_PARAM_FIELD_USER_DATA: u64 = 1 << 1;
-pub const UCT_EP_PARAM_FIELD_DEV_ADDR: u64 = 1 << 2;
-pub const UCT_EP_PARAM_FIELD_IFACE_ADDR: u64 = 1 << 3;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR: u64 = 1 << 4;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS: u64 = 1 << 5;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB: u64 = 1 << 6;
-pub const UCT_EP_PARAM_FIELD_CM: u64 = 1 << 7;
-pub const UCT_EP_PARAM_FIELD_CONN_REQUEST: u64 = 1 << 8;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT: u64 = 1 << 9;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER: u64 = 1 << 10;
-pub const UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB: u64 = 1 << 11;
-pub const UCT_EP_PARAM_FIELD_PATH_INDEX: u64 = 1 << 12;
-pub const UCT_EP_PARAM_FIELD_CM_RESOLVE_CB: u64 = 1 << 13;
-pub const UCT_EP_PARAM_FIELD_PRIV_DATA: u64 = 1 << 14;
-pub const UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH: u64 = 1 << 15;
-pub const UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR: u64 = 1 << 16;
+pub const UCT_EP_PARAM_FIELD_IFACE: u64 = 1u64 << 0;
+pub const UCT_EP_PARAM_FIELD_USER_DATA: u64 = 1u64 << 1;
+pub const UCT_EP_PARAM_FIELD_DEV_ADDR: u64 = 1u64 << 2;
+pub const UCT_EP_PARAM_FIELD_IFACE_ADDR: u64 = 1u64 << 3;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR: u64 = 1u64 << 4;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS: u64 = 1u64 << 5;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB: u64 = 1u64 << 6;
+pub const UCT_EP_PARAM_FIELD_CM: u64 = 1u64 << 7;
+pub const UCT_EP_PARAM_FIELD_CONN_REQUEST: u64 = 1u64 << 8;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT: u64 = 1u64 << 9;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER: u64 = 1u64 << 10;
+pub const UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB: u64 = 1u64 << 11;
+pub const UCT_EP_PARAM_FIELD_PATH_INDEX: u64 = 1u64 << 12;
+pub const UCT_EP_PARAM_FIELD_CM_RESOLVE_CB: u64 = 1u64 << 13;
+pub const UCT_EP_PARAM_FIELD_PRIV_DATA: u64 = 1u64 << 14;
+pub const UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH: u64 = 1u64 << 15;
+pub const UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 16;
 
 /// Valid-field bits of `uct_ep_connect_params_t::field_mask`.
 pub type uct_ep_connect_params_field = u64;
-pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA: u64 = 1 << 0;
-pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH: u64 = 1 << 1;
+pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA: u64 = 1u64 << 0;
+pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH: u64 = 1u64 << 1;
 
 /// Bits of `uct_iface_params_t::features` (u64).
 pub type uct_iface_feature = u64;
-pub const UCT_IFACE_FEATURE_AM: u64 = 1 << 0;
-pub const UCT_IFACE_FEATURE_PUT: u64 = 1 << 1;
-pub const UCT_IFACE_FEATURE_GET: u64 = 1 << 2;
-pub const UCT_IFACE_FEATURE_AMO32: u64 = 1 << 3;
-pub const UCT_IFACE_FEATURE_AMO64: u64 = 1 << 4;
-pub const UCT_IFACE_FEATURE_TAG: u64 = 1 << 5;
-pub const UCT_IFACE_FEATURE_LAST: u64 = 1 << 6;
+pub const UCT_IFACE_FEATURE_AM: u64 = 1u64 << 0;
+pub const UCT_IFACE_FEATURE_PUT: u64 = 1u64 << 1;
+pub const UCT_IFACE_FEATURE_GET: u64 = 1u64 << 2;
+pub const UCT_IFACE_FEATURE_AMO32: u64 = 1u64 << 3;
+pub const UCT_IFACE_FEATURE_AMO64: u64 = 1u64 << 4;
+pub const UCT_IFACE_FEATURE_TAG: u64 = 1u64 << 5;
+pub const UCT_IFACE_FEATURE_LAST: u64 = 1u64 << 6;
 
 // ---------------------------------------------------------------------------
 // Interface attributes
@@ -639,10 +651,10 @@ pub type uct_md_attr = uct_md_attr_t;
 pub type uct_md_mem_attr_field_t = u32;
 /// Alias for the C tag `enum uct_md_mem_attr_field`.
 pub type uct_md_mem_attr_field = uct_md_mem_attr_field_t;
-pub const UCT_MD_MEM_ATTR_FIELD_MEM_TYPE: u64 = 1 << 0;
-pub const UCT_MD_MEM_ATTR_FIELD_SYS_DEV: u64 = 1 << 1;
-pub const UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS: u64 = 1 << 2;
-pub const UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH: u64 = 1 << 3;
+pub const UCT_MD_MEM_ATTR_FIELD_MEM_TYPE: u64 = 1u64 << 0;
+pub const UCT_MD_MEM_ATTR_FIELD_SYS_DEV: u64 = 1u64 << 1;
+pub const UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS: u64 = 1u64 << 2;
+pub const UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH: u64 = 1u64 << 3;
 
 /// Result of `uct_md_mem_query`.
 #[repr(C)]
@@ -749,7 +761,7 @@ pub struct uct_tag_context_t {
 pub type uct_tag_context = uct_tag_context_t;
 
 /// `completed_cb` received its data inline (`inline_data` is valid).
-pub const UCT_TAG_RECV_CB_INLINE_DATA: u32 = 1 << 0;
+pub const UCT_TAG_RECV_CB_INLINE_DATA: u32 = 1u32 << 0;
 
 // ---------------------------------------------------------------------------
 // Memory allocation parameters
@@ -758,11 +770,11 @@ pub const UCT_TAG_RECV_CB_INLINE_DATA: u32 = 1 << 0;
 /// Valid-field bits of `uct_mem_alloc_params_t::field_mask`. The C enum type
 /// is 4 bytes; the constants are typed u64 to match the mask.
 pub type uct_mem_alloc_params_field_t = u32;
-pub const UCT_MEM_ALLOC_PARAM_FIELD_FLAGS: u64 = 1 << 0;
-pub const UCT_MEM_ALLOC_PARAM_FIELD_ADDRESS: u64 = 1 << 1;
-pub const UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE: u64 = 1 << 2;
-pub const UCT_MEM_ALLOC_PARAM_FIELD_MDS: u64 = 1 << 3;
-pub const UCT_MEM_ALLOC_PARAM_FIELD_NAME: u64 = 1 << 4;
+pub const UCT_MEM_ALLOC_PARAM_FIELD_FLAGS: u64 = 1u64 << 0;
+pub const UCT_MEM_ALLOC_PARAM_FIELD_ADDRESS: u64 = 1u64 << 1;
+pub const UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE: u64 = 1u64 << 2;
+pub const UCT_MEM_ALLOC_PARAM_FIELD_MDS: u64 = 1u64 << 3;
+pub const UCT_MEM_ALLOC_PARAM_FIELD_NAME: u64 = 1u64 << 4;
 
 /// Memory domains `uct_mem_alloc` may use (`uct_mem_alloc_params_t::mds`).
 #[repr(C)]

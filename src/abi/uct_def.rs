@@ -54,11 +54,11 @@ pub const UCT_AM_TRACE_TYPE_LAST: uct_am_trace_type_t = 4;
 pub type uct_cb_param_flags = u32;
 /// `data` lives in a transport descriptor that the callback may keep by
 /// returning `UCS_INPROGRESS`; it has `rx_headroom` writable bytes in front.
-pub const UCT_CB_PARAM_FLAG_DESC: u32 = 1 << 0;
+pub const UCT_CB_PARAM_FLAG_DESC: u32 = 1u32 << 0;
 /// First fragment of a multi-fragment message.
-pub const UCT_CB_PARAM_FLAG_FIRST: u32 = 1 << 1;
+pub const UCT_CB_PARAM_FLAG_FIRST: u32 = 1u32 << 1;
 /// More fragments of the message follow.
-pub const UCT_CB_PARAM_FLAG_MORE: u32 = 1 << 2;
+pub const UCT_CB_PARAM_FLAG_MORE: u32 = 1u32 << 2;
 
 // ---------------------------------------------------------------------------
 // Opaque objects and handles
@@ -196,12 +196,12 @@ pub type uct_iov = uct_iov_t;
 
 /// Valid-field bits of `uct_cm_ep_priv_data_pack_args_t::field_mask`.
 pub type uct_cm_ep_priv_data_pack_args_field = u64;
-pub const UCT_CM_EP_PRIV_DATA_PACK_ARGS_FIELD_DEVICE_NAME: u64 = 1 << 0;
+pub const UCT_CM_EP_PRIV_DATA_PACK_ARGS_FIELD_DEVICE_NAME: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_cm_ep_resolve_args_t::field_mask`.
 pub type uct_cm_ep_resolve_args_field = u64;
-pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME: u64 = 1 << 0;
-pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS: u64 = 1 << 1;
+pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME: u64 = 1u64 << 0;
+pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS: u64 = 1u64 << 1;
 
 /// Arguments of `uct_cm_ep_priv_data_pack_callback_t`.
 #[repr(C)]
@@ -227,10 +227,10 @@ pub type uct_cm_ep_resolve_args = uct_cm_ep_resolve_args_t;
 
 /// Valid-field bits of `uct_cm_remote_data_t::field_mask`.
 pub type uct_cm_remote_data_field = u64;
-pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR: u64 = 1 << 0;
-pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH: u64 = 1 << 1;
-pub const UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA: u64 = 1 << 2;
-pub const UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH: u64 = 1 << 3;
+pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR: u64 = 1u64 << 0;
+pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH: u64 = 1u64 << 1;
+pub const UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA: u64 = 1u64 << 2;
+pub const UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH: u64 = 1u64 << 3;
 
 /// What the remote side sent during connection establishment.
 #[repr(C)]
@@ -247,10 +247,10 @@ pub type uct_cm_remote_data = uct_cm_remote_data_t;
 
 /// Valid-field bits of `uct_cm_listener_conn_request_args_t::field_mask`.
 pub type uct_cm_listener_conn_request_args_field = u64;
-pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME: u64 = 1 << 0;
-pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST: u64 = 1 << 1;
-pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA: u64 = 1 << 2;
-pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CLIENT_ADDR: u64 = 1 << 3;
+pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME: u64 = 1u64 << 0;
+pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST: u64 = 1u64 << 1;
+pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA: u64 = 1u64 << 2;
+pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CLIENT_ADDR: u64 = 1u64 << 3;
 
 /// Arguments of `uct_cm_listener_conn_request_callback_t`.
 #[repr(C)]
@@ -267,8 +267,8 @@ pub type uct_cm_listener_conn_request_args = uct_cm_listener_conn_request_args_t
 
 /// Valid-field bits of `uct_cm_ep_client_connect_args_t::field_mask`.
 pub type uct_cm_ep_client_connect_args_field = u64;
-pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA: u64 = 1 << 0;
-pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS: u64 = 1 << 1;
+pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA: u64 = 1u64 << 0;
+pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS: u64 = 1u64 << 1;
 
 /// Arguments of `uct_cm_ep_client_connect_callback_t`.
 #[repr(C)]
@@ -283,7 +283,7 @@ pub type uct_cm_ep_client_connect_args = uct_cm_ep_client_connect_args_t;
 
 /// Valid-field bits of `uct_cm_ep_server_conn_notify_args_t::field_mask`.
 pub type uct_cm_ep_server_conn_notify_args_field = u64;
-pub const UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS: u64 = 1 << 0;
+pub const UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS: u64 = 1u64 << 0;
 
 /// Arguments of `uct_cm_ep_server_conn_notify_callback_t`.
 #[repr(C)]

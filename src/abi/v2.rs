@@ -31,17 +31,17 @@ pub const UCT_EP_OP_LAST: uct_ep_operation_t = 15;
 
 /// Valid-field bits of `uct_perf_attr_t::field_mask`.
 pub type uct_perf_attr_field = u64;
-pub const UCT_PERF_ATTR_FIELD_OPERATION: u64 = 1 << 0;
-pub const UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE: u64 = 1 << 1;
-pub const UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE: u64 = 1 << 2;
-pub const UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE: u64 = 1 << 3;
-pub const UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE: u64 = 1 << 4;
-pub const UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD: u64 = 1 << 5;
-pub const UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD: u64 = 1 << 6;
-pub const UCT_PERF_ATTR_FIELD_RECV_OVERHEAD: u64 = 1 << 7;
-pub const UCT_PERF_ATTR_FIELD_BANDWIDTH: u64 = 1 << 8;
-pub const UCT_PERF_ATTR_FIELD_LATENCY: u64 = 1 << 9;
-pub const UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS: u64 = 1 << 10;
+pub const UCT_PERF_ATTR_FIELD_OPERATION: u64 = 1u64 << 0;
+pub const UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE: u64 = 1u64 << 1;
+pub const UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE: u64 = 1u64 << 2;
+pub const UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE: u64 = 1u64 << 3;
+pub const UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE: u64 = 1u64 << 4;
+pub const UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD: u64 = 1u64 << 5;
+pub const UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD: u64 = 1u64 << 6;
+pub const UCT_PERF_ATTR_FIELD_RECV_OVERHEAD: u64 = 1u64 << 7;
+pub const UCT_PERF_ATTR_FIELD_BANDWIDTH: u64 = 1u64 << 8;
+pub const UCT_PERF_ATTR_FIELD_LATENCY: u64 = 1u64 << 9;
+pub const UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS: u64 = 1u64 << 10;
 
 /// In/out argument of `uct_iface_estimate_perf` (88 bytes). The first
 /// members select the scenario, the rest receive the estimate.
@@ -68,35 +68,35 @@ pub struct uct_perf_attr_t {
 /// Valid-field bits of `uct_md_mem_dereg_params_t::field_mask`. The C enum
 /// type is 4 bytes; the constants are typed u64 to match the mask.
 pub type uct_md_mem_dereg_field_mask_t = u32;
-pub const UCT_MD_MEM_DEREG_FIELD_MEMH: u64 = 1 << 0;
-pub const UCT_MD_MEM_DEREG_FIELD_FLAGS: u64 = 1 << 1;
-pub const UCT_MD_MEM_DEREG_FIELD_COMPLETION: u64 = 1 << 2;
+pub const UCT_MD_MEM_DEREG_FIELD_MEMH: u64 = 1u64 << 0;
+pub const UCT_MD_MEM_DEREG_FIELD_FLAGS: u64 = 1u64 << 1;
+pub const UCT_MD_MEM_DEREG_FIELD_COMPLETION: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_md_mkey_pack_params_t::field_mask` (constants
 /// typed u64 to match the mask).
 pub type uct_md_mkey_pack_field_mask_t = u32;
-pub const UCT_MD_MKEY_PACK_FIELD_FLAGS: u64 = 1 << 0;
+pub const UCT_MD_MKEY_PACK_FIELD_FLAGS: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_ep_attr_t::field_mask`.
 pub type uct_ep_attr_field = u64;
-pub const UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR: u64 = 1 << 0;
-pub const UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR: u64 = 1 << 1;
+pub const UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 0;
+pub const UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR: u64 = 1u64 << 1;
 
 /// Valid-field bits of `uct_iface_is_reachable_params_t::field_mask`
 /// (constants typed u64 to match the mask).
 pub type uct_iface_is_reachable_field_mask_t = u32;
-pub const UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR: u64 = 1 << 0;
-pub const UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR: u64 = 1 << 1;
-pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING: u64 = 1 << 2;
-pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH: u64 = 1 << 3;
+pub const UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR: u64 = 1u64 << 0;
+pub const UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR: u64 = 1u64 << 1;
+pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING: u64 = 1u64 << 2;
+pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH: u64 = 1u64 << 3;
 
 /// Flags of `uct_md_mem_dereg_params_t::flags` (`unsigned`).
 pub type uct_md_mem_dereg_flags_t = u32;
-pub const UCT_MD_MEM_DEREG_FLAG_INVALIDATE: u32 = 1 << 0;
+pub const UCT_MD_MEM_DEREG_FLAG_INVALIDATE: u32 = 1u32 << 0;
 
 /// Flags of `uct_md_mkey_pack_params_t::flags` (`unsigned`).
 pub type uct_md_mkey_pack_flags_t = u32;
-pub const UCT_MD_MKEY_PACK_FLAG_INVALIDATE: u32 = 1 << 0;
+pub const UCT_MD_MKEY_PACK_FLAG_INVALIDATE: u32 = 1u32 << 0;
 
 /// Endpoint attributes, filled by `uct_ep_query` (264 bytes).
 #[repr(C)]

@@ -127,6 +127,9 @@ pub struct IfaceHeader {
     pub max_num_eps: usize,
     pub alloc_methods: Vec<uct_alloc_method_t>,
     pub rx_headroom: usize,
+    /// False for transports with nothing to poll: enabling progress then
+    /// adds no callback to the worker (as UCX does for self).
+    pub has_progress: bool,
 }
 
 unsafe extern "C" fn stub_am_handler(arg: *mut c_void, _data: *mut c_void, length: usize, _flags: c_uint) -> ucs_status_t {
@@ -164,6 +167,7 @@ impl IfaceHeader {
             max_num_eps: base_cfg.max_num_eps as usize,
             alloc_methods,
             rx_headroom: params.rx_headroom,
+            has_progress: true,
         }
     }
 
@@ -211,7 +215,7 @@ impl IfaceHeader {
     pub fn progress_enable(&mut self, flags: u32) {
         let thread_safe = flags & UCT_PROGRESS_THREAD_SAFE != 0;
         let flags = flags & !UCT_PROGRESS_THREAD_SAFE;
-        if self.progress_flags == 0 && flags != 0 && self.prog_id == UCS_CALLBACKQ_ID_NULL {
+        if self.has_progress && self.progress_flags == 0 && flags != 0 && self.prog_id == UCS_CALLBACKQ_ID_NULL {
             let cb: ucs_callback_t = Some(unsafe {
                 // SAFETY: a `uct_iface_progress_func_t` takes the iface and
                 // returns unsigned, the exact shape of `ucs_callback_t` with
@@ -296,6 +300,7 @@ impl<T: Transport> Iface<T> {
     /// Box the interface, install its vtable and hand C its handle.
     pub fn into_handle(mut hdr: IfaceHeader, tl: T) -> uct_iface_h {
         hdr.base.ops = build_ops::<T>();
+        hdr.has_progress = T::HAS_PROGRESS;
         Box::into_raw(Box::new(Iface { hdr, tl })) as uct_iface_h
     }
     pub fn handle(&self) -> uct_iface_h {
@@ -317,6 +322,8 @@ pub trait Transport: Sized + 'static {
     type Ep: 'static;
     /// Bitmask of implemented slots (see [`op`]).
     const OPS: u64;
+    /// Whether [`Transport::progress`] has work to do.
+    const HAS_PROGRESS: bool = true;
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t);
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<Self::Ep, ucs_status_t>;

@@ -55,7 +55,11 @@ entry! {
         if attr.field_mask & UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT != 0 {
             attr.md_resource_count = mds.len() as c_uint;
         }
-        if attr.field_mask & UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES != 0 && !attr.md_resources.is_null() {
+        if attr.field_mask & UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES != 0 {
+            if attr.md_resources.is_null() {
+                crate::error!("{}: md_resources must point to md_resource_count entries", FN);
+                return UCS_ERR_INVALID_PARAM;
+            }
             for (i, name) in mds.iter().enumerate() {
                 // SAFETY: the caller sized md_resources from md_resource_count.
                 let r = unsafe { &mut *attr.md_resources.add(i) };
@@ -109,26 +113,14 @@ entry! {
             crate::error!("{}: component {} has no memory domain '{}'", FN, c.name, name);
             return UCS_ERR_NO_DEVICE;
         }
-        // Without a config, use the defaults and the environment.
-        let own = if config.is_null() {
-            match config::read(&c.md_config, None) {
-                Ok(p) => Some(p),
-                Err(s) => return s,
-            }
-        } else {
-            None
-        };
-        let cfg = own.unwrap_or(config as *mut c_void);
-        // SAFETY: cfg is NULL-checked; a foreign pointer fails the check.
+        need!(config, "config");
+        let cfg = config as *mut c_void;
+        // SAFETY: a foreign pointer fails the header check.
         if !unsafe { config::belongs_to(cfg, &c.md_config) } {
             crate::error!("{}: config {:p} is not a memory-domain config of {}", FN, config, c.name);
             return UCS_ERR_INVALID_PARAM;
         }
         let res = (c.md_open)(c, name, cfg);
-        if let Some(p) = own {
-            // SAFETY: made by config::read above.
-            unsafe { config::release(p) };
-        }
         match res {
             Ok(imp) => {
                 // SAFETY: out-pointer checked above.

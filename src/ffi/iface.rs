@@ -110,16 +110,9 @@ entry! {
             crate::error!("{}: md {} has no transport '{}'", FN, m.name, ip.tl_name);
             return UCS_ERR_NO_DEVICE;
         };
-        let own = if config.is_null() {
-            match config::read(&tl.config, None) {
-                Ok(c) => Some(c),
-                Err(s) => return s,
-            }
-        } else {
-            None
-        };
-        let cfg = own.unwrap_or(config as *mut c_void);
-        // SAFETY: NULL-checked; foreign pointers fail the header test.
+        need!(config, "config");
+        let cfg = config as *mut c_void;
+        // SAFETY: a foreign pointer fails the header check.
         let status = if !unsafe { config::belongs_to(cfg, &tl.config) } {
             crate::error!("{}: config {:p} was not read for transport {}", FN, config, tl.name);
             UCS_ERR_INVALID_PARAM
@@ -133,10 +126,6 @@ entry! {
                 Err(s) => s,
             }
         };
-        if let Some(c) = own {
-            // SAFETY: read above.
-            unsafe { config::release(c) };
-        }
         status
     }
 }

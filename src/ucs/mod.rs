@@ -9,6 +9,8 @@
 //! log lines go through UCX's logger, honouring `UCX_LOG_LEVEL`/`UCX_LOG_FILE`.
 
 use crate::abi::*;
+
+pub mod registry;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 
 /// `ucs_log_component_config_t` (libucs `config/types.h`).

@@ -12,7 +12,7 @@ use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use libc::c_void;
 use once_cell::sync::Lazy;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::mem::offset_of;
 
 const DEVICE_PREFIX: &str = "memory";
@@ -167,23 +167,53 @@ impl MsgBuf {
     }
 }
 
+/// Messages up to this size are staged on the stack.
+const SMALL: usize = 128;
+
+#[inline(always)]
+fn words_as_bytes(w: &mut [u64; SMALL / 8]) -> &mut [u8; SMALL] {
+    // SAFETY: same size, and u8 has no alignment or validity requirements.
+    unsafe { &mut *(w as *mut [u64; SMALL / 8] as *mut [u8; SMALL]) }
+}
+
+#[cold]
+#[inline(never)]
+fn handler_status(id: u8, status: ucs_status_t) {
+    crate::debug!("self: AM handler {} returned {} for inline data", id, status);
+}
+
 pub struct SelfIface {
     id: u64,
     send_size: usize,
     align: usize,
     align_offset: usize,
-    /// Free message buffers; a handler that sends from inside a handler
-    /// takes another one, so nested deliveries never share a buffer.
+    /// The buffer used when no delivery is in progress (the common case).
+    primary: Cell<Option<MsgBuf>>,
+    /// More buffers, for handlers that send from inside a handler: nested
+    /// deliveries never share a buffer.
     pool: RefCell<Vec<MsgBuf>>,
 }
 
 impl SelfIface {
     #[inline(always)]
     fn take(&self) -> MsgBuf {
+        match self.primary.take() {
+            Some(b) => b,
+            None => self.take_slow(),
+        }
+    }
+    #[cold]
+    fn take_slow(&self) -> MsgBuf {
         self.pool.borrow_mut().pop().unwrap_or_else(|| MsgBuf::new(self.send_size, self.align, self.align_offset))
     }
     #[inline(always)]
     fn give(&self, b: MsgBuf) {
+        if let Some(other) = self.primary.replace(Some(b)) {
+            self.give_slow(other)
+        }
+    }
+    #[cold]
+    fn give_slow(&self, b: MsgBuf) {
         self.pool.borrow_mut().push(b)
     }
     /// Deliver `len` bytes of `buf` to the handler of `id`.
@@ -192,20 +222,29 @@ impl SelfIface {
         let data = buf.bytes(len).as_mut_ptr() as *mut c_void;
         let status = hdr.invoke_am(id, data, len, 0);
         if status != UCS_OK {
-            crate::debug!("self: AM handler {} returned {} for inline data", id, status);
+            handler_status(id, status);
         }
     }
 }
 
+#[inline(always)]
 fn check_am_id(id: u8) -> Result<(), ucs_status_t> {
     if (id as usize) < UCT_AM_ID_MAX as usize {
         Ok(())
     } else {
-        crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
-        Err(UCS_ERR_INVALID_PARAM)
+        Err(am_id_error(id))
     }
 }
 
+#[cold]
+#[inline(never)]
+fn am_id_error(id: u8) -> ucs_status_t {
+    crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
+    UCS_ERR_INVALID_PARAM
+}
+
+#[cold]
+#[inline(never)]
 fn length_error(what: &str, len: usize, max: usize) -> ucs_status_t {
     crate::error!("self {}: length {} exceeds the maximum {}", what, len, max);
     UCS_ERR_INVALID_PARAM
@@ -218,6 +257,8 @@ impl Transport for SelfIface {
         | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
         | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
         | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK);
+    /// Delivery happens inside the send call; there is nothing to poll.
+    const HAS_PROGRESS: bool = false;
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
@@ -293,6 +334,19 @@ impl Transport for SelfIface {
         let total = payload.len() + 8;
         if total > s.send_size {
             return length_error("am_short", total, s.send_size);
+        }
+        if total <= SMALL {
+            // Small messages are staged on the stack: inline data is only
+            // valid during the handler call, so no buffer outlives it.
+            let mut small = [0u64; SMALL / 8];
+            let b = words_as_bytes(&mut small);
+            b[..8].copy_from_slice(&header.to_ne_bytes());
+            b[8..total].copy_from_slice(payload);
+            let status = iface.hdr.invoke_am(id, b.as_mut_ptr() as *mut c_void, total, 0);
+            if status != UCS_OK {
+                handler_status(id, status);
+            }
+            return UCS_OK;
         }
         let mut buf = s.take();
         let b = buf.bytes(total);
@@ -428,7 +482,8 @@ fn iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: 
     // SAFETY: ucs_generate_uuid only mixes the seed with time and randomness.
     let id = unsafe { crate::ucs::ucs_generate_uuid(worker as u64 ^ cfg as *const _ as u64) };
     let hdr = IfaceHeader::new(md, worker, params, &cfg.base, &INTERNAL);
-    let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, pool: RefCell::new(Vec::with_capacity(4)) };
+    let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, primary: Cell::new(None),
+                         pool: RefCell::new(Vec::new()) };
     crate::debug!("created self iface id {:#x} send_size {}", id, cfg.seg_size);
     Ok(Iface::into_handle(hdr, tl))
 }

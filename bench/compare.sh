@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Side-by-side ucx_perftest: the same binary, run against the system UCX
+# 1.13.1 libuct and against ours (only LD_LIBRARY_PATH differs), alternating,
+# several rounds; prints the median of each and the ratio ours/theirs.
+#
+# Usage: bench/compare.sh LIBDIR [ROUNDS] [ITERS] CASE...
+#   CASE = TL:DEV:TEST:LAYOUT:SIZE   e.g. self:memory0:am_lat:short:8
+#          (LAYOUT '-' for atomics; TL self runs in one process with -l)
+# Env: BENCH_CSV=file also writes the table as CSV.
+set -u
+libdir=${1:?usage: compare.sh LIBDIR [ROUNDS] [ITERS] CASE...}; shift
+rounds=5; iters=200000
+[[ ${1:-} =~ ^[0-9]+$ ]] && { rounds=$1; shift; }
+[[ ${1:-} =~ ^[0-9]+$ ]] && { iters=$1; shift; }
+[ $# -gt 0 ] || set -- self:memory0:am_lat:short:8 self:memory0:put_lat:short:8 self:memory0:add_lat:-:8
+command -v ucx_perftest >/dev/null || { echo "needs ucx_perftest (apt-get install ucx-utils)"; exit 2; }
+
+# one run: prints "latency_avg_us bandwidth_MBps"
+one() { # libdir tl dev test layout size
+  local e=() d=() out port
+  [ -n "$1" ] && e=(env LD_LIBRARY_PATH="$1")
+  [ "$5" != "-" ] && d=(-D "$5")
+  if [ "$2" = self ]; then
+    out=$("${e[@]}" timeout 120 ucx_perftest -l -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
+  else
+    port=$(( 20000 + RANDOM % 30000 ))
+    "${e[@]}" timeout 120 ucx_perftest -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f >/dev/null 2>&1 &
+    local sp=$!; sleep 0.5
+    out=$("${e[@]}" timeout 120 ucx_perftest 127.0.0.1 -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
+    wait $sp 2>/dev/null
+  fi
+  echo "$out" | awk '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l=$3; b=$5} END {if (l!="") print l, b; else print "NA NA"}'
+}
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "NA"; else print a[int((NR+1)/2)]}'; }
+
+printf '%-30s %12s %12s %8s %12s %12s %8s\n' case "lat_ours_us" "lat_ucx_us" ratio "bw_ours" "bw_ucx" ratio
+[ -n "${BENCH_CSV:-}" ] && echo "case,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" > "$BENCH_CSV"
+for c in "$@"; do
+  IFS=: read -r tl dev test layout size <<<"$c"
+  ol=(); ob=(); tl_=(); tb=()
+  for ((r = 0; r < rounds; r++)); do
+    read -r l b < <(one "$libdir" "$tl" "$dev" "$test" "$layout" "$size"); ol+=("$l"); ob+=("$b")
+    read -r l b < <(one "" "$tl" "$dev" "$test" "$layout" "$size"); tl_+=("$l"); tb+=("$b")
+  done
+  mo=$(printf '%s\n' "${ol[@]}" | grep -v NA | median); mt=$(printf '%s\n' "${tl_[@]}" | grep -v NA | median)
+  bo=$(printf '%s\n' "${ob[@]}" | grep -v NA | median); bt=$(printf '%s\n' "${tb[@]}" | grep -v NA | median)
+  rl=$(awk -v a="$mo" -v b="$mt" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "NA" }')
+  rb=$(awk -v a="$bo" -v b="$bt" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "NA" }')
+  printf '%-30s %12s %12s %8s %12s %12s %8s\n' "$c" "$mo" "$mt" "$rl" "$bo" "$bt" "$rb"
+  [ -n "${BENCH_CSV:-}" ] && echo "$c,$mo,$mt,$rl,$bo,$bt,$rb" >> "$BENCH_CSV"
+done
