@@ -7,7 +7,8 @@
 #       -x c-tests/abi_signatures.py ./probe
 #
 # For every type name in SIG_NAMES (one per line, '#' comments allowed) it
-# prints "sig(NAME) DESCRIPTION". The description ignores spelling (typedef
+# prints "sig(NAME) DESCRIPTION", or "sig(NAME) <missing>" when the binary
+# has neither a typedef nor a struct/union/enum tag of that name. The description ignores spelling (typedef
 # names, struct tags, enum vs. integer) and keeps only what matters to the
 # ABI: integer width and signedness, floats, pointers and what they point
 # to (including const), arrays, member names and offsets, and complete
@@ -36,9 +37,12 @@ def int_desc(t):
 
 
 def qual(t):
-    # gdb renders qualifiers in the type name ("const char").
-    name = str(t)
-    return "const " if name.startswith("const ") or " const" in name.split("*")[-1] else ""
+    """Qualifier prefix of `t` itself (not of what it points to)."""
+    if t == t.unqualified():
+        return ""
+    if t == t.unqualified().const():
+        return "const "
+    return "cv "
 
 
 def describe(t, depth, by_value=True):
@@ -87,6 +91,17 @@ def describe(t, depth, by_value=True):
     return q + "code%d_size%d" % (code, t.sizeof)
 
 
+def lookup(name):
+    """A typedef name, or else a struct/union/enum tag of that name (our
+    header spells C tag names as typedef aliases)."""
+    for spelling in (name, "struct " + name, "union " + name, "enum " + name):
+        try:
+            return gdb.lookup_type(spelling)
+        except gdb.error:
+            pass
+    return None
+
+
 def main():
     path = SIG_NAMES  # noqa: F821 (set with -ex "python SIG_NAMES=...")
     with open(path) as f:
@@ -94,9 +109,8 @@ def main():
     for name in names:
         if not name:
             continue
-        try:
-            t = gdb.lookup_type(name)
-        except gdb.error:
+        t = lookup(name)
+        if t is None:
             print("sig(%s) <missing>" % name)
             continue
         print("sig(%s) %s" % (name, describe(t, 0, True)))

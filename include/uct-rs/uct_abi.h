@@ -519,7 +519,7 @@ typedef struct uct_iface_t *uct_iface_h;
 /**
  * API version word of this release: major 1, minor 13 (0x010d0000).
  */
-#define UCT_API ((1 << 24) | (13 << 16))
+#define UCT_API (((long)1 << 24) | ((long)13 << 16))
 
 /**
  * libucs asynchronous-event context (opaque; only handled by pointer).
@@ -1162,13 +1162,15 @@ typedef struct uct_iov_t uct_iov;
 
 /**
  * Valid-field bits of `uct_cm_ep_priv_data_pack_args_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_ep_priv_data_pack_args_field;
+typedef uint32_t uct_cm_ep_priv_data_pack_args_field;
 
 /**
  * Valid-field bits of `uct_cm_ep_resolve_args_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_ep_resolve_args_field;
+typedef uint32_t uct_cm_ep_resolve_args_field;
 
 /**
  * Arguments of `uct_cm_ep_priv_data_pack_callback_t`.
@@ -1202,8 +1204,9 @@ typedef struct uct_cm_ep_resolve_args_t uct_cm_ep_resolve_args;
 
 /**
  * Valid-field bits of `uct_cm_remote_data_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_remote_data_field;
+typedef uint32_t uct_cm_remote_data_field;
 
 /**
  * What the remote side sent during connection establishment.
@@ -1223,8 +1226,9 @@ typedef struct uct_cm_remote_data_t uct_cm_remote_data;
 
 /**
  * Valid-field bits of `uct_cm_listener_conn_request_args_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_listener_conn_request_args_field;
+typedef uint32_t uct_cm_listener_conn_request_args_field;
 
 /**
  * Arguments of `uct_cm_listener_conn_request_callback_t`.
@@ -1244,8 +1248,9 @@ typedef struct uct_cm_listener_conn_request_args_t uct_cm_listener_conn_request_
 
 /**
  * Valid-field bits of `uct_cm_ep_client_connect_args_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_ep_client_connect_args_field;
+typedef uint32_t uct_cm_ep_client_connect_args_field;
 
 /**
  * Arguments of `uct_cm_ep_client_connect_callback_t`.
@@ -1263,8 +1268,9 @@ typedef struct uct_cm_ep_client_connect_args_t uct_cm_ep_client_connect_args;
 
 /**
  * Valid-field bits of `uct_cm_ep_server_conn_notify_args_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_ep_server_conn_notify_args_field;
+typedef uint32_t uct_cm_ep_server_conn_notify_args_field;
 
 /**
  * Arguments of `uct_cm_ep_server_conn_notify_callback_t`.
@@ -1407,8 +1413,9 @@ typedef struct uct_md_resource_desc_t uct_md_resource_desc;
 
 /**
  * Valid-field bits of `uct_component_attr_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_component_attr_field;
+typedef uint32_t uct_component_attr_field;
 
 /**
  * Attributes of a component, filled by `uct_component_query`.
@@ -1480,13 +1487,15 @@ typedef uint32_t uct_cb_flags;
 
 /**
  * Bits of `uct_iface_params_t::open_mode` (u64).
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_iface_open_mode;
+typedef uint32_t uct_iface_open_mode;
 
 /**
  * Valid-field bits of `uct_iface_params_t::field_mask` (u64).
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_iface_params_field;
+typedef uint32_t uct_iface_params_field;
 
 /**
  * Flags of memory registration/allocation (`unsigned flags`).
@@ -1495,33 +1504,39 @@ typedef uint32_t uct_md_mem_flags;
 
 /**
  * Valid-field bits of `uct_cm_attr_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_cm_attr_field;
+typedef uint32_t uct_cm_attr_field;
 
 /**
  * Valid-field bits of `uct_listener_attr_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_listener_attr_field;
+typedef uint32_t uct_listener_attr_field;
 
 /**
  * Valid-field bits of `uct_listener_params_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_listener_params_field;
+typedef uint32_t uct_listener_params_field;
 
 /**
  * Valid-field bits of `uct_ep_params_t::field_mask` (u64).
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_ep_params_field;
+typedef uint32_t uct_ep_params_field;
 
 /**
  * Valid-field bits of `uct_ep_connect_params_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_ep_connect_params_field;
+typedef uint32_t uct_ep_connect_params_field;
 
 /**
  * Bits of `uct_iface_params_t::features` (u64).
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_iface_feature;
+typedef uint32_t uct_iface_feature;
 
 /**
  * Bandwidth split into a per-process-dedicated part and a shared part.
@@ -2380,8 +2395,9 @@ typedef uct_ep_operation_t uct_ep_operation;
 
 /**
  * Valid-field bits of `uct_perf_attr_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_perf_attr_field;
+typedef uint32_t uct_perf_attr_field;
 
 /**
  * In/out argument of `uct_iface_estimate_perf` (88 bytes). The first
@@ -2425,8 +2441,9 @@ typedef uint32_t uct_md_mkey_pack_field_mask_t;
 
 /**
  * Valid-field bits of `uct_ep_attr_t::field_mask`.
+ * (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
  */
-typedef uint64_t uct_ep_attr_field;
+typedef uint32_t uct_ep_attr_field;
 
 /**
  * Valid-field bits of `uct_iface_is_reachable_params_t::field_mask`

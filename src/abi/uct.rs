@@ -42,7 +42,8 @@ pub struct uct_md_resource_desc_t {
 pub type uct_md_resource_desc = uct_md_resource_desc_t;
 
 /// Valid-field bits of `uct_component_attr_t::field_mask`.
-pub type uct_component_attr_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_component_attr_field = u32;
 pub const UCT_COMPONENT_ATTR_FIELD_NAME: u64 = 1u64 << 0;
 pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT: u64 = 1u64 << 1;
 pub const UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES: u64 = 1u64 << 2;
@@ -199,13 +200,15 @@ pub const UCT_CB_FLAG_RESERVED: u32 = 1u32 << 1;
 pub const UCT_CB_FLAG_ASYNC: u32 = 1u32 << 2;
 
 /// Bits of `uct_iface_params_t::open_mode` (u64).
-pub type uct_iface_open_mode = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_iface_open_mode = u32;
 pub const UCT_IFACE_OPEN_MODE_DEVICE: u64 = 1u64 << 0;
 pub const UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER: u64 = 1u64 << 1;
 pub const UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_iface_params_t::field_mask` (u64).
-pub type uct_iface_params_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_iface_params_field = u32;
 pub const UCT_IFACE_PARAM_FIELD_CPU_MASK: u64 = 1u64 << 0;
 pub const UCT_IFACE_PARAM_FIELD_OPEN_MODE: u64 = 1u64 << 1;
 pub const UCT_IFACE_PARAM_FIELD_DEVICE: u64 = 1u64 << 2;
@@ -279,21 +282,25 @@ pub const UCT_MADV_WILLNEED: uct_mem_advice_t = 1;
 // ---------------------------------------------------------------------------
 
 /// Valid-field bits of `uct_cm_attr_t::field_mask`.
-pub type uct_cm_attr_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_attr_field = u32;
 pub const UCT_CM_ATTR_FIELD_MAX_CONN_PRIV: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_listener_attr_t::field_mask`.
-pub type uct_listener_attr_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_listener_attr_field = u32;
 pub const UCT_LISTENER_ATTR_FIELD_SOCKADDR: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_listener_params_t::field_mask`.
-pub type uct_listener_params_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_listener_params_field = u32;
 pub const UCT_LISTENER_PARAM_FIELD_BACKLOG: u64 = 1u64 << 0;
 pub const UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB: u64 = 1u64 << 1;
 pub const UCT_LISTENER_PARAM_FIELD_USER_DATA: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_ep_params_t::field_mask` (u64).
-pub type uct_ep_params_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_ep_params_field = u32;
 pub const UCT_EP_PARAM_FIELD_IFACE: u64 = 1u64 << 0;
 pub const UCT_EP_PARAM_FIELD_USER_DATA: u64 = 1u64 << 1;
 pub const UCT_EP_PARAM_FIELD_DEV_ADDR: u64 = 1u64 << 2;
@@ -313,12 +320,14 @@ pub const UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH: u64 = 1u64 << 15;
 pub const UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 16;
 
 /// Valid-field bits of `uct_ep_connect_params_t::field_mask`.
-pub type uct_ep_connect_params_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_ep_connect_params_field = u32;
 pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA: u64 = 1u64 << 0;
 pub const UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH: u64 = 1u64 << 1;
 
 /// Bits of `uct_iface_params_t::features` (u64).
-pub type uct_iface_feature = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_iface_feature = u32;
 pub const UCT_IFACE_FEATURE_AM: u64 = 1u64 << 0;
 pub const UCT_IFACE_FEATURE_PUT: u64 = 1u64 << 1;
 pub const UCT_IFACE_FEATURE_GET: u64 = 1u64 << 2;

@@ -195,11 +195,13 @@ pub type uct_iov = uct_iov_t;
 // ---------------------------------------------------------------------------
 
 /// Valid-field bits of `uct_cm_ep_priv_data_pack_args_t::field_mask`.
-pub type uct_cm_ep_priv_data_pack_args_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_ep_priv_data_pack_args_field = u32;
 pub const UCT_CM_EP_PRIV_DATA_PACK_ARGS_FIELD_DEVICE_NAME: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_cm_ep_resolve_args_t::field_mask`.
-pub type uct_cm_ep_resolve_args_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_ep_resolve_args_field = u32;
 pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME: u64 = 1u64 << 0;
 pub const UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS: u64 = 1u64 << 1;
 
@@ -226,7 +228,8 @@ pub struct uct_cm_ep_resolve_args_t {
 pub type uct_cm_ep_resolve_args = uct_cm_ep_resolve_args_t;
 
 /// Valid-field bits of `uct_cm_remote_data_t::field_mask`.
-pub type uct_cm_remote_data_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_remote_data_field = u32;
 pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR: u64 = 1u64 << 0;
 pub const UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH: u64 = 1u64 << 1;
 pub const UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA: u64 = 1u64 << 2;
@@ -246,7 +249,8 @@ pub struct uct_cm_remote_data_t {
 pub type uct_cm_remote_data = uct_cm_remote_data_t;
 
 /// Valid-field bits of `uct_cm_listener_conn_request_args_t::field_mask`.
-pub type uct_cm_listener_conn_request_args_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_listener_conn_request_args_field = u32;
 pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME: u64 = 1u64 << 0;
 pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST: u64 = 1u64 << 1;
 pub const UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA: u64 = 1u64 << 2;
@@ -266,7 +270,8 @@ pub struct uct_cm_listener_conn_request_args_t {
 pub type uct_cm_listener_conn_request_args = uct_cm_listener_conn_request_args_t;
 
 /// Valid-field bits of `uct_cm_ep_client_connect_args_t::field_mask`.
-pub type uct_cm_ep_client_connect_args_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_ep_client_connect_args_field = u32;
 pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA: u64 = 1u64 << 0;
 pub const UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS: u64 = 1u64 << 1;
 
@@ -282,7 +287,8 @@ pub struct uct_cm_ep_client_connect_args_t {
 pub type uct_cm_ep_client_connect_args = uct_cm_ep_client_connect_args_t;
 
 /// Valid-field bits of `uct_cm_ep_server_conn_notify_args_t::field_mask`.
-pub type uct_cm_ep_server_conn_notify_args_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_cm_ep_server_conn_notify_args_field = u32;
 pub const UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS: u64 = 1u64 << 0;
 
 /// Arguments of `uct_cm_ep_server_conn_notify_callback_t`.

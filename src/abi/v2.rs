@@ -30,7 +30,8 @@ pub const UCT_EP_OP_ATOMIC_FETCH: uct_ep_operation_t = 14;
 pub const UCT_EP_OP_LAST: uct_ep_operation_t = 15;
 
 /// Valid-field bits of `uct_perf_attr_t::field_mask`.
-pub type uct_perf_attr_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_perf_attr_field = u32;
 pub const UCT_PERF_ATTR_FIELD_OPERATION: u64 = 1u64 << 0;
 pub const UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE: u64 = 1u64 << 1;
 pub const UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE: u64 = 1u64 << 2;
@@ -78,7 +79,8 @@ pub type uct_md_mkey_pack_field_mask_t = u32;
 pub const UCT_MD_MKEY_PACK_FIELD_FLAGS: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_ep_attr_t::field_mask`.
-pub type uct_ep_attr_field = u64;
+/// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
+pub type uct_ep_attr_field = u32;
 pub const UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 0;
 pub const UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR: u64 = 1u64 << 1;
 

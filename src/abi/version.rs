@@ -24,7 +24,7 @@ pub const UCT_MINOR_BIT: u64 = 16;
 /// Bit position of the major number inside an API version word.
 pub const UCT_MAJOR_BIT: u64 = 24;
 /// API version word of this release: major 1, minor 13 (0x010d0000).
-pub const UCT_API: c_long = (1 << 24) | (13 << 16);
+pub const UCT_API: c_long = ((1 as c_long) << 24) | ((13 as c_long) << 16);
 
 /// Build an API version word from a major and a minor number.
 #[inline]

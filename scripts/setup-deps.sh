@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install what building and testing uct-rs needs on a fresh Debian 12 machine:
+# the system UCX 1.13.1 (headers, the C library we are compared against,
+# ucx_perftest/ucx_info), a C toolchain, meson, and cbindgen for the header
+# check. Safe to run again; does nothing that is already done.
+set -eu
+pkgs=(libucx-dev ucx-utils libucx0 gcc make pkg-config meson ninja-build iproute2 procps binutils)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "setup-deps: cargo (Rust toolchain) is required" >&2; exit 1; }
+# cbindgen, pinned: the checked-in header must be reproducible.
+want=0.29.4
+if [ "$(cbindgen --version 2>/dev/null | awk '{print $2}')" != "$want" ]; then
+    cargo install --quiet --locked cbindgen --version "$want"
+fi
+echo "setup-deps: ok"
