@@ -4,7 +4,7 @@
 # ucx_perftest/ucx_info), a C toolchain, meson, and cbindgen for the header
 # check. Safe to run again; does nothing that is already done.
 set -eu
-pkgs=(libucx-dev ucx-utils libucx0 gcc make pkg-config meson ninja-build iproute2 procps binutils)
+pkgs=(libucx-dev ucx-utils libucx0 gcc make pkg-config meson ninja-build iproute2 procps binutils python3 gdb)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -25,6 +25,9 @@ pub struct TlDesc {
     pub iface_open: fn(&MdObj, *mut WorkerObj, &IfaceParams, *const c_void) -> Result<uct_iface_h, ucs_status_t>,
 }
 
+/// Opens a memory domain; `config` points at the component's parsed options.
+pub type MdOpenFn = fn(&'static Component, &str, *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t>;
+
 /// A component, as `uct_component_h` designates it.
 pub struct Component {
     pub name: &'static str,
@@ -32,8 +35,7 @@ pub struct Component {
     pub md_config: ConfigDesc,
     pub cm_config: Option<ConfigDesc>,
     pub md_resources: fn() -> Vec<String>,
-    /// Open a memory domain; `config` points at the parsed md options.
-    pub md_open: fn(&'static Component, &str, *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t>,
+    pub md_open: MdOpenFn,
     pub tls: &'static [TlDesc],
     pub rkey_unpack: fn(*const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t>,
     pub rkey_ptr: fn(uct_rkey_t, *mut c_void, u64) -> Result<*mut c_void, ucs_status_t>,

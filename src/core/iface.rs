@@ -116,7 +116,7 @@ pub struct IfaceHeader {
     pub md: *const MdObj,
     pub worker: *mut WorkerObj,
     pub internal: &'static InternalOps,
-    pub am: [AmHandler; UCT_AM_ID_MAX as usize],
+    pub am: [AmHandler; UCT_AM_ID_MAX],
     pub am_tracer: uct_am_tracer_t,
     pub am_tracer_arg: *mut c_void,
     pub err_handler: uct_error_handler_t,
@@ -140,7 +140,7 @@ unsafe extern "C" fn stub_am_handler(arg: *mut c_void, _data: *mut c_void, lengt
 impl IfaceHeader {
     pub fn new(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, base_cfg: &BaseIfaceConfig,
                internal: &'static InternalOps) -> IfaceHeader {
-        let mut am = [Self::stub_handler(0); UCT_AM_ID_MAX as usize];
+        let mut am = [Self::stub_handler(0); UCT_AM_ID_MAX];
         for (id, h) in am.iter_mut().enumerate() {
             *h = Self::stub_handler(id as u8);
         }
@@ -192,15 +192,27 @@ impl IfaceHeader {
         (hdr.magic == IFACE_MAGIC).then_some(hdr)
     }
 
-    /// Deliver an active message to the handler of `id`.
+    /// Deliver an active message held in `data` to the handler of `id`
+    /// (inline delivery: the data is only valid during the call).
     #[inline(always)]
-    pub fn invoke_am(&self, id: u8, data: *mut c_void, length: usize, flags: u32) -> ucs_status_t {
-        let h = &self.am[(id as usize) & (UCT_AM_ID_MAX as usize - 1)];
+    pub fn invoke_am(&self, id: u8, data: &mut [u8], flags: u32) -> ucs_status_t {
+        // SAFETY: `data` is a live, writable buffer for the whole call.
+        unsafe { self.invoke_am_raw(id, data.as_mut_ptr() as *mut c_void, data.len(), flags) }
+    }
+
+    /// Deliver an active message that lives outside Rust memory (a
+    /// descriptor in shared memory, for instance).
+    ///
+    /// # Safety
+    /// `data` must hold `length` bytes, valid for the call (and, with
+    /// `UCT_CB_PARAM_FLAG_DESC`, until the handler releases it).
+    #[inline(always)]
+    pub unsafe fn invoke_am_raw(&self, id: u8, data: *mut c_void, length: usize, flags: u32) -> ucs_status_t {
+        let h = &self.am[(id as usize) & (UCT_AM_ID_MAX - 1)];
         match h.cb {
             // SAFETY: the handler was installed through uct_iface_set_am_handler
-            // together with its argument; `data` holds `length` readable bytes
-            // for the duration of the call, which is all the contract promises.
-            Some(cb) => unsafe { cb(h.arg, data, length, flags) },
+            // together with its argument; see the function contract for data.
+            Some(cb) => cb(h.arg, data, length, flags),
             None => UCS_OK,
         }
     }
@@ -341,7 +353,7 @@ pub trait Transport: Sized + 'static {
     fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> { Err(UCS_ERR_UNSUPPORTED) }
     fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t { UCS_ERR_UNSUPPORTED }
     fn estimate_perf(iface: &Iface<Self>, attr: &mut uct_perf_attr_t) -> ucs_status_t {
-        default_estimate_perf(iface.handle(), attr)
+        default_estimate_perf(iface, attr)
     }
 
     fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
@@ -368,6 +380,7 @@ pub trait Transport: Sized + 'static {
         UCS_ERR_UNSUPPORTED
     }
     /// Fetching atomics, cswap included (`compare` is used by cswap only).
+    #[allow(clippy::too_many_arguments)]
     fn atomic_fetch(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
                     remote: Remote, result: FetchResult, comp: *mut uct_completion_t) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
@@ -398,18 +411,35 @@ pub trait Transport: Sized + 'static {
     }
 }
 
-/// `uct_iface_estimate_perf` for transports whose costs do not depend on the
-/// operation: everything comes from the interface attributes.
-pub fn default_estimate_perf(iface: uct_iface_h, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+/// The attributes of an interface: common defaults, then the transport's
+/// answer, masked by the operations it really has.
+pub fn query_attr<T: Transport>(iface: &Iface<T>) -> uct_iface_attr_t {
     // SAFETY: all-zero is a valid uct_iface_attr_t (numbers and nullable
     // pointers only).
-    let mut attr: uct_iface_attr_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `iface` is one of ours (callers reached us through the magic
-    // check) and its query slot is always set.
-    let status = unsafe { ((*iface).ops.iface_query.expect("query slot"))(iface, &mut attr) };
-    if status != UCS_OK {
-        return status;
+    let mut a: uct_iface_attr_t = unsafe { std::mem::zeroed() };
+    a.max_num_eps = iface.hdr.max_num_eps;
+    a.dev_num_paths = 1;
+    T::query(iface, &mut a);
+    a.cap.flags = honest_flags(a.cap.flags, T::OPS);
+    if T::OPS & op(slot::EP_ATOMIC32_POST) == 0 {
+        a.cap.atomic32.op_flags = 0;
     }
+    if T::OPS & op(slot::EP_ATOMIC64_POST) == 0 {
+        a.cap.atomic64.op_flags = 0;
+    }
+    if T::OPS & op(slot::EP_ATOMIC32_FETCH) == 0 {
+        a.cap.atomic32.fop_flags = 0;
+    }
+    if T::OPS & op(slot::EP_ATOMIC64_FETCH) == 0 {
+        a.cap.atomic64.fop_flags = 0;
+    }
+    a
+}
+
+/// `uct_iface_estimate_perf` for transports whose costs do not depend on the
+/// operation: everything comes from the interface attributes.
+pub fn default_estimate_perf<T: Transport>(iface: &Iface<T>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+    let attr = query_attr(iface);
     let m = perf.field_mask;
     if m & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD != 0 {
         perf.send_pre_overhead = attr.overhead;
@@ -739,26 +769,7 @@ unsafe extern "C" fn t_iface_query<T: Transport>(iface: uct_iface_h, attr: *mut 
         if attr.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        let i = iface_of::<T>(iface);
-        // SAFETY: all-zero is a valid uct_iface_attr_t.
-        *attr = std::mem::zeroed();
-        let a = &mut *attr;
-        a.max_num_eps = i.hdr.max_num_eps;
-        a.dev_num_paths = 1;
-        T::query(i, a);
-        a.cap.flags = honest_flags(a.cap.flags, T::OPS);
-        if T::OPS & (op(slot::EP_ATOMIC32_POST)) == 0 {
-            a.cap.atomic32.op_flags = 0;
-        }
-        if T::OPS & (op(slot::EP_ATOMIC64_POST)) == 0 {
-            a.cap.atomic64.op_flags = 0;
-        }
-        if T::OPS & (op(slot::EP_ATOMIC32_FETCH)) == 0 {
-            a.cap.atomic32.fop_flags = 0;
-        }
-        if T::OPS & (op(slot::EP_ATOMIC64_FETCH)) == 0 {
-            a.cap.atomic64.fop_flags = 0;
-        }
+        *attr = query_attr(iface_of::<T>(iface));
         UCS_OK
     })
 }

@@ -204,7 +204,7 @@ entry! {
             crate::error!("{}: invalid interface {:p}", FN, iface);
             return UCS_ERR_INVALID_PARAM;
         };
-        if id as usize >= UCT_AM_ID_MAX as usize {
+        if id as usize >= UCT_AM_ID_MAX {
             crate::error!("active message id out-of-range (got: {} max: {})", id, UCT_AM_ID_MAX);
             return UCS_ERR_INVALID_PARAM;
         }

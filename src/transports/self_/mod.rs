@@ -106,10 +106,10 @@ impl MdImpl for SelfMd {
         UCS_OK
     }
     fn mem_query(&self, _address: *const c_void, _length: usize, attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE as u64 != 0 {
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE != 0 {
             attr.mem_type = UCS_MEMORY_TYPE_HOST;
         }
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV as u64 != 0 {
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV != 0 {
             attr.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
         }
         UCS_OK
@@ -219,8 +219,7 @@ impl SelfIface {
     /// Deliver `len` bytes of `buf` to the handler of `id`.
     #[inline(always)]
     fn deliver(hdr: &IfaceHeader, id: u8, buf: &mut MsgBuf, len: usize) {
-        let data = buf.bytes(len).as_mut_ptr() as *mut c_void;
-        let status = hdr.invoke_am(id, data, len, 0);
+        let status = hdr.invoke_am(id, buf.bytes(len), 0);
         if status != UCS_OK {
             handler_status(id, status);
         }
@@ -229,7 +228,7 @@ impl SelfIface {
 
 #[inline(always)]
 fn check_am_id(id: u8) -> Result<(), ucs_status_t> {
-    if (id as usize) < UCT_AM_ID_MAX as usize {
+    if (id as usize) < UCT_AM_ID_MAX {
         Ok(())
     } else {
         Err(am_id_error(id))
@@ -342,7 +341,7 @@ impl Transport for SelfIface {
             let b = words_as_bytes(&mut small);
             b[..8].copy_from_slice(&header.to_ne_bytes());
             b[8..total].copy_from_slice(payload);
-            let status = iface.hdr.invoke_am(id, b.as_mut_ptr() as *mut c_void, total, 0);
+            let status = iface.hdr.invoke_am(id, &mut b[..total], 0);
             if status != UCS_OK {
                 handler_status(id, status);
             }
@@ -440,7 +439,7 @@ impl Transport for SelfIface {
 fn atomic(op: AtomicOp, width: Width, value: u64, compare: u64, remote: Remote) -> Result<u64, ucs_status_t> {
     let target = remote.mapped();
     let align = if width == Width::W64 { 8 } else { 4 };
-    if target.is_null() || (target as usize) % align != 0 {
+    if target.is_null() || !(target as usize).is_multiple_of(align) {
         crate::error!("self: atomic target {:p} is not a {}-byte aligned address", target, align);
         return Err(UCS_ERR_INVALID_PARAM);
     }
