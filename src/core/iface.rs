@@ -477,6 +477,18 @@ macro_rules! guard {
     };
 }
 
+/// The data path runs without `catch_unwind`: a landing pad costs saved
+/// registers (stores that a following locked instruction must drain) on
+/// every call. A panic there is still never unwound into C: Rust aborts the
+/// process when a panic reaches an `extern "C"` frame. The data path is
+/// written not to panic (no indexing or arithmetic that can fail on caller
+/// input).
+macro_rules! hot {
+    ($body:expr) => {
+        $body
+    };
+}
+
 /// # Safety
 /// `ep` must be an endpoint created by `Iface<T>` (the vtable slot that
 /// leads here is only ever installed in `Iface<T>`'s vtable).
@@ -493,7 +505,7 @@ unsafe fn iface_of<'a, T: Transport>(iface: uct_iface_h) -> &'a Iface<T> {
 
 unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_void, length: c_uint,
                                                remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::put_short(i, e, bytes(buffer, length as usize), Remote::new(remote_addr, rkey))
     })
@@ -501,7 +513,7 @@ unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_vo
 
 unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_callback_t, arg: *mut c_void,
                                                remote_addr: u64, rkey: uct_rkey_t) -> isize {
-    guard!(UCS_ERR_IO_ERROR as isize, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
@@ -513,7 +525,7 @@ unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_c
 unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpack_callback_t, arg: *mut c_void,
                                                length: usize, remote_addr: u64, rkey: uct_rkey_t,
                                                comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match Unpack::new(unpack_cb, arg) {
             Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp),
@@ -524,7 +536,7 @@ unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpa
 
 unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64, payload: *const c_void,
                                               length: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::am_short(i, e, id, header, bytes(payload, length as usize))
     })
@@ -532,7 +544,7 @@ unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64,
 
 unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *const uct_iov_t,
                                                   iovcnt: usize) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::am_short_iov(i, e, id, iov_slice(iov, iovcnt))
     })
@@ -540,7 +552,7 @@ unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *co
 
 unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct_pack_callback_t, arg: *mut c_void,
                                               flags: c_uint) -> isize {
-    guard!(UCS_ERR_IO_ERROR as isize, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::am_bcopy(i, e, id, p, flags),
@@ -552,7 +564,7 @@ unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct
 unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u64, remote_addr: u64,
                                              rkey: uct_rkey_t, result: *mut u64,
                                              comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
                         FetchResult::U64(result), comp)
@@ -562,7 +574,7 @@ unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u
 unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u32, remote_addr: u64,
                                              rkey: uct_rkey_t, result: *mut u32,
                                              comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
                         Remote::new(remote_addr, rkey), FetchResult::U32(result), comp)
@@ -571,7 +583,7 @@ unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u
 
 unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, remote_addr: u64,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
@@ -582,7 +594,7 @@ unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint,
 
 unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, remote_addr: u64,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
@@ -594,7 +606,7 @@ unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint,
 unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, result: *mut u32,
                                                     remote_addr: u64, rkey: uct_rkey_t,
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
@@ -607,7 +619,7 @@ unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
 unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, result: *mut u64,
                                                     remote_addr: u64, rkey: uct_rkey_t,
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
@@ -617,14 +629,18 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
     })
 }
 
+#[cold]
+#[inline(never)]
 fn bad_opcode(opcode: u32) -> ucs_status_t {
     crate::error!("unsupported atomic opcode {}", opcode);
-    UCS_ERR_UNSUPPORTED
+    // Opaque to the optimiser, so callers can tail-call this cold path
+    // instead of keeping a stack frame on the hot one.
+    std::hint::black_box(UCS_ERR_UNSUPPORTED)
 }
 
 unsafe extern "C" fn t_pending_add<T: Transport>(ep: uct_ep_h, req: *mut uct_pending_req_t,
                                                  flags: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         if req.is_null() {
             return UCS_ERR_INVALID_PARAM;
@@ -642,14 +658,14 @@ unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending
 }
 
 unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::ep_flush(i, e, flags, comp)
     })
 }
 
 unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, {
+    hot!({
         let (i, e) = parts::<T>(ep);
         T::ep_fence(i, e, flags)
     })
@@ -715,11 +731,11 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
 
 unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
                                                  comp: *mut uct_completion_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, T::iface_flush(iface_of::<T>(iface), flags, comp))
+    hot!(T::iface_flush(iface_of::<T>(iface), flags, comp))
 }
 
 unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, T::iface_fence(iface_of::<T>(iface), flags))
+    hot!(T::iface_fence(iface_of::<T>(iface), flags))
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
@@ -731,7 +747,7 @@ unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags:
 }
 
 unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
-    guard!(0, T::progress(iface_of::<T>(iface)))
+    hot!(T::progress(iface_of::<T>(iface)))
 }
 
 unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {

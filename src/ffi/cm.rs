@@ -1,8 +1,7 @@
 //! Connection-manager exports (see `core::cm`: none can be opened yet).
 
-use super::{entry, need};
+use super::{component_or_fail, entry, need};
 use crate::abi::*;
-use crate::core::component;
 use libc::{c_void, socklen_t};
 
 fn no_cm(func: &str, cm: *const c_void) -> ucs_status_t {
@@ -15,10 +14,7 @@ entry! {
                    cm_p: *mut uct_cm_h) -> ucs_status_t {
         let _ = (worker, config);
         need!(cm_p, "cm_p");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         crate::debug!("{}: component {} has no connection manager", FN, c.name);
         UCS_ERR_UNSUPPORTED
     }

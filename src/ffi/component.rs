@@ -1,8 +1,8 @@
 //! Components, memory-domain open/close/query and resource lists.
 
-use super::{entry, known_fields, need, opt_str};
+use super::{component_or_fail, entry, known_fields, need, opt_str};
 use crate::abi::*;
-use crate::core::component::{self, COMPONENTS};
+use crate::core::component::COMPONENTS;
 use crate::core::config;
 use crate::core::md::{write_name, MdObj};
 use libc::{c_char, c_uint, c_void};
@@ -40,10 +40,7 @@ entry! {
 entry! {
     fn uct_component_query(component: uct_component_h, component_attr: *mut uct_component_attr_t) -> ucs_status_t {
         need!(component_attr, "component_attr");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         // SAFETY: checked non-NULL; the caller owns the struct.
         let attr = unsafe { &mut *component_attr };
         known_fields!(attr.field_mask, UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT
@@ -78,10 +75,7 @@ entry! {
                           config_p: *mut *mut uct_md_config_t) -> ucs_status_t {
         let _ = filename;
         need!(config_p, "config_p");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         // SAFETY: env_prefix is NULL or a C string.
         let prefix = (!env_prefix.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(env_prefix) });
         match config::read(&c.md_config, prefix) {
@@ -103,10 +97,7 @@ entry! {
                    md_p: *mut uct_md_h) -> ucs_status_t {
         need!(md_p, "md_p");
         need!(md_name, "md_name");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         // SAFETY: checked non-NULL above.
         let Some(name) = (unsafe { opt_str(md_name) }) else { return UCS_ERR_INVALID_PARAM };
         if !(c.md_resources)().iter().any(|m| m == name) {

@@ -1,8 +1,8 @@
 //! `uct_config_*` and `uct_cm_config_read`.
 
-use super::{entry, need};
+use super::{component_or_fail, entry, need};
 use crate::abi::*;
-use crate::core::{component, config};
+use crate::core::config;
 use libc::{c_char, c_void};
 
 entry! {
@@ -39,10 +39,7 @@ entry! {
                           config_p: *mut *mut uct_cm_config_t) -> ucs_status_t {
         let _ = filename;
         need!(config_p, "config_p");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         let Some(desc) = c.cm_config.as_ref() else {
             crate::error!("{}: component {} has no connection manager", FN, c.name);
             return UCS_ERR_INVALID_PARAM;

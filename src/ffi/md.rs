@@ -1,8 +1,7 @@
 //! Memory registration, keys and memory queries of a memory domain.
 
-use super::{entry, known_fields, need};
+use super::{component_or_fail, entry, known_fields, need};
 use crate::abi::*;
-use crate::core::component;
 use crate::core::md::MdObj;
 use libc::{c_char, c_int, c_uint, c_void};
 
@@ -147,10 +146,7 @@ entry! {
     fn uct_rkey_unpack(component: uct_component_h, rkey_buffer: *const c_void,
                        rkey_ob: *mut uct_rkey_bundle_t) -> ucs_status_t {
         need!(rkey_ob, "rkey_ob");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         match (c.rkey_unpack)(rkey_buffer as *const u8) {
             Ok((rkey, handle)) => {
                 // SAFETY: checked non-NULL.
@@ -169,10 +165,7 @@ entry! {
                     addr_p: *mut *mut c_void) -> ucs_status_t {
         need!(rkey_ob, "rkey_ob");
         need!(addr_p, "addr_p");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         // SAFETY: checked non-NULL.
         let b = unsafe { &*rkey_ob };
         match (c.rkey_ptr)(b.rkey, b.handle, remote_addr) {
@@ -189,10 +182,7 @@ entry! {
 entry! {
     fn uct_rkey_release(component: uct_component_h, rkey_ob: *const uct_rkey_bundle_t) -> ucs_status_t {
         need!(rkey_ob, "rkey_ob");
-        let Some(c) = component::from_handle(component) else {
-            crate::error!("{}: invalid component handle {:p}", FN, component);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let c = component_or_fail!(component);
         // SAFETY: checked non-NULL.
         let b = unsafe { &*rkey_ob };
         (c.rkey_release)(b.rkey, b.handle)

@@ -87,6 +87,21 @@ macro_rules! need {
 }
 pub(crate) use need;
 
+/// The component behind a handle, or return `UCS_ERR_INVALID_PARAM` with a
+/// log line when the handle is not one of ours.
+macro_rules! component_or_fail {
+    ($h:expr) => {
+        match crate::core::component::from_handle($h) {
+            Some(c) => c,
+            None => {
+                crate::error!("{}: invalid component handle {:p}", FN, $h);
+                return UCS_ERR_INVALID_PARAM;
+            }
+        }
+    };
+}
+pub(crate) use component_or_fail;
+
 /// Return `UCS_ERR_INVALID_PARAM` when a field mask has bits beyond `known`.
 macro_rules! known_fields {
     ($mask:expr, $known:expr, $what:expr) => {

@@ -409,18 +409,24 @@ impl Transport for SelfIface {
 
     fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
                    remote: Remote) -> ucs_status_t {
-        atomic(op, width, value, 0, remote).map_or_else(|s| s, |_| UCS_OK)
+        let target = remote.mapped();
+        if !aligned(target, width) {
+            return misaligned(target as usize, width);
+        }
+        // SAFETY: aligned, non-null location of the caller's own memory.
+        unsafe { cpu_atomic(target, op, width, value, 0) };
+        UCS_OK
     }
 
     fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
                     remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
-        match atomic(op, width, value, compare, remote) {
-            Ok(old) => {
-                result.store(old);
-                UCS_OK
-            }
-            Err(s) => s,
+        let target = remote.mapped();
+        if !aligned(target, width) {
+            return misaligned(target as usize, width);
         }
+        // SAFETY: aligned, non-null location of the caller's own memory.
+        result.store(unsafe { cpu_atomic(target, op, width, value, compare) });
+        UCS_OK
     }
 
     fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: *mut uct_pending_req_t, _flags: u32) -> ucs_status_t {
@@ -436,15 +442,19 @@ impl Transport for SelfIface {
     }
 }
 
-fn atomic(op: AtomicOp, width: Width, value: u64, compare: u64, remote: Remote) -> Result<u64, ucs_status_t> {
-    let target = remote.mapped();
+#[inline(always)]
+fn aligned(target: *mut u8, width: Width) -> bool {
     let align = if width == Width::W64 { 8 } else { 4 };
-    if target.is_null() || !(target as usize).is_multiple_of(align) {
-        crate::error!("self: atomic target {:p} is not a {}-byte aligned address", target, align);
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    // SAFETY: aligned, non-null location of the caller's own memory.
-    Ok(unsafe { cpu_atomic(target, op, width, value, compare) })
+    !target.is_null() && (target as usize).is_multiple_of(align)
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(target: usize, width: Width) -> ucs_status_t {
+    let align = if width == Width::W64 { 8 } else { 4 };
+    crate::error!("self: atomic target {:#x} is not a {}-byte aligned address", target, align);
+    // Opaque to the optimiser: lets the hot path tail-call this.
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
 static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Side-by-side self-transport send-path cost (ns/op): bench/self_ops.c built
+# once against the system headers, run alternately on the C original and on
+# LIBDIR's libuct.so.0; prints the median over RUNS and the ratio ours/theirs.
+# Usage: bench/self-ops.sh LIBDIR [RUNS] [OPS_PER_ROUND]
+set -eu
+libdir=$(cd "${1:?usage: self-ops.sh LIBDIR [RUNS] [OPS]}" && pwd); runs=${2:-7}; ops=${3:-10000000}
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+gcc -O2 -Wall -o "$work/self_ops" "$(dirname "$0")/self_ops.c" -luct -lucs
+for ((i = 0; i < runs; i++)); do
+    LD_LIBRARY_PATH=$libdir "$work/self_ops" "$ops" 3 | sed 's/^/ours /'
+    "$work/self_ops" "$ops" 3 | sed 's/^/ucx /'
+done > "$work/all"
+printf '%-14s %10s %10s %7s\n' op ours_ns ucx_ns ratio
+for op in am_short put_short atomic64_add; do
+    o=$(awk -v op=$op '$1=="ours" && $2==op {print $3}' "$work/all" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    u=$(awk -v op=$op '$1=="ucx" && $2==op {print $3}' "$work/all" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    printf '%-14s %10s %10s %7s\n' $op "$o" "$u" "$(awk -v a="$o" -v b="$u" 'BEGIN {printf "%.2f", a / b}')"
+done
