@@ -53,7 +53,11 @@ impl Component {
 
 /// Every component, in the order UCX 1.13.1 on Debian lists them (the
 /// transports that later issues bring are added here in place).
-pub static COMPONENTS: &[&Component] = &[&crate::transports::self_::COMPONENT];
+pub static COMPONENTS: &[&Component] = &[
+    &crate::transports::self_::COMPONENT,
+    &crate::transports::mm::SYSV_COMPONENT,
+    &crate::transports::mm::POSIX_COMPONENT,
+];
 
 /// The component behind a handle, if the handle is one of ours.
 pub fn from_handle(h: uct_component_h) -> Option<&'static Component> {

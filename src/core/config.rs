@@ -56,6 +56,13 @@ pub fn embed(table: &'static Lazy<Table>, offset: usize) -> ucs_config_field_t {
     field(c"", c"", c"", offset, parser::table(table))
 }
 
+/// A sub-table with its own prefix and overridden defaults
+/// (`"FIELD=value;..."`, as UCX writes them).
+pub fn embed_with_defaults(prefix: &'static CStr, defaults: &'static CStr, table: &'static Lazy<Table>,
+                           offset: usize) -> ucs_config_field_t {
+    field(prefix, defaults, c"", offset, parser::table(table))
+}
+
 /// A sub-table addressed with its own prefix (e.g. the `MM_` fields).
 pub fn embed_prefixed(prefix: &'static CStr, table: &'static Lazy<Table>, offset: usize) -> ucs_config_field_t {
     field(prefix, c"", c"", offset, parser::table(table))
@@ -105,6 +112,8 @@ pub mod parser {
             ucs_config_release_nop, ucs_config_help_generic, c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"");
     scalar!(on_off_auto, ucs_config_sscanf_on_off_auto, ucs_config_sprintf_on_off_auto, ucs_config_clone_int,
             ucs_config_release_nop, ucs_config_help_generic, c"<on|off|auto>");
+    scalar!(ternary, ucs_config_sscanf_ternary, ucs_config_sprintf_ternary_auto, ucs_config_clone_int,
+            ucs_config_release_nop, ucs_config_help_generic, c"<yes|no|try>");
     scalar!(ternary_auto, ucs_config_sscanf_ternary_auto, ucs_config_sprintf_ternary_auto, ucs_config_clone_int,
             ucs_config_release_nop, ucs_config_help_generic, c"<yes|no|try|auto>");
     scalar!(range_spec, ucs_config_sscanf_range_spec, ucs_config_sprintf_range_spec, ucs_config_clone_range_spec,

@@ -132,6 +132,25 @@ pub struct IfaceHeader {
     pub has_progress: bool,
 }
 
+/// One-shot progress callback reporting a peer failure on an endpoint.
+unsafe extern "C" fn ep_err_progress(arg: *mut c_void) -> c_uint {
+    let ep = arg as uct_ep_h;
+    // SAFETY: the callback is removed when the endpoint is destroyed, so the
+    // endpoint and its interface are alive here.
+    if let Some(hdr) = IfaceHeader::from_handle((*ep).iface) {
+        if let Some(h) = hdr.err_handler {
+            h(hdr.err_handler_arg, ep, UCS_ERR_CONNECTION_RESET);
+        }
+    }
+    1
+}
+
+unsafe extern "C" fn is_ep_err_for(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int {
+    let e = &*elem;
+    let ours: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_err_progress;
+    matches!(e.cb, Some(cb) if std::ptr::fn_addr_eq(cb, ours) && e.arg == arg) as c_int
+}
+
 unsafe extern "C" fn stub_am_handler(arg: *mut c_void, _data: *mut c_void, length: usize, _flags: c_uint) -> ucs_status_t {
     crate::warn!("got active message id {}, but no handler installed ({} bytes dropped)", arg as usize, length);
     UCS_OK
@@ -221,6 +240,27 @@ impl IfaceHeader {
         // SAFETY: the md outlives every iface opened on it (uct_md_close
         // after uct_iface_close is the documented order).
         unsafe { &*self.md }
+    }
+
+    /// Report a failed endpoint to the error handler, from the worker's
+    /// progress (the caller may be anywhere, even another thread).
+    pub fn schedule_ep_err(&self, ep: uct_ep_h) {
+        if self.err_handler.is_none() {
+            crate::diag!("ep {:p}: unhandled peer failure", ep);
+            return;
+        }
+        // SAFETY: the queue belongs to a live worker; add_safe is
+        // thread-safe; the callback is removed if the ep dies first.
+        unsafe {
+            ucs::ucs_callbackq_add_safe(self.progress_q(), Some(ep_err_progress), ep as *mut c_void,
+                                        UCS_CALLBACKQ_FLAG_ONESHOT);
+        }
+    }
+
+    /// Drop a pending [`schedule_ep_err`](Self::schedule_ep_err) for `ep`.
+    pub fn cancel_ep_err(&self, ep: uct_ep_h) {
+        // SAFETY: predicate-based removal on our worker's queue.
+        unsafe { ucs::ucs_callbackq_remove_if(self.progress_q(), Some(is_ep_err_for), ep as *mut c_void) };
     }
 
     /// Add or remove this interface's progress callback on the worker.
@@ -705,6 +745,9 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
 unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
     guard!((), {
         let iface = iface_of::<T>((*ep).iface);
+        // A peer-failure report still queued for this endpoint must not
+        // run after it is gone.
+        iface.hdr.cancel_ep_err(ep);
         // SAFETY: the ep was boxed by t_ep_create and is destroyed once.
         let mut ep = Box::from_raw(ep as *mut Ep<T>);
         T::ep_destroy(iface, &mut ep);

@@ -22,13 +22,14 @@ pub fn enabled(level: u32) -> bool {
     level <= current
 }
 
-/// Hand one formatted line to libucs's logger.
-pub fn emit(level: u32, file: &str, line: u32, msg: std::fmt::Arguments<'_>) {
+/// Hand one formatted line to libucs's logger. `file` must be a static,
+/// NUL-terminated string: libucs keeps the pointer in its per-file filter.
+pub fn emit(level: u32, file: &'static str, line: u32, msg: std::fmt::Arguments<'_>) {
     if !enabled(level) {
         return;
     }
     let text = CString::new(msg.to_string().replace('\0', "\\0")).unwrap_or_default();
-    let file = CString::new(file).unwrap_or_default();
+    let file = std::ffi::CStr::from_bytes_with_nul(file.as_bytes()).unwrap_or(c"uct");
     // SAFETY: every pointer is a valid NUL-terminated string that outlives
     // the call, the format is the constant "%s" consuming exactly one string
     // argument, and the component configuration is libucs's global one.
@@ -49,7 +50,7 @@ pub fn emit(level: u32, file: &str, line: u32, msg: std::fmt::Arguments<'_>) {
 macro_rules! log_at {
     ($lvl:expr, $($arg:tt)*) => {
         if $crate::core::log::enabled($lvl) {
-            $crate::core::log::emit($lvl, file!(), line!(), format_args!($($arg)*))
+            $crate::core::log::emit($lvl, concat!(file!(), "\0"), line!(), format_args!($($arg)*))
         }
     };
 }

@@ -1,3 +1,5 @@
 //! The transports. Each is plain Rust behind `core::iface::Transport`.
 
+pub mod mm;
 pub mod self_;
+pub mod sm;

@@ -24,6 +24,11 @@ pub struct ucs_log_component_config_t {
 pub type ucs_callbackq_predicate_t =
     Option<unsafe extern "C" fn(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int>;
 
+/// `ucs_sys_namespace_type_t` values.
+pub const UCS_SYS_NS_TYPE_IPC: c_uint = 0;
+pub const UCS_SYS_NS_TYPE_NET: c_uint = 2;
+pub const UCS_SYS_NS_TYPE_PID: c_uint = 3;
+
 #[link(name = "ucs")]
 extern "C" {
     // datastruct/callbackq.h
@@ -71,6 +76,7 @@ extern "C" {
     pub fn ucs_config_sprintf_time_units(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sscanf_on_off_auto(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sprintf_on_off_auto(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sscanf_ternary(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sscanf_ternary_auto(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sprintf_ternary_auto(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sscanf_array(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
@@ -101,6 +107,11 @@ extern "C" {
     /// `ucs_global_opts_t` begins with its `ucs_log_component_config_t`.
     pub static mut ucs_global_opts: ucs_log_component_config_t;
     pub static ucs_log_level_names: [*const c_char; 0];
+
+    // sys/sys.h (namespaces, process identity)
+    pub fn ucs_sys_get_ns(ns_type: c_uint) -> u64;
+    pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
+    pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;
 
     // misc
     pub fn ucs_status_string(status: ucs_status_t) -> *const c_char;

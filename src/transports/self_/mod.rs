@@ -10,6 +10,7 @@ use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
+use crate::transports::sm;
 use libc::c_void;
 use once_cell::sync::Lazy;
 use std::cell::{Cell, RefCell};
@@ -268,13 +269,10 @@ impl Transport for SelfIface {
         attr.cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY
             | UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_GET_BCOPY
             | UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK;
-        let post = (1u64 << UCT_ATOMIC_OP_ADD) | (1u64 << UCT_ATOMIC_OP_AND) | (1u64 << UCT_ATOMIC_OP_OR)
-            | (1u64 << UCT_ATOMIC_OP_XOR);
-        let fetch = post | (1u64 << UCT_ATOMIC_OP_SWAP) | (1u64 << UCT_ATOMIC_OP_CSWAP);
-        attr.cap.atomic32.op_flags = post;
-        attr.cap.atomic64.op_flags = post;
-        attr.cap.atomic32.fop_flags = fetch;
-        attr.cap.atomic64.fop_flags = fetch;
+        attr.cap.atomic32.op_flags = sm::ATOMIC_POST_FLAGS;
+        attr.cap.atomic64.op_flags = sm::ATOMIC_POST_FLAGS;
+        attr.cap.atomic32.fop_flags = sm::ATOMIC_FETCH_FLAGS;
+        attr.cap.atomic64.fop_flags = sm::ATOMIC_FETCH_FLAGS;
 
         attr.cap.put.max_short = u32::MAX as usize;
         attr.cap.put.max_bcopy = usize::MAX;
@@ -389,44 +387,26 @@ impl Transport for SelfIface {
     }
 
     fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
-        // SAFETY: in-process RMA: the caller names a live, writable range of
-        // its own memory (rkey 0 + address), as the UCT contract requires.
-        unsafe { std::ptr::copy(data.as_ptr(), remote.mapped(), data.len()) };
-        UCS_OK
+        sm::put_short(data, remote)
     }
 
     fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
-        // SAFETY: as for put_short; the pack callback writes the message.
-        unsafe { pack.pack_raw(remote.mapped()) as isize }
+        sm::put_bcopy(pack, remote)
     }
 
     fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
                  _comp: *mut uct_completion_t) -> ucs_status_t {
-        // SAFETY: the caller names a live, readable range of its own memory.
-        unsafe { unpack.unpack_raw(remote.mapped(), length) };
-        UCS_OK
+        sm::get_bcopy(unpack, length, remote)
     }
 
     fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
                    remote: Remote) -> ucs_status_t {
-        let target = remote.mapped();
-        if !aligned(target, width) {
-            return misaligned(target as usize, width);
-        }
-        // SAFETY: aligned, non-null location of the caller's own memory.
-        unsafe { cpu_atomic(target, op, width, value, 0) };
-        UCS_OK
+        sm::atomic_post(op, width, value, remote)
     }
 
     fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
                     remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
-        let target = remote.mapped();
-        if !aligned(target, width) {
-            return misaligned(target as usize, width);
-        }
-        // SAFETY: aligned, non-null location of the caller's own memory.
-        result.store(unsafe { cpu_atomic(target, op, width, value, compare) });
-        UCS_OK
+        sm::atomic_fetch(op, width, value, compare, remote, result)
     }
 
     fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: *mut uct_pending_req_t, _flags: u32) -> ucs_status_t {
@@ -440,21 +420,6 @@ impl Transport for SelfIface {
         }
         UCS_OK
     }
-}
-
-#[inline(always)]
-fn aligned(target: *mut u8, width: Width) -> bool {
-    let align = if width == Width::W64 { 8 } else { 4 };
-    !target.is_null() && (target as usize).is_multiple_of(align)
-}
-
-#[cold]
-#[inline(never)]
-fn misaligned(target: usize, width: Width) -> ucs_status_t {
-    let align = if width == Width::W64 { 8 } else { 4 };
-    crate::error!("self: atomic target {:#x} is not a {}-byte aligned address", target, align);
-    // Opaque to the optimiser: lets the hot path tail-call this.
-    std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
 static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;

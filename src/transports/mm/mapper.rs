@@ -1,0 +1,64 @@
+//! The memory mappers behind the `posix` and `sysv` memory domains: how a
+//! shareable segment is created, named (`seg_id`), attached by a peer and
+//! released. The segment ids, rkey layouts and iface-address extras are wire
+//! formats shared with UCX 1.13.1 peers (contract §5.1, §2.7).
+
+use crate::abi::*;
+use libc::c_void;
+
+/// A segment this process created (the memory handle of mm memory domains).
+#[derive(Debug)]
+pub struct Segment {
+    /// Identifier a peer uses to attach the segment.
+    pub seg_id: u64,
+    pub address: *mut c_void,
+    pub length: usize,
+}
+
+/// A peer's segment mapped into this process.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteSeg {
+    pub address: *mut c_void,
+    /// Mapped length (needed to unmap; 0 where the mapper does not need it).
+    pub length: usize,
+}
+
+/// What a mapper does. All functions are called with the md's parsed
+/// configuration already applied to `self`.
+pub trait Mapper: Send + Sync + 'static {
+    /// Memory-domain attributes specific to the mapper: `max_alloc` (0 =
+    /// cannot allocate) and `rkey_packed_size`.
+    fn max_alloc(&self) -> u64;
+    fn rkey_packed_size(&self) -> usize;
+
+    /// Create a shareable segment of at least `length` bytes (rounded up to
+    /// pages). With `fixed`, map it at `address`. The segment must not
+    /// outlive its creator, even if the creator is killed (unlink /
+    /// IPC_RMID as soon as the peer can still attach by id).
+    fn alloc(&self, length: usize, address: *mut c_void, fixed: bool, name: &str) -> Result<Segment, ucs_status_t>;
+    fn free(&self, seg: &Segment) -> ucs_status_t;
+
+    /// Mapper-specific bytes that follow the FIFO `seg_id` in the iface
+    /// address (posix: PID namespace id or directory; sysv: none).
+    fn iface_addr_extra(&self) -> Vec<u8>;
+    fn iface_addr_extra_len(&self) -> usize;
+    /// Whether a peer segment `seg_id`, described by the peer's iface-address
+    /// extra bytes, can be attached from here.
+    fn is_reachable(&self, seg_id: u64, extra: &[u8]) -> bool;
+    /// Attach a peer segment of `length` bytes.
+    fn attach(&self, seg_id: u64, length: usize, extra: &[u8]) -> Result<RemoteSeg, ucs_status_t>;
+    fn detach(&self, seg: &RemoteSeg);
+
+    /// Pack the rkey of `seg` into `buf` (`rkey_packed_size` bytes).
+    fn mkey_pack(&self, seg: &Segment, buf: *mut u8);
+}
+
+/// Component-level rkey operations (no md is available when unpacking):
+/// the rkey becomes `local_mapping - owner_address`, the handle remembers
+/// what to detach.
+pub trait RkeyOps {
+    /// # Safety
+    /// `buf` holds a packed rkey of this component.
+    unsafe fn unpack(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t>;
+    fn release(rkey: uct_rkey_t, handle: *mut c_void) -> ucs_status_t;
+}

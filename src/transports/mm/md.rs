@@ -1,0 +1,97 @@
+//! The memory domain of the mm transports: allocation of shareable memory
+//! through a [`Mapper`], and packing keys peers use to map it.
+
+use super::mapper::{Mapper, Segment};
+use crate::abi::*;
+use crate::core::md::{all_cpus, MdImpl, MdObj};
+use libc::c_void;
+
+const MEMH_MAGIC: u64 = 0x7563_742d_6d6d_6868;
+
+/// The memory handle of mm memory domains.
+struct Memh {
+    magic: u64,
+    seg: Segment,
+}
+
+pub struct MmMd<M: Mapper> {
+    pub mapper: M,
+}
+
+impl<M: Mapper> MmMd<M> {
+    /// The mm md behind a generic md object (None for other mds).
+    pub fn of(md: &MdObj) -> Option<&MmMd<M>> {
+        let any: &dyn std::any::Any = md.imp.as_ref();
+        any.downcast_ref::<MmMd<M>>()
+    }
+
+    /// The segment behind a memory handle made by this md.
+    pub fn segment(memh: uct_mem_h) -> Option<&'static Segment> {
+        if memh.is_null() {
+            return None;
+        }
+        // SAFETY: handles of this md are boxed `Memh`; foreign pointers fail
+        // the magic test (callers pass handles from uct_md_mem_alloc).
+        let m = unsafe { &*(memh as *const Memh) };
+        (m.magic == MEMH_MAGIC).then_some(&m.seg)
+    }
+
+    /// Allocate a shareable segment (used for FIFOs and receive descriptors).
+    pub fn alloc_segment(&self, length: usize, name: &str) -> Result<Segment, ucs_status_t> {
+        self.mapper.alloc(length, std::ptr::null_mut(), false, name)
+    }
+}
+
+impl<M: Mapper> MdImpl for MmMd<M> {
+    fn query(&self, attr: &mut uct_md_attr_t) {
+        let max_alloc = self.mapper.max_alloc();
+        attr.cap.flags = UCT_MD_FLAG_RKEY_PTR | UCT_MD_FLAG_NEED_RKEY;
+        if max_alloc > 0 {
+            attr.cap.flags |= UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_FIXED;
+        }
+        attr.cap.max_alloc = max_alloc;
+        attr.cap.max_reg = 0;
+        attr.cap.alloc_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.reg_mem_types = 0;
+        attr.cap.detect_mem_types = 0;
+        attr.rkey_packed_size = self.mapper.rkey_packed_size();
+        attr.local_cpus = all_cpus();
+    }
+
+    fn mem_alloc(&self, length: &mut usize, address: &mut *mut c_void, mem_type: ucs_memory_type_t, flags: u32,
+                 name: &str) -> Result<uct_mem_h, ucs_status_t> {
+        if mem_type != UCS_MEMORY_TYPE_HOST {
+            return Err(UCS_ERR_UNSUPPORTED);
+        }
+        let fixed = flags & UCT_MD_MEM_FLAG_FIXED != 0;
+        let seg = self.mapper.alloc(*length, *address, fixed, name)?;
+        *length = seg.length;
+        *address = seg.address;
+        Ok(Box::into_raw(Box::new(Memh { magic: MEMH_MAGIC, seg })) as uct_mem_h)
+    }
+
+    fn mem_free(&self, memh: uct_mem_h) -> ucs_status_t {
+        if Self::segment(memh).is_none() {
+            crate::error!("mm md: {:p} is not a memory handle of this memory domain", memh);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: validated above; the handle was boxed by mem_alloc.
+        let mut m = unsafe { Box::from_raw(memh as *mut Memh) };
+        m.magic = 0;
+        self.mapper.free(&m.seg)
+    }
+
+    fn mkey_pack(&self, memh: uct_mem_h, _flags: u32, buf: *mut u8) -> ucs_status_t {
+        match Self::segment(memh) {
+            Some(seg) => {
+                self.mapper.mkey_pack(seg, buf);
+                UCS_OK
+            }
+            None => {
+                crate::error!("mm md: {:p} is not a memory handle of this memory domain", memh);
+                UCS_ERR_INVALID_PARAM
+            }
+        }
+    }
+}

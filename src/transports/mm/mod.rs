@@ -1,0 +1,181 @@
+//! The shared-memory ("mm") transports `posix` and `sysv`: one FIFO-based
+//! interface over two ways of sharing memory between processes.
+
+pub mod fifo;
+pub mod iface;
+pub mod mapper;
+pub mod md;
+pub mod posix;
+pub mod sysv;
+
+use crate::abi::*;
+use crate::core::component::{Component, TlDesc, TlDevice};
+use crate::core::config::{self, embed, embed_with_defaults, field, parser, BaseIfaceConfig, ConfigDesc, Table};
+use crate::core::iface::IfaceParams;
+use crate::core::md::{MdImpl, MdObj};
+use crate::core::worker::WorkerObj;
+use libc::{c_int, c_uint, c_ulong, c_void};
+use mapper::RkeyOps;
+use once_cell::sync::Lazy;
+use std::mem::offset_of;
+
+/// The one device of shared-memory transports.
+pub const DEVICE_NAME: &str = "memory";
+
+/// Settings of every shared-memory interface (`UCX_<TL>_BW`, plus the base).
+#[repr(C)]
+pub struct SmIfaceConfig {
+    pub base: BaseIfaceConfig,
+    pub bandwidth: f64,
+}
+
+/// Settings of the mm interfaces (`UCX_POSIX_*`, `UCX_SYSV_*`).
+#[repr(C)]
+pub struct MmIfaceConfig {
+    pub sm: SmIfaceConfig,
+    pub fifo_size: c_uint,
+    pub seg_size: usize,
+    pub release_factor: f64,
+    pub rx_max_bufs: c_int,
+    pub rx_bufs_grow: c_uint,
+    pub fifo_hugetlb: c_int,
+    pub fifo_elem_size: c_uint,
+    pub fifo_max_poll: c_ulong,
+    pub error_handling: c_int,
+}
+
+pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(&config::BASE_IFACE_TABLE, offset_of!(SmIfaceConfig, base)),
+        field(c"BW", c"12179MBs", c"Effective memory bandwidth", offset_of!(SmIfaceConfig, bandwidth), parser::bw()),
+    ])
+});
+
+pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed_with_defaults(c"SM_", c"ALLOC=md,mmap,heap", &SM_IFACE_TABLE, offset_of!(MmIfaceConfig, sm)),
+        field(c"FIFO_SIZE", c"64", c"Number of elements in the receive FIFO (a power of 2)",
+              offset_of!(MmIfaceConfig, fifo_size), parser::uint()),
+        field(c"SEG_SIZE", c"8256", c"Size of the buffers of copy-out (bcopy) sends",
+              offset_of!(MmIfaceConfig, seg_size), parser::memunits()),
+        field(c"FIFO_RELEASE_FACTOR", c"0.5",
+              c"How often the receiver publishes consumed elements, as a fraction of the FIFO size (0 <= f < 1)",
+              offset_of!(MmIfaceConfig, release_factor), parser::double()),
+        field(c"RX_MAX_BUFS", c"-1", c"Most receive descriptors of an interface; -1 is unlimited",
+              offset_of!(MmIfaceConfig, rx_max_bufs), parser::int()),
+        field(c"RX_BUFS_GROW", c"512", c"Receive descriptors added each time the pool grows",
+              offset_of!(MmIfaceConfig, rx_bufs_grow), parser::uint()),
+        field(c"FIFO_HUGETLB", c"no", c"Use huge pages for the FIFO and descriptors: y, n or try",
+              offset_of!(MmIfaceConfig, fifo_hugetlb), parser::ternary()),
+        field(c"FIFO_ELEM_SIZE", c"128", c"Size of a FIFO element (28-byte header plus inline data)",
+              offset_of!(MmIfaceConfig, fifo_elem_size), parser::uint()),
+        field(c"FIFO_MAX_POLL", c"16", c"Most messages taken from the FIFO in one progress call",
+              offset_of!(MmIfaceConfig, fifo_max_poll), parser::ulunits()),
+        field(c"ERROR_HANDLING", c"n", c"Report the peer-failure error handling capability",
+              offset_of!(MmIfaceConfig, error_handling), parser::boolean()),
+    ])
+});
+
+/// The transport table of posix and sysv: the mm settings under `MM_`.
+pub static TL_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![config::embed_prefixed(c"MM_", &MM_IFACE_TABLE, 0)])
+});
+
+fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+    Ok(vec![TlDevice { name: DEVICE_NAME.to_string(), dev_type: UCT_DEVICE_TYPE_SHM,
+                       sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }])
+}
+
+fn rkey_ptr(rkey: uct_rkey_t, _handle: *mut c_void, raddr: u64) -> Result<*mut c_void, ucs_status_t> {
+    Ok(rkey.wrapping_add(raddr as uct_rkey_t) as *mut c_void)
+}
+
+fn rkey_unpack<R: RkeyOps>(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> {
+    if buf.is_null() {
+        crate::error!("rkey_unpack: the packed key is NULL");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    // SAFETY: the caller hands in a key packed by this component's md.
+    unsafe { R::unpack(buf) }
+}
+
+// ---- posix ----
+
+fn posix_md_resources() -> Vec<String> {
+    vec!["posix".to_string()]
+}
+
+fn posix_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+    // SAFETY: the generic md open hands us this component's parsed config.
+    let cfg = unsafe { &*(config as *const posix::PosixMdConfig) };
+    Ok(Box::new(md::MmMd { mapper: posix::Posix::from_config(cfg)? }))
+}
+
+fn posix_iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: *const c_void)
+                    -> Result<uct_iface_h, ucs_status_t> {
+    static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
+    iface::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
+}
+
+static POSIX_TLS: [TlDesc; 1] = [TlDesc {
+    name: "posix",
+    config: ConfigDesc { name: c"POSIX transport", prefix: c"POSIX_", table: &TL_IFACE_TABLE,
+                         size: std::mem::size_of::<MmIfaceConfig>() },
+    query_devices,
+    iface_open: posix_iface_open,
+}];
+
+pub static POSIX_COMPONENT: Component = Component {
+    name: "posix",
+    flags: 0,
+    md_config: ConfigDesc { name: c"posix memory domain", prefix: c"POSIX_", table: &posix::POSIX_MD_TABLE,
+                            size: std::mem::size_of::<posix::PosixMdConfig>() },
+    cm_config: None,
+    md_resources: posix_md_resources,
+    md_open: posix_md_open,
+    tls: &POSIX_TLS,
+    rkey_unpack: rkey_unpack::<posix::Posix>,
+    rkey_ptr,
+    rkey_release: <posix::Posix as RkeyOps>::release,
+};
+
+// ---- sysv ----
+
+fn sysv_md_resources() -> Vec<String> {
+    vec!["sysv".to_string()]
+}
+
+fn sysv_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+    // SAFETY: the generic md open hands us this component's parsed config.
+    let cfg = unsafe { &*(config as *const sysv::SysvMdConfig) };
+    Ok(Box::new(md::MmMd { mapper: sysv::Sysv::from_config(cfg)? }))
+}
+
+fn sysv_iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: *const c_void)
+                   -> Result<uct_iface_h, ucs_status_t> {
+    static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
+    iface::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
+}
+
+static SYSV_TLS: [TlDesc; 1] = [TlDesc {
+    name: "sysv",
+    config: ConfigDesc { name: c"SYSV transport", prefix: c"SYSV_", table: &TL_IFACE_TABLE,
+                         size: std::mem::size_of::<MmIfaceConfig>() },
+    query_devices,
+    iface_open: sysv_iface_open,
+}];
+
+pub static SYSV_COMPONENT: Component = Component {
+    name: "sysv",
+    flags: 0,
+    md_config: ConfigDesc { name: c"sysv memory domain", prefix: c"SYSV_", table: &sysv::SYSV_MD_TABLE,
+                            size: std::mem::size_of::<sysv::SysvMdConfig>() },
+    cm_config: None,
+    md_resources: sysv_md_resources,
+    md_open: sysv_md_open,
+    tls: &SYSV_TLS,
+    rkey_unpack: rkey_unpack::<sysv::Sysv>,
+    rkey_ptr,
+    rkey_release: <sysv::Sysv as RkeyOps>::release,
+};
+

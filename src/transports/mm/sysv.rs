@@ -1,0 +1,417 @@
+//! The `sysv` mapper: System V shared memory. A segment is `shmget`
+//! (IPC_PRIVATE) memory, attached by its creator and removed (IPC_RMID) at
+//! once: Linux keeps a removed segment attachable by id until its last
+//! detach, so it never outlives the processes using it. The segment id is
+//! the shmid; the packed rkey is `{shmid u32, owner address u64}`, packed,
+//! 12 bytes (contract §2.7).
+
+use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
+use super::posix::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use crate::abi::*;
+use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
+use libc::{c_int, c_void};
+use once_cell::sync::Lazy;
+use std::mem::offset_of;
+
+/// The parsed `sysv` memory-domain options (our own layout).
+#[repr(C)]
+pub struct SysvMdConfig {
+    pub base: BaseMdConfig,
+    /// `ucs_ternary_auto_value_t`: `UCS_NO`, `UCS_YES` or `UCS_TRY`.
+    pub hugetlb_mode: c_int,
+}
+
+/// The `MM_` sub-table, embedded at offset 0.
+static MM_MD_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(&config::BASE_MD_TABLE, offset_of!(SysvMdConfig, base)),
+        field(c"HUGETLB_MODE", c"try", HUGETLB_MODE_DOC, offset_of!(SysvMdConfig, hugetlb_mode),
+              parser::ternary()),
+    ])
+});
+
+/// The table of the `sysv` component's md config (prefix `SYSV_`).
+pub static SYSV_MD_TABLE: Lazy<Table> = Lazy::new(|| Table::new(vec![embed_prefixed(c"MM_", &MM_MD_TABLE, 0)]));
+
+/// Owner read/write, group read/write.
+const SEGMENT_MODE: c_int = 0o660;
+/// `{shmid u32, owner address u64}`, packed.
+const PACKED_RKEY_SIZE: usize = 12;
+
+/// `shmat` failures are reported as `(void *)-1`.
+fn shmat_failed(p: *mut c_void) -> bool {
+    p as isize == -1
+}
+
+/// Attach a segment by id anywhere in our address space.
+fn attach_id(shmid: c_int) -> Result<*mut c_void, ucs_status_t> {
+    // SAFETY: shmat with a NULL address lets the kernel pick a free range.
+    let addr = unsafe { libc::shmat(shmid, std::ptr::null(), 0) };
+    if shmat_failed(addr) {
+        crate::error!("shmat(shmid={shmid}) failed: {}", os_error_text(errno()));
+        return Err(UCS_ERR_SHMEM_SEGMENT);
+    }
+    crate::trace!("attached sysv segment {shmid} at {addr:p}");
+    Ok(addr)
+}
+
+fn detach_addr(address: *mut c_void) -> ucs_status_t {
+    // SAFETY: callers pass an address returned by shmat; nothing of ours
+    // uses the mapping afterwards.
+    if unsafe { libc::shmdt(address) } != 0 {
+        crate::warn!("shmdt({address:p}) failed: {}", os_error_text(errno()));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    UCS_OK
+}
+
+/// The size of segment `shmid`, if we may look at it.
+fn segment_size(shmid: c_int) -> Option<usize> {
+    // SAFETY: `ds` is a plain output buffer for IPC_STAT.
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    (unsafe { libc::shmctl(shmid, libc::IPC_STAT, &mut ds) } == 0).then_some(ds.shm_segsz)
+}
+
+pub struct Sysv {
+    hugetlb_mode: HugetlbMode,
+}
+
+impl Sysv {
+    pub fn from_config(cfg: &SysvMdConfig) -> Result<Sysv, ucs_status_t> {
+        Ok(Sysv { hugetlb_mode: HugetlbMode::from_config(cfg.hugetlb_mode)? })
+    }
+
+    /// One attempt: create, attach (at `at` when `fixed`), remove the id.
+    fn create(&self, length: usize, at: *mut c_void, fixed: bool, huge: bool, name: &str)
+              -> Result<Segment, ucs_status_t> {
+        let size = if huge {
+            let Some(huge_page) = huge_page_size() else {
+                crate::debug!("the system has no huge pages");
+                return Err(UCS_ERR_NO_MEMORY);
+            };
+            let size = align_up(length, huge_page).ok_or(UCS_ERR_NO_MEMORY)?;
+            // Rounding up to a huge page must not more than double the size.
+            if size / 2 >= length {
+                return Err(UCS_ERR_EXCEEDS_LIMIT);
+            }
+            size
+        } else {
+            align_up(length, page_size()).ok_or(UCS_ERR_NO_MEMORY)?
+        };
+
+        let flags = libc::IPC_CREAT | libc::IPC_EXCL | SEGMENT_MODE | if huge { libc::SHM_HUGETLB } else { 0 };
+        // SAFETY: shmget takes no pointers.
+        let shmid = unsafe { libc::shmget(libc::IPC_PRIVATE, size, flags) };
+        if shmid < 0 {
+            let err = errno();
+            let text = format!("shmget(size={size}, flags=0x{flags:x}) for {name} failed: {}", os_error_text(err));
+            return Err(match err {
+                // Huge pages missing or not allowed: expected, "try" falls back.
+                libc::ENOMEM | libc::EPERM if huge => {
+                    crate::debug!("{text}");
+                    UCS_ERR_NO_MEMORY
+                }
+                libc::ENOMEM | libc::EPERM | libc::ENOSPC | libc::EINVAL => {
+                    crate::error!("{text}");
+                    UCS_ERR_NO_MEMORY
+                }
+                _ => {
+                    crate::error!("{text}");
+                    UCS_ERR_SHMEM_SEGMENT
+                }
+            });
+        }
+
+        let (hint, shm_flags) = if fixed { (at as *const c_void, libc::SHM_REMAP) } else { (std::ptr::null(), 0) };
+        // SAFETY: SHM_REMAP replaces the caller's range at `at` only when the
+        // caller asked for a fixed placement; otherwise the kernel picks.
+        let addr = unsafe { libc::shmat(shmid, hint, shm_flags) };
+        let shmat_errno = errno();
+        // Remove the id now: the attachment keeps the segment alive (and
+        // attachable by id on Linux) and the kernel frees it with the last detach.
+        // SAFETY: IPC_RMID takes no buffer.
+        if unsafe { libc::shmctl(shmid, libc::IPC_RMID, std::ptr::null_mut()) } != 0 {
+            crate::warn!("shmctl(IPC_RMID, shmid={shmid}) failed: {}", os_error_text(errno()));
+        }
+        if shmat_failed(addr) {
+            if shmat_errno == libc::ENOMEM {
+                return Err(UCS_ERR_NO_MEMORY);
+            }
+            crate::error!("shmat(shmid={shmid}, address={hint:p}, flags=0x{shm_flags:x}) failed: {}",
+                          os_error_text(shmat_errno));
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
+        crate::debug!("allocated sysv shared memory {name} at {addr:p} length {size} shmid {shmid}");
+        Ok(Segment { seg_id: shmid as u64, address: addr, length: size })
+    }
+}
+
+impl Mapper for Sysv {
+    fn max_alloc(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn rkey_packed_size(&self) -> usize {
+        PACKED_RKEY_SIZE
+    }
+
+    fn alloc(&self, length: usize, address: *mut c_void, fixed: bool, name: &str) -> Result<Segment, ucs_status_t> {
+        if length == 0 {
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        let mut status = UCS_ERR_UNSUPPORTED;
+        if self.hugetlb_mode != HugetlbMode::No {
+            match self.create(length, address, fixed, true, name) {
+                Ok(seg) => return Ok(seg),
+                Err(s) => {
+                    crate::debug!("sysv: no huge-page segment of {length} bytes");
+                    status = s;
+                }
+            }
+        }
+        if self.hugetlb_mode != HugetlbMode::Yes {
+            match self.create(length, address, fixed, false, name) {
+                Ok(seg) => return Ok(seg),
+                Err(s) => status = s,
+            }
+        }
+        crate::error!("failed to allocate {length} bytes of sysv shared memory for {name}");
+        Err(status)
+    }
+
+    fn free(&self, seg: &Segment) -> ucs_status_t {
+        detach_addr(seg.address)
+    }
+
+    fn iface_addr_extra(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    fn iface_addr_extra_len(&self) -> usize {
+        0
+    }
+
+    fn is_reachable(&self, _seg_id: u64, _extra: &[u8]) -> bool {
+        true
+    }
+
+    fn attach(&self, seg_id: u64, length: usize, _extra: &[u8]) -> Result<RemoteSeg, ucs_status_t> {
+        let Ok(shmid) = c_int::try_from(seg_id) else {
+            crate::error!("invalid sysv segment id 0x{seg_id:x}");
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        };
+        let address = attach_id(shmid)?;
+        // A segment smaller than the peer says would fault on access.
+        let size = segment_size(shmid).unwrap_or(usize::MAX);
+        if size < length {
+            crate::error!("sysv segment {shmid} has {size} bytes, {length} requested");
+            detach_addr(address);
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
+        Ok(RemoteSeg { address, length: 0 })
+    }
+
+    fn detach(&self, seg: &RemoteSeg) {
+        detach_addr(seg.address);
+    }
+
+    // The trait's contract: `buf` holds `rkey_packed_size()` writable bytes.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn mkey_pack(&self, seg: &Segment, buf: *mut u8) {
+        let mut packed = [0u8; PACKED_RKEY_SIZE];
+        packed[..4].copy_from_slice(&(seg.seg_id as u32).to_ne_bytes());
+        packed[4..].copy_from_slice(&(seg.address as u64).to_ne_bytes());
+        // SAFETY: the caller provides `rkey_packed_size()` (12) bytes at `buf`.
+        unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), buf, PACKED_RKEY_SIZE) };
+    }
+}
+
+impl RkeyOps for Sysv {
+    unsafe fn unpack(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> {
+        if buf.is_null() {
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        // SAFETY: the caller guarantees a 12-byte packed sysv rkey at `buf`.
+        let (shmid, owner) = unsafe { ((buf as *const u32).read_unaligned(), (buf.add(4) as *const u64).read_unaligned()) };
+        let address = attach_id(shmid as c_int)?;
+        Ok(((address as u64).wrapping_sub(owner) as uct_rkey_t, address))
+    }
+
+    fn release(_rkey: uct_rkey_t, handle: *mut c_void) -> ucs_status_t {
+        if handle.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        detach_addr(handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::posix::tests::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
+    use super::*;
+    use crate::core::config::ConfigDesc;
+
+    static DESC: ConfigDesc = ConfigDesc {
+        name: c"sysv memory domain",
+        prefix: c"SYSV_",
+        table: &SYSV_MD_TABLE,
+        size: std::mem::size_of::<SysvMdConfig>(),
+    };
+
+    fn sysv(settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> Sysv {
+        let cfg = Cfg::read(&DESC, settings);
+        Sysv::from_config(cfg.get::<SysvMdConfig>()).expect("sysv mapper")
+    }
+
+    fn pack(m: &Sysv, seg: &Segment) -> Vec<u8> {
+        let mut buf = vec![0xa5u8; 32];
+        m.mkey_pack(seg, buf.as_mut_ptr());
+        assert!(buf[12..].iter().all(|&b| b == 0xa5));
+        buf.truncate(12);
+        buf
+    }
+
+    const SHM_DEST: u16 = 0o1000;
+
+    /// (exists, marked for destruction, attach count).
+    fn segment_state(shmid: c_int) -> Option<(bool, u64)> {
+        // SAFETY: plain IPC_STAT into a local buffer.
+        let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+        (unsafe { libc::shmctl(shmid, libc::IPC_STAT, &mut ds) } == 0)
+            .then_some((ds.shm_perm.mode & SHM_DEST != 0, ds.shm_nattch))
+    }
+
+    /// The `ipcs -m` line of `shmid`, if ipcs is installed and lists it.
+    fn ipcs_line(shmid: c_int) -> Option<Option<String>> {
+        let out = std::process::Command::new("ipcs").arg("-m").output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        Some(text.lines().find(|l| l.split_whitespace().nth(1) == Some(&shmid.to_string())).map(str::to_owned))
+    }
+
+    #[test]
+    fn config_names_and_defaults() {
+        let cfg = Cfg::read(&DESC, &[]);
+        assert_eq!(cfg.get::<SysvMdConfig>().hugetlb_mode as u32, UCS_TRY);
+        let text = cfg.print(&SYSV_MD_TABLE, c"SYSV_");
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("UCX_")).collect();
+        assert_eq!(lines, ["UCX_SYSV_HUGETLB_MODE=try"], "{text}");
+        let cfg = Cfg::read(&DESC, &[(c"MM_HUGETLB_MODE", c"no")]);
+        assert_eq!(cfg.get::<SysvMdConfig>().hugetlb_mode as u32, UCS_NO);
+        let m = sysv(&[]);
+        assert_eq!(m.max_alloc(), u64::MAX);
+        assert_eq!(m.rkey_packed_size(), 12);
+        assert!(m.iface_addr_extra().is_empty() && m.iface_addr_extra_len() == 0);
+        assert!(m.is_reachable(1, &[]));
+    }
+
+    #[test]
+    fn peer_sysv() {
+        let Ok(mode) = std::env::var(PEER_ENV) else { return };
+        if mode != "sysv" {
+            return;
+        }
+        let rkey_buf = unhex(&std::env::var("RKEY").expect("RKEY"));
+        let len: usize = std::env::var("LEN").expect("LEN").parse().expect("len");
+        let shmid = u32::from_ne_bytes(rkey_buf[..4].try_into().expect("4")) as u64;
+        let owner = u64::from_ne_bytes(rkey_buf[4..12].try_into().expect("8"));
+        // SAFETY: a sysv rkey packed by the parent.
+        let (rkey, handle) = unsafe { Sysv::unpack(rkey_buf.as_ptr()) }.expect("unpack");
+        let local = owner.wrapping_add(rkey as u64) as *mut u8;
+        assert_eq!(local as *mut c_void, handle);
+        assert!(check(local, len, 1));
+        let m = sysv(&[]);
+        let rseg = m.attach(shmid, len, &[]).expect("attach by id");
+        assert!(check(rseg.address as *const u8, len, 1));
+        fill(rseg.address as *mut u8, len / 2, 2);
+        m.detach(&rseg);
+        assert!(check(local, len / 2, 2));
+        fill(local.wrapping_add(len / 2), len - len / 2, 3);
+        assert_eq!(Sysv::release(rkey, handle), UCS_OK);
+    }
+
+    #[test]
+    fn segment_shared_with_peer_and_removed() {
+        let m = sysv(&[]);
+        let len = 2 * page_size() + 1;
+        let seg = m.alloc(len, std::ptr::null_mut(), false, "test").expect("alloc");
+        assert_eq!(seg.length, 3 * page_size());
+        let shmid = seg.seg_id as c_int;
+        // Removed at once, still attached by us.
+        assert_eq!(segment_state(shmid), Some((true, 1)));
+        if let Some(line) = ipcs_line(shmid) {
+            let line = line.expect("ipcs lists the live segment");
+            assert!(line.contains("dest"), "{line}");
+        }
+        fill(seg.address as *mut u8, len, 1);
+        let rkey = pack(&m, &seg);
+        assert_eq!(u32::from_ne_bytes(rkey[..4].try_into().unwrap()), shmid as u32);
+        assert_eq!(u64::from_ne_bytes(rkey[4..].try_into().unwrap()), seg.address as u64);
+        run_peer("transports::mm::sysv::tests::peer_sysv",
+                 &[(PEER_ENV, "sysv".into()), ("RKEY", hex(&rkey)), ("LEN", len.to_string())]);
+        assert!(check(seg.address as *const u8, len / 2, 2));
+        assert!(check((seg.address as *const u8).wrapping_add(len / 2), len - len / 2, 3));
+        assert_eq!(m.free(&seg), UCS_OK);
+        // Gone with the last detach.
+        assert_eq!(segment_state(shmid), None);
+        if let Some(line) = ipcs_line(shmid) {
+            assert_eq!(line, None);
+        }
+    }
+
+    #[test]
+    fn same_process_attach_and_fixed_address() {
+        let m = sysv(&[(c"MM_HUGETLB_MODE", c"n")]);
+        let len = 4 * page_size();
+        // SAFETY: an anonymous reservation, replaced by the fixed attach below.
+        let at = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(at, libc::MAP_FAILED);
+        let seg = m.alloc(len, at, true, "fixed").expect("fixed alloc");
+        assert_eq!(seg.address, at);
+        fill(at as *mut u8, len, 5);
+        let rseg = m.attach(seg.seg_id, len, &[]).expect("attach own");
+        assert!(check(rseg.address as *const u8, len, 5));
+        assert_eq!(segment_state(seg.seg_id as c_int), Some((true, 2)));
+        m.detach(&rseg);
+        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(segment_state(seg.seg_id as c_int), None);
+    }
+
+    #[test]
+    fn bad_rkeys_and_ids() {
+        let m = sysv(&[]);
+        let mut rkey = [0u8; 12];
+        rkey[..4].copy_from_slice(&0x7fff_fff0u32.to_ne_bytes());
+        // SAFETY: a 12-byte forged rkey.
+        assert_eq!(unsafe { Sysv::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
+        rkey[..4].copy_from_slice(&u32::MAX.to_ne_bytes());
+        assert_eq!(unsafe { Sysv::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
+        assert_eq!(m.attach(0x7fff_fff0, 4096, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
+        assert_eq!(m.attach(1 << 40, 4096, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
+        assert_eq!(Sysv::release(0, std::ptr::null_mut()), UCS_ERR_INVALID_PARAM);
+        // A live segment attached with a length beyond its end.
+        let seg = m.alloc(4096, std::ptr::null_mut(), false, "short").expect("alloc");
+        assert_eq!(m.attach(seg.seg_id, 1 << 20, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
+        assert_eq!(segment_state(seg.seg_id as c_int), Some((true, 1)), "failed attach left a mapping");
+        assert_eq!(m.free(&seg), UCS_OK);
+    }
+
+    #[test]
+    fn hugetlb_modes() {
+        let reserved = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
+            .ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0);
+        let m = sysv(&[(c"MM_HUGETLB_MODE", c"try")]);
+        let seg = m.alloc(4 << 20, std::ptr::null_mut(), false, "try").expect("try");
+        assert_eq!(m.free(&seg), UCS_OK);
+        // A small request would more than double with a huge page: regular pages.
+        let seg = m.alloc(4096, std::ptr::null_mut(), false, "small").expect("small");
+        assert_eq!(seg.length, page_size());
+        assert_eq!(m.free(&seg), UCS_OK);
+        if reserved == 0 {
+            let m = sysv(&[(c"MM_HUGETLB_MODE", c"y")]);
+            assert!(m.alloc(4 << 20, std::ptr::null_mut(), false, "yes").is_err());
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Operations shared by the transports whose remote memory is mapped into
+//! this process (self, posix, sysv): an unpacked rkey is the offset between
+//! the owner's address and our mapping, so the target of a put, get or
+//! atomic is simply `rkey + remote_addr` (contract §2.7-2.8). These
+//! functions touch that memory directly; the caller vouches for the range,
+//! as the UCT contract requires of it.
+
+use crate::abi::*;
+use crate::core::ops::*;
+
+#[inline(always)]
+pub fn put_short(data: &[u8], remote: Remote) -> ucs_status_t {
+    // SAFETY: the caller names a live, writable, mapped range (UCT contract).
+    unsafe { std::ptr::copy(data.as_ptr(), remote.mapped(), data.len()) };
+    UCS_OK
+}
+
+#[inline(always)]
+pub fn put_bcopy(pack: Pack, remote: Remote) -> isize {
+    // SAFETY: as for put_short; the pack callback writes the message there.
+    unsafe { pack.pack_raw(remote.mapped()) as isize }
+}
+
+#[inline(always)]
+pub fn get_bcopy(unpack: Unpack, length: usize, remote: Remote) -> ucs_status_t {
+    // SAFETY: the caller names a live, readable, mapped range.
+    unsafe { unpack.unpack_raw(remote.mapped(), length) };
+    UCS_OK
+}
+
+#[inline(always)]
+fn aligned(target: *mut u8, width: Width) -> bool {
+    let align = if width == Width::W64 { 8 } else { 4 };
+    !target.is_null() && (target as usize).is_multiple_of(align)
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(target: usize, width: Width) -> ucs_status_t {
+    let align = if width == Width::W64 { 8 } else { 4 };
+    crate::error!("atomic target {:#x} is not a {}-byte aligned address", target, align);
+    // Opaque to the optimiser: lets the hot path tail-call this.
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
+}
+
+#[inline(always)]
+pub fn atomic_post(op: AtomicOp, width: Width, value: u64, remote: Remote) -> ucs_status_t {
+    let target = remote.mapped();
+    if !aligned(target, width) {
+        return misaligned(target as usize, width);
+    }
+    // SAFETY: aligned, non-null, mapped location (UCT contract).
+    unsafe { cpu_atomic(target, op, width, value, 0) };
+    UCS_OK
+}
+
+#[inline(always)]
+pub fn atomic_fetch(op: AtomicOp, width: Width, value: u64, compare: u64, remote: Remote,
+                    result: FetchResult) -> ucs_status_t {
+    let target = remote.mapped();
+    if !aligned(target, width) {
+        return misaligned(target as usize, width);
+    }
+    // SAFETY: aligned, non-null, mapped location (UCT contract).
+    result.store(unsafe { cpu_atomic(target, op, width, value, compare) });
+    UCS_OK
+}
+
+/// The atomic capabilities of CPU-coherent transports.
+pub const ATOMIC_POST_FLAGS: u64 =
+    (1u64 << UCT_ATOMIC_OP_ADD) | (1u64 << UCT_ATOMIC_OP_AND) | (1u64 << UCT_ATOMIC_OP_OR) | (1u64 << UCT_ATOMIC_OP_XOR);
+pub const ATOMIC_FETCH_FLAGS: u64 =
+    ATOMIC_POST_FLAGS | (1u64 << UCT_ATOMIC_OP_SWAP) | (1u64 << UCT_ATOMIC_OP_CSWAP);
+
+/// The device address of shared-memory transports: the host's identity
+/// (system id, with bit 63 and the IPC namespace appended when not in the
+/// default namespace), so that only processes on the same host (and IPC
+/// namespace) are reachable.
+pub mod device_addr {
+    use crate::ucs;
+
+    const FLAG_NS: u64 = 1 << 63;
+
+    fn local() -> (u64, Option<u64>) {
+        // SAFETY: plain libucs queries without arguments to validate.
+        unsafe {
+            let id = ucs::ucs_get_system_id() & !FLAG_NS;
+            if ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_IPC) != 0 {
+                (id, None)
+            } else {
+                (id | FLAG_NS, Some(ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_IPC)))
+            }
+        }
+    }
+
+    pub fn len() -> usize {
+        if local().1.is_some() { 16 } else { 8 }
+    }
+
+    pub fn pack() -> Vec<u8> {
+        let (id, ns) = local();
+        let mut v = id.to_ne_bytes().to_vec();
+        if let Some(ns) = ns {
+            v.extend_from_slice(&ns.to_ne_bytes());
+        }
+        v
+    }
+
+    /// Whether a peer's device address designates this host (and IPC
+    /// namespace). `read8(i)` returns the i-th 8-byte word of the address.
+    pub fn reachable(read8: impl Fn(usize) -> Option<u64>) -> bool {
+        let (id, ns) = local();
+        match read8(0) {
+            Some(peer) if peer == id => match ns {
+                None => true,
+                Some(ns) => read8(1) == Some(ns),
+            },
+            _ => false,
+        }
+    }
+}
