@@ -408,6 +408,22 @@ pub trait Transport: Sized + 'static {
     fn put_short(iface: &Iface<Self>, ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
+    /// Zero-copy put: the iov may be reused once the operation completes
+    /// (UCS_OK now, or `comp` later after UCS_INPROGRESS).
+    fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Zero-copy active message: `header` is copied before the call returns.
+    #[allow(clippy::too_many_arguments)]
+    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
+                comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
     fn put_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
         UCS_ERR_UNSUPPORTED as isize
     }
@@ -425,10 +441,10 @@ pub trait Transport: Sized + 'static {
                     remote: Remote, result: FetchResult, comp: *mut uct_completion_t) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
-    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: *mut uct_pending_req_t, flags: u32) -> ucs_status_t {
+    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, flags: u32) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
-    fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: uct_pending_purge_callback_t, arg: *mut c_void) {}
+    fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {}
     fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
         UCS_OK
     }
@@ -562,6 +578,33 @@ unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_c
     })
 }
 
+unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                               remote_addr: u64, rkey: uct_rkey_t,
+                                               comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+    })
+}
+
+unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                               remote_addr: u64, rkey: uct_rkey_t,
+                                               comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+    })
+}
+
+unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *const c_void, header_length: c_uint,
+                                              iov: *const uct_iov_t, iovcnt: usize, flags: c_uint,
+                                              comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, comp)
+    })
+}
+
 unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpack_callback_t, arg: *mut c_void,
                                                length: usize, remote_addr: u64, rkey: uct_rkey_t,
                                                comp: *mut uct_completion_t) -> ucs_status_t {
@@ -685,7 +728,7 @@ unsafe extern "C" fn t_pending_add<T: Transport>(ep: uct_ep_h, req: *mut uct_pen
         if req.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        T::pending_add(i, e, req, flags)
+        T::pending_add(i, e, PendingReq(req), flags)
     })
 }
 
@@ -693,7 +736,7 @@ unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending
                                                    arg: *mut c_void) {
     guard!((), {
         let (i, e) = parts::<T>(ep);
-        T::pending_purge(i, e, cb, arg)
+        T::pending_purge(i, e, PurgeCb::new(cb, arg))
     })
 }
 
@@ -879,6 +922,9 @@ pub fn build_ops<T: Transport>() -> uct_iface_ops_t {
     if has(slot::EP_PUT_SHORT) { o.ep_put_short = Some(t_put_short::<T>); }
     if has(slot::EP_PUT_BCOPY) { o.ep_put_bcopy = Some(t_put_bcopy::<T>); }
     if has(slot::EP_GET_BCOPY) { o.ep_get_bcopy = Some(t_get_bcopy::<T>); }
+    if has(slot::EP_PUT_ZCOPY) { o.ep_put_zcopy = Some(t_put_zcopy::<T>); }
+    if has(slot::EP_GET_ZCOPY) { o.ep_get_zcopy = Some(t_get_zcopy::<T>); }
+    if has(slot::EP_AM_ZCOPY) { o.ep_am_zcopy = Some(t_am_zcopy::<T>); }
     if has(slot::EP_AM_SHORT) { o.ep_am_short = Some(t_am_short::<T>); }
     if has(slot::EP_AM_SHORT_IOV) { o.ep_am_short_iov = Some(t_am_short_iov::<T>); }
     if has(slot::EP_AM_BCOPY) { o.ep_am_bcopy = Some(t_am_bcopy::<T>); }

@@ -273,3 +273,46 @@ pub unsafe fn complete(comp: *mut uct_completion_t, status: ucs_status_t) {
         }
     }
 }
+
+/// A pending-purge callback with its argument (`uct_ep_pending_purge`).
+#[derive(Clone, Copy)]
+pub struct PurgeCb {
+    cb: uct_pending_purge_callback_t,
+    arg: *mut c_void,
+}
+
+impl PurgeCb {
+    pub fn new(cb: uct_pending_purge_callback_t, arg: *mut c_void) -> PurgeCb {
+        PurgeCb { cb, arg }
+    }
+    /// Hand a request back to its owner; false when there is no callback.
+    pub fn call(&self, req: PendingReq) -> bool {
+        match self.cb {
+            // SAFETY: the request was queued by this owner, and the callback
+            // and argument are the ones it passed to pending_purge.
+            Some(f) => {
+                unsafe { f(req.0, self.arg) };
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A queued `uct_pending_req_t`, owned by the transport until dispatched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PendingReq(pub *mut uct_pending_req_t);
+
+impl PendingReq {
+    /// Run the request's callback (it returns UCS_OK when done).
+    pub fn dispatch(&self) -> ucs_status_t {
+        // SAFETY: a queued request is live until its callback returns OK or
+        // it is purged; its callback is set by its owner.
+        unsafe {
+            match (*self.0).func {
+                Some(f) => f(self.0),
+                None => UCS_OK,
+            }
+        }
+    }
+}

@@ -119,3 +119,40 @@ pub mod device_addr {
         }
     }
 }
+
+/// Most iov entries a zero-copy put/get over mapped memory accepts.
+pub const MAX_IOV: usize = 16;
+
+/// Zero-copy put over mapped memory: the iov entries land back to back at
+/// the target. Completes before returning.
+pub fn put_zcopy(iov: &[uct_iov_t], remote: Remote) -> ucs_status_t {
+    let mut dst = remote.mapped();
+    for e in iov {
+        let stride = if e.stride == 0 { e.length } else { e.stride };
+        for k in 0..e.count.max(1) as usize {
+            // SAFETY: the caller's iov entry names readable local memory and
+            // the target range is a live mapped region (UCT contract).
+            unsafe {
+                std::ptr::copy((e.buffer as *const u8).add(k * stride), dst, e.length);
+                dst = dst.add(e.length);
+            }
+        }
+    }
+    UCS_OK
+}
+
+/// Zero-copy get over mapped memory into the iov entries, in order.
+pub fn get_zcopy(iov: &[uct_iov_t], remote: Remote) -> ucs_status_t {
+    let mut src = remote.mapped() as *const u8;
+    for e in iov {
+        let stride = if e.stride == 0 { e.length } else { e.stride };
+        for k in 0..e.count.max(1) as usize {
+            // SAFETY: as for put_zcopy, in the other direction.
+            unsafe {
+                std::ptr::copy(src, (e.buffer as *mut u8).add(k * stride), e.length);
+                src = src.add(e.length);
+            }
+        }
+    }
+    UCS_OK
+}

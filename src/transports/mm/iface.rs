@@ -31,6 +31,8 @@ const FIFO_DEFAULT_MAX_POLL: u32 = 16;
 /// release pointer slot that `uct_iface_release_desc` reads (8 bytes).
 const DESC_HDR: usize = 24;
 const DESC_INFO_SIZE: usize = 16;
+/// Largest header of an AM zcopy.
+const AM_ZCOPY_MAX_HDR: usize = 128;
 
 // ---------------------------------------------------------------------------
 // Receive descriptors.
@@ -204,7 +206,7 @@ pub struct MmEp {
     /// interface's progress sees room again (keeps pending requests first).
     blocked: Cell<bool>,
     scheduled: Cell<bool>,
-    pending: RefCell<VecDeque<*mut uct_pending_req_t>>,
+    pending: RefCell<VecDeque<PendingReq>>,
     /// Receive-descriptor segments of the peer, mapped on first use.
     segs: RefCell<HashMap<u64, RemoteSeg>>,
     /// The last segment used, checked before the map.
@@ -370,6 +372,51 @@ impl<M: Mapper> MmIface<M> {
         }
     }
 
+    /// Largest AM zcopy header: what is left of a descriptor for the
+    /// payload is reported as `am.max_zcopy`.
+    #[inline(always)]
+    fn am_max_hdr(&self) -> usize {
+        AM_ZCOPY_MAX_HDR.min(self.seg_size / 2)
+    }
+
+    /// Send a message through one of the receiver's descriptors: `fill`
+    /// writes it at the given address (at most seg_size bytes) and returns
+    /// its length. Returns the length, or a negative status.
+    #[inline]
+    fn send_desc(&self, iface: &Iface<Self>, ep: &Ep<Self>, id: u8, fill: impl FnOnce(*mut u8) -> usize) -> isize {
+        let e = &ep.tl;
+        loop {
+            let head = e.fifo.head().load(Ordering::Relaxed);
+            if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
+                if let Err(st) = self.no_room(iface, ep, head) {
+                    return st as isize;
+                }
+            }
+            // The element's descriptor was set by the receiver before it
+            // released the element; map it before claiming, so a failure
+            // leaves the FIFO untouched.
+            let elem = e.fifo.elem(head);
+            let d = elem.desc();
+            let (base, len) = match self.remote_seg(e, d.seg_id, d.seg_size as usize) {
+                Ok(x) => x,
+                Err(st) => return st as isize,
+            };
+            if (d.offset as usize).saturating_add(self.seg_size) > len {
+                crate::error!("mm: peer descriptor {:#x}+{} does not fit its segment of {} bytes", d.seg_id, d.offset, len);
+                return UCS_ERR_IO_ERROR as isize;
+            }
+            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
+            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                continue;
+            }
+            // SAFETY: offset + seg_size lies inside the mapping (checked).
+            let length = fill(unsafe { base.add(d.offset as usize) }).min(self.seg_size);
+            elem.set_length(length as u16);
+            self.publish(e, elem, head, 0, id);
+            return length as isize;
+        }
+    }
+
     // ---- receive side ----
 
     /// Handle the element at the read index, if it holds a message.
@@ -459,9 +506,7 @@ impl<M: Mapper> MmIface<M> {
                 e.scheduled.set(false);
                 continue;
             };
-            // SAFETY: a queued request is owned by UCT until dispatched, and
-            // its callback is the caller's.
-            let status = unsafe { ((*req).func.expect("pending callback"))(req) };
+            let status = req.dispatch();
             match status {
                 UCS_OK => *count += 1,
                 UCS_INPROGRESS => {
@@ -514,7 +559,8 @@ impl<M: Mapper> Transport for MmIface<M> {
         | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
         | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
         | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
-        | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM);
+        | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM)
+        | op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_ZCOPY);
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
@@ -523,14 +569,16 @@ impl<M: Mapper> Transport for MmIface<M> {
         attr.cap.put.max_zcopy = usize::MAX;
         attr.cap.put.opt_zcopy_align = fifo::CACHE_LINE;
         attr.cap.put.align_mtu = fifo::CACHE_LINE;
-        attr.cap.put.max_iov = 1;
+        attr.cap.put.max_iov = sm::MAX_IOV;
         attr.cap.get.max_bcopy = usize::MAX;
         attr.cap.get.max_zcopy = usize::MAX;
         attr.cap.get.opt_zcopy_align = fifo::CACHE_LINE;
         attr.cap.get.align_mtu = fifo::CACHE_LINE;
-        attr.cap.get.max_iov = 1;
+        attr.cap.get.max_iov = sm::MAX_IOV;
         attr.cap.am.max_short = s.max_short;
         attr.cap.am.max_bcopy = s.seg_size;
+        attr.cap.am.max_hdr = s.am_max_hdr();
+        attr.cap.am.max_zcopy = s.seg_size - s.am_max_hdr();
         attr.cap.am.opt_zcopy_align = fifo::CACHE_LINE;
         attr.cap.am.align_mtu = fifo::CACHE_LINE;
         attr.cap.am.max_iov = usize::MAX;
@@ -541,7 +589,8 @@ impl<M: Mapper> Transport for MmIface<M> {
         attr.cap.flags = UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_ATOMIC_CPU
             | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY
             | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_CONNECT_TO_IFACE
-            | UCT_IFACE_FLAG_EP_CHECK | s.extra_flags;
+            | UCT_IFACE_FLAG_EP_CHECK | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY
+            | UCT_IFACE_FLAG_AM_ZCOPY | s.extra_flags;
         attr.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
         attr.cap.atomic32.op_flags = sm::ATOMIC_POST_FLAGS;
         attr.cap.atomic64.op_flags = sm::ATOMIC_POST_FLAGS;
@@ -795,45 +844,59 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
-        let s = &iface.tl;
         if id as usize >= UCT_AM_ID_MAX {
             return am_id_error(id) as isize;
         }
         if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
             Self::ep_check(iface, ep, 0, std::ptr::null_mut());
         }
-        let e = &ep.tl;
-        loop {
-            let head = e.fifo.head().load(Ordering::Relaxed);
-            if !fifo::can_send(head, e.cached_tail.get(), s.fifo_size) {
-                if let Err(st) = s.no_room(iface, ep, head) {
-                    return st as isize;
-                }
-            }
-            // The element's descriptor was set by the receiver before it
-            // released the element; map it before claiming, so a failure
-            // leaves the FIFO untouched.
-            let elem = e.fifo.elem(head);
-            let d = elem.desc();
-            let (base, len) = match s.remote_seg(e, d.seg_id, d.seg_size as usize) {
-                Ok(x) => x,
-                Err(st) => return st as isize,
-            };
-            if (d.offset as usize).saturating_add(s.seg_size) > len {
-                crate::error!("mm: peer descriptor {:#x}+{} does not fit its segment of {} bytes", d.seg_id, d.offset, len);
-                return UCS_ERR_IO_ERROR as isize;
-            }
-            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
-            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-                continue;
-            }
-            // SAFETY: the descriptor area (checked to lie in the mapping) is
-            // ours to fill until the element is published.
-            let length = unsafe { pack.pack_raw(base.add(d.offset as usize)) }.min(s.seg_size);
-            elem.set_length(length as u16);
-            s.publish(e, elem, head, 0, id);
-            return length as isize;
+        // SAFETY (of the closure's write): the descriptor holds seg_size
+        // bytes, the bcopy limit the pack callback is bound to.
+        iface.tl.send_desc(iface, ep, id, |dst| unsafe { pack.pack_raw(dst) })
+    }
+
+    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
+                _comp: *mut uct_completion_t) -> ucs_status_t {
+        let s = &iface.tl;
+        if id as usize >= UCT_AM_ID_MAX {
+            return am_id_error(id);
         }
+        if header.len() > s.am_max_hdr() {
+            return length_error("am_zcopy header", header.len(), s.am_max_hdr());
+        }
+        let payload = iov_total(iov);
+        if header.len() + payload > s.seg_size {
+            return length_error("am_zcopy", header.len() + payload, s.seg_size);
+        }
+        if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
+            Self::ep_check(iface, ep, 0, std::ptr::null_mut());
+        }
+        // The message is copied into the receiver's descriptor now, so the
+        // operation is complete when the call returns.
+        let r = s.send_desc(iface, ep, id, |dst| {
+            // SAFETY: the descriptor holds seg_size bytes, checked above to
+            // fit header and payload.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst, header.len() + payload) };
+            out[..header.len()].copy_from_slice(header);
+            header.len() + iov_gather(iov, &mut out[header.len()..])
+        });
+        if r < 0 { r as ucs_status_t } else { UCS_OK }
+    }
+
+    fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 _comp: *mut uct_completion_t) -> ucs_status_t {
+        if iov.len() > sm::MAX_IOV {
+            return length_error("put_zcopy iov count", iov.len(), sm::MAX_IOV);
+        }
+        sm::put_zcopy(iov, remote)
+    }
+
+    fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 _comp: *mut uct_completion_t) -> ucs_status_t {
+        if iov.len() > sm::MAX_IOV {
+            return length_error("get_zcopy iov count", iov.len(), sm::MAX_IOV);
+        }
+        sm::get_zcopy(iov, remote)
     }
 
     fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
@@ -859,7 +922,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         sm::atomic_fetch(op, width, value, compare, remote, result)
     }
 
-    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: *mut uct_pending_req_t, _flags: u32) -> ucs_status_t {
+    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
         let s = &iface.tl;
         if !ep.tl.blocked.get() && ep.tl.pending.borrow().is_empty() && s.has_room(&ep.tl) {
             return UCS_ERR_BUSY;
@@ -869,13 +932,11 @@ impl<M: Mapper> Transport for MmIface<M> {
         UCS_OK
     }
 
-    fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: uct_pending_purge_callback_t, arg: *mut c_void) {
+    fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
         let reqs: Vec<_> = ep.tl.pending.borrow_mut().drain(..).collect();
         for req in reqs {
-            match cb {
-                // SAFETY: handing the request back to its owner's callback.
-                Some(f) => unsafe { f(req, arg) },
-                None => crate::warn!("mm ep: canceling user pending request {:p}", req),
+            if !cb.call(req) {
+                crate::warn!("mm ep: canceling user pending request {:p}", req.0);
             }
         }
     }
@@ -942,7 +1003,7 @@ fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t),
 }
 
 /// Open a posix or sysv interface.
-pub fn open<M: Mapper>(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: *const c_void,
+pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void,
                        internal: &'static InternalOps) -> Result<uct_iface_h, ucs_status_t> {
     // SAFETY: the generic open hands us this transport's parsed config.
     let cfg = unsafe { &*(config as *const MmIfaceConfig) };
@@ -958,8 +1019,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams,
         crate::error!("{}: no device named '{}'", md.component.name, params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);
     }
-    // SAFETY: the worker handle was validated by the caller.
-    if unsafe { (*worker).thread_mode } == UCS_THREAD_MODE_MULTI {
+    if worker.thread_mode == UCS_THREAD_MODE_MULTI {
         crate::error!("Shared memory transport does not support multi-threaded worker");
         return Err(UCS_ERR_INVALID_PARAM);
     }
@@ -1042,7 +1102,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams,
     let spare = pool.get();
     let extra_flags = if cfg.error_handling != 0 { UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE } else { 0 };
     // SAFETY: the base config is the first member of the mm config.
-    let hdr = IfaceHeader::new(md, worker, params, &cfg.sm.base, internal);
+    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &cfg.sm.base, internal);
     crate::debug!("created mm iface FIFO id {:#x} size {} ({} x {} elems)", fifo_seg.seg_id, fifo_seg.length,
                   elem_size, fifo_size);
     let tl = MmIface {

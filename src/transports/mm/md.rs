@@ -7,6 +7,15 @@ use crate::core::md::{all_cpus, MdImpl, MdObj};
 use libc::c_void;
 
 const MEMH_MAGIC: u64 = 0x7563_742d_6d6d_6868;
+const LOCAL_MAGIC: u64 = 0x7563_742d_6d6d_6c72;
+
+/// A local registration: memory the process may use as the source or
+/// target of its own zero-copy operations. It has no remote key (peers
+/// reach mm memory only through segments made by `uct_md_mem_alloc`), so
+/// the md does not claim `UCT_MD_FLAG_REG`.
+struct LocalReg {
+    magic: u64,
+}
 
 /// The memory handle of mm memory domains.
 struct Memh {
@@ -42,6 +51,12 @@ impl<M: Mapper> MmMd<M> {
     }
 }
 
+fn is_local(memh: uct_mem_h) -> bool {
+    // SAFETY: registrations are boxed `LocalReg`s; both handle kinds start
+    // with a magic word, so reading it tells them apart.
+    !memh.is_null() && unsafe { *(memh as *const u64) } == LOCAL_MAGIC
+}
+
 impl<M: Mapper> MdImpl for MmMd<M> {
     fn query(&self, attr: &mut uct_md_attr_t) {
         let max_alloc = self.mapper.max_alloc();
@@ -53,7 +68,8 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         attr.cap.max_reg = 0;
         attr.cap.alloc_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        attr.cap.reg_mem_types = 0;
+        // Host memory can be registered for local zero-copy use.
+        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.detect_mem_types = 0;
         attr.rkey_packed_size = self.mapper.rkey_packed_size();
         attr.local_cpus = all_cpus();
@@ -82,7 +98,26 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         self.mapper.free(&m.seg)
     }
 
+    fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        Ok(Box::into_raw(Box::new(LocalReg { magic: LOCAL_MAGIC })) as uct_mem_h)
+    }
+
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        if !is_local(memh) || flags != 0 {
+            crate::error!("mm md: {:p} is not a registration of this memory domain (or flags {:#x})", memh, flags);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: validated above; boxed by mem_reg.
+        let mut r = unsafe { Box::from_raw(memh as *mut LocalReg) };
+        r.magic = 0;
+        UCS_OK
+    }
+
     fn mkey_pack(&self, memh: uct_mem_h, _flags: u32, buf: *mut u8) -> ucs_status_t {
+        if is_local(memh) {
+            crate::error!("mm md: registered memory has no remote key; allocate shared memory with uct_md_mem_alloc");
+            return UCS_ERR_UNSUPPORTED;
+        }
         match Self::segment(memh) {
             Some(seg) => {
                 self.mapper.mkey_pack(seg, buf);

@@ -409,7 +409,7 @@ impl Transport for SelfIface {
         sm::atomic_fetch(op, width, value, compare, remote, result)
     }
 
-    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: *mut uct_pending_req_t, _flags: u32) -> ucs_status_t {
+    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
         // Sends never run out of resources, so there is never a reason to wait.
         UCS_ERR_BUSY
     }
@@ -424,7 +424,7 @@ impl Transport for SelfIface {
 
 static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;
 
-fn iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
               -> Result<uct_iface_h, ucs_status_t> {
     // SAFETY: the generic open hands us this transport's parsed config.
     let cfg = unsafe { &*(config as *const SelfIfaceConfig) };
@@ -440,8 +440,7 @@ fn iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: 
         crate::error!("self: no device named '{}'", params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);
     }
-    // SAFETY: the worker handle was validated by the caller.
-    if unsafe { (*worker).thread_mode } == UCS_THREAD_MODE_MULTI {
+    if worker.thread_mode == UCS_THREAD_MODE_MULTI {
         crate::error!("self transport does not support multi-threaded worker");
         return Err(UCS_ERR_INVALID_PARAM);
     }
@@ -454,8 +453,8 @@ fn iface_open(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, config: 
         _ => (64, 0),
     };
     // SAFETY: ucs_generate_uuid only mixes the seed with time and randomness.
-    let id = unsafe { crate::ucs::ucs_generate_uuid(worker as u64 ^ cfg as *const _ as u64) };
-    let hdr = IfaceHeader::new(md, worker, params, &cfg.base, &INTERNAL);
+    let id = unsafe { crate::ucs::ucs_generate_uuid(worker as *const WorkerObj as u64 ^ cfg as *const _ as u64) };
+    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &cfg.base, &INTERNAL);
     let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, primary: Cell::new(None),
                          pool: RefCell::new(Vec::new()) };
     crate::debug!("created self iface id {:#x} send_size {}", id, cfg.seg_size);
