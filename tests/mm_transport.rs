@@ -253,12 +253,12 @@ fn kept_descriptors_are_not_reused_until_released() {
 struct PendingCtx {
     req: uct_pending_req_t,
     pair: *const Pair,
-    runs: u32,
+    runs: std::cell::Cell<u32>,
 }
 
 unsafe extern "C" fn pending_send(req: *mut uct_pending_req_t) -> ucs_status_t {
     let ctx = &mut *(req as *mut PendingCtx);
-    ctx.runs += 1;
+    ctx.runs.set(ctx.runs.get() + 1);
     (*ctx.pair).am_short(5, 99, b"")
 }
 
@@ -271,7 +271,7 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
             assert_eq!(uct_iface_set_am_handler(p.rx.iface, 5, Some(on_am), &mut rx as *mut Rx as *mut c_void, 0),
                        UCS_OK);
         }
-        let mut ctx = PendingCtx { req: unsafe { std::mem::zeroed() }, pair: &p, runs: 0 };
+        let mut ctx = PendingCtx { req: unsafe { std::mem::zeroed() }, pair: &p, runs: std::cell::Cell::new(0) };
         ctx.req.func = Some(pending_send);
         // Resources available: pending_add says "go send".
         let add = |c: &mut PendingCtx| unsafe {
@@ -290,13 +290,13 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
         while rx.inline.len() < 64 {
             p.progress_rx();
         }
-        while ctx.runs == 0 {
+        while ctx.runs.get() == 0 {
             p.progress_tx();
         }
         while rx.inline.len() < 65 {
             p.progress_rx();
         }
-        assert_eq!(ctx.runs, 1);
+        assert_eq!(ctx.runs.get(), 1);
         assert_eq!(&rx.inline[64][..8], &99u64.to_ne_bytes());
         assert_eq!(unsafe { (*p.tx.iface).ops.ep_flush.unwrap()(p.ep, 0, null_mut()) }, UCS_OK);
     });

@@ -3,8 +3,12 @@
 # libuct.so.0; empty or absent = the system UCX) and print the combined
 # "N passed, M failed".  Exits non-zero on any failure.
 # Usage: tests/run-all.sh [LIBDIR]    (or UCT_LIBDIR=...)
-# Environment passed through: EXPECT_FAIL_TLS (hello-self.sh), ITERS
-# (perftest-self.sh).
+# Environment passed through: EXPECT_FAIL_TLS (hello-self.sh, hello-shm.sh,
+# mixed-shm.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
+# (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
+# perftest-shm.sh, mixed-shm.sh).
+# The shared-memory state (/dev/shm, SysV segments) is recorded first; the
+# last step fails on anything the suite left behind (tests/shm-leftovers.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -26,18 +30,33 @@ scripts=(
     "tests/perftest-self.sh"
     "tests/ucx-info.sh"
     "tests/hello-self.sh"
+    "tests/shm-leftovers.sh"
+    "tests/hello-shm.sh"
+    "tests/mixed-shm.sh"
+    "tests/perftest-shm.sh"
+    "tests/kill-peer.sh"
+    "suite-leftovers"
 )
 
 total_pass=0
 total_fail=0
 report=()
 log=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all.XXXXXX")
-trap 'rm -f "$log"' EXIT
+shm_before=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all-shm.XXXXXX")
+trap 'rm -f "$log" "$shm_before"' EXIT
+"$top/tests/shm-leftovers.sh" --snapshot "$shm_before" >/dev/null
 
 for s in "${scripts[@]}"; do
     echo "=== $s"
+    label=$s
     if [ "$s" = "tests/check-exports.sh" ]; then
         args=("${libdir:+$libdir/libuct.so.0}")
+    elif [ "$s" = "tests/shm-leftovers.sh" ]; then
+        args=(--self-test)
+        label="$s --self-test"
+    elif [ "$s" = "suite-leftovers" ]; then   # nothing left by the suite
+        s=tests/shm-leftovers.sh
+        args=(--check "$shm_before")
     else
         args=("$libdir")
     fi
@@ -55,7 +74,7 @@ for s in "${scripts[@]}"; do
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
-    report+=("$(printf '%-26s %4d passed, %3d failed' "$s" "$p" "$f")")
+    report+=("$(printf '%-34s %4d passed, %3d failed' "$label" "$p" "$f")")
 done
 
 echo "=== summary (${libdir:-system library})"
