@@ -57,6 +57,7 @@ pub static COMPONENTS: &[&Component] = &[
     &crate::transports::self_::COMPONENT,
     &crate::transports::mm::SYSV_COMPONENT,
     &crate::transports::mm::POSIX_COMPONENT,
+    &crate::transports::cma::COMPONENT,
 ];
 
 /// The component behind a handle, if the handle is one of ours.

@@ -582,6 +582,9 @@ unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
                                                remote_addr: u64, rkey: uct_rkey_t,
                                                comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
         let (i, e) = parts::<T>(ep);
         T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
     })
@@ -591,6 +594,9 @@ unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
                                                remote_addr: u64, rkey: uct_rkey_t,
                                                comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
         let (i, e) = parts::<T>(ep);
         T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
     })
@@ -600,6 +606,9 @@ unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *con
                                               iov: *const uct_iov_t, iovcnt: usize, flags: c_uint,
                                               comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
         let (i, e) = parts::<T>(ep);
         T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, comp)
     })
@@ -628,6 +637,9 @@ unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64,
 unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *const uct_iov_t,
                                                   iovcnt: usize) -> ucs_status_t {
     hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
         let (i, e) = parts::<T>(ep);
         T::am_short_iov(i, e, id, iov_slice(iov, iovcnt))
     })
@@ -710,6 +722,13 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
             None => bad_opcode(opcode),
         }
     })
+}
+
+#[cold]
+#[inline(never)]
+fn null_iov() -> ucs_status_t {
+    crate::error!("iov is NULL but iovcnt is not zero");
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
 #[cold]

@@ -1,5 +1,6 @@
 //! The transports. Each is plain Rust behind `core::iface::Transport`.
 
+pub mod cma;
 pub mod mm;
 pub mod self_;
 pub mod sm;

@@ -6,7 +6,25 @@
 //! as the UCT contract requires of it.
 
 use crate::abi::*;
+use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, Table};
 use crate::core::ops::*;
+use once_cell::sync::Lazy;
+use std::mem::offset_of;
+
+/// Settings of every shared-memory interface (`UCX_<TL>_BW`, plus the base).
+#[repr(C)]
+pub struct SmIfaceConfig {
+    pub base: BaseIfaceConfig,
+    pub bandwidth: f64,
+}
+
+pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(&config::BASE_IFACE_TABLE, offset_of!(SmIfaceConfig, base)),
+        field(c"BW", c"12179MBs", c"Effective memory bandwidth", offset_of!(SmIfaceConfig, bandwidth), parser::bw()),
+    ])
+});
+
 
 #[inline(always)]
 pub fn put_short(data: &[u8], remote: Remote) -> ucs_status_t {

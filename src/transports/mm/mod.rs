@@ -10,7 +10,8 @@ pub mod sysv;
 
 use crate::abi::*;
 use crate::core::component::{Component, TlDesc, TlDevice};
-use crate::core::config::{self, embed, embed_with_defaults, field, parser, BaseIfaceConfig, ConfigDesc, Table};
+use crate::core::config::{self, embed_with_defaults, field, parser, ConfigDesc, Table};
+use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
 use crate::core::worker::WorkerObj;
@@ -21,13 +22,6 @@ use std::mem::offset_of;
 
 /// The one device of shared-memory transports.
 pub const DEVICE_NAME: &str = "memory";
-
-/// Settings of every shared-memory interface (`UCX_<TL>_BW`, plus the base).
-#[repr(C)]
-pub struct SmIfaceConfig {
-    pub base: BaseIfaceConfig,
-    pub bandwidth: f64,
-}
 
 /// Settings of the mm interfaces (`UCX_POSIX_*`, `UCX_SYSV_*`).
 #[repr(C)]
@@ -43,13 +37,6 @@ pub struct MmIfaceConfig {
     pub fifo_max_poll: c_ulong,
     pub error_handling: c_int,
 }
-
-pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
-        embed(&config::BASE_IFACE_TABLE, offset_of!(SmIfaceConfig, base)),
-        field(c"BW", c"12179MBs", c"Effective memory bandwidth", offset_of!(SmIfaceConfig, bandwidth), parser::bw()),
-    ])
-});
 
 pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     Table::new(vec![

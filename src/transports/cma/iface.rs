@@ -1,0 +1,602 @@
+//! The cma interface and endpoints.
+//!
+//! An endpoint is the peer's pid (and its start time, for `uct_ep_check`).
+//! Puts and gets are queued per endpoint and return `UCS_INPROGRESS`; the
+//! interface keeps the endpoints with queued work in a round-robin list,
+//! as UCX's arbiter does:
+//! - one progress call moves at most `TX_QUOTA` segments of `SEG_SIZE`
+//!   bytes; a failed segment does not count;
+//! - an endpoint whose operation needs more segments waits for the next
+//!   progress call; one whose operation finished goes to the back of the
+//!   list if it has more work;
+//! - a flush completion queued by `uct_ep_flush` completes in its turn,
+//!   after the operations queued before it.
+//!
+//! The progress callback is on the worker only while work is queued (added
+//! by the first queued operation, removed by the progress that finds the
+//! list empty), so `uct_iface_progress_enable/disable` have nothing to do,
+//! as in UCX. The queue state sits behind a mutex, released while user
+//! completion callbacks run: interfaces open on any worker thread mode (as
+//! in UCX), and callbacks may post more work or destroy endpoints.
+
+use super::xfer::{Failure, Op, Tx};
+use super::{md::CmaMd, CmaIfaceConfig, DEVICE_NAME};
+use crate::abi::*;
+use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
+use crate::core::log;
+use crate::core::md::MdObj;
+use crate::core::ops::*;
+use crate::core::worker::WorkerObj;
+use crate::transports::sm;
+use crate::ucs;
+use libc::{c_int, c_uint, c_ulong, c_void, pid_t};
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+/// Latency UCX 1.13.1 reports for the scopy transports (seconds).
+const LATENCY: f64 = 80e-9;
+/// Send overhead UCX 1.13.1 reports (seconds); 6 us on Fujitsu's ARM CPUs.
+const OVERHEAD: f64 = 2e-6;
+const OVERHEAD_FUJITSU_ARM: f64 = 6e-6;
+/// Bit 31 of the pid in an iface address: the pid namespace follows.
+pub const ADDR_FLAG_PID_NS: u32 = 1 << 31;
+/// Length of an iface address: the pid alone, or pid, padding and the
+/// namespace id (UCX's `{pid_t; ucs_sys_ns_t}` struct, 8-byte aligned).
+const ADDR_LEN: usize = 4;
+const ADDR_LEN_NS: usize = 16;
+
+/// The queue of one endpoint.
+#[derive(Default)]
+struct EpQueue {
+    ops: VecDeque<Tx>,
+    pid: pid_t,
+    /// In the interface's round-robin list (exactly once) when true.
+    scheduled: bool,
+    /// A failure has been reported to the error handler already.
+    failed: bool,
+}
+
+struct Sched {
+    /// Free descriptors.
+    pool: Vec<Tx>,
+    /// Descriptors created so far (at most `max_bufs`).
+    allocated: usize,
+    /// Endpoint queues, indexed by `CmaEp::slot`.
+    eps: Vec<EpQueue>,
+    free_slots: Vec<usize>,
+    /// Endpoints to serve, in order.
+    active: VecDeque<usize>,
+    /// Endpoints whose operation got a segment in this progress call; they
+    /// go back to `active` when it ends.
+    resched: VecDeque<usize>,
+    /// Our progress callback on the worker, or `UCS_CALLBACKQ_ID_NULL`.
+    prog_id: c_int,
+}
+
+impl Sched {
+    fn idle(&self) -> bool {
+        self.active.is_empty() && self.resched.is_empty()
+    }
+}
+
+pub struct CmaIface {
+    max_iov: usize,
+    seg_size: usize,
+    tx_quota: u32,
+    /// Descriptor limit (`usize::MAX`: none) and pool growth step.
+    max_bufs: usize,
+    bufs_grow: usize,
+    bandwidth: f64,
+    overhead: f64,
+    /// Log level of failures the error handler takes (`UCX_CMA_FAILURE`).
+    failure_level: u32,
+    sched: Mutex<Sched>,
+}
+
+/// An endpoint: the peer and the place of its queue.
+pub struct CmaEp {
+    pid: pid_t,
+    start_time: c_ulong,
+    slot: usize,
+}
+
+fn pid_ns_is_default() -> bool {
+    // SAFETY: plain libucs query.
+    unsafe { ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_PID) != 0 }
+}
+
+fn pid_ns() -> u64 {
+    // SAFETY: plain libucs query.
+    unsafe { ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_PID) }
+}
+
+fn ep_handle(ep: &Ep<CmaIface>) -> uct_ep_h {
+    ep as *const Ep<CmaIface> as uct_ep_h
+}
+
+#[cold]
+#[inline(never)]
+fn iov_count_error(what: &str, count: usize, max: usize) -> ucs_status_t {
+    crate::error!("cma {}: iovcnt {} exceeds the maximum {} (UCX_CMA_MAX_IOV)", what, count, max);
+    UCS_ERR_INVALID_PARAM
+}
+
+#[cold]
+#[inline(never)]
+fn iov_size_error(what: &str) -> ucs_status_t {
+    crate::error!("cma {}: the total length of the iov list overflows", what);
+    UCS_ERR_INVALID_PARAM
+}
+
+impl CmaIface {
+    fn lock(&self) -> MutexGuard<'_, Sched> {
+        // A panic never happens with the lock held; take the state anyway.
+        self.sched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A free descriptor, growing the pool by `TX_BUFS_GROW` within
+    /// `TX_MAX_BUFS`.
+    fn get_tx(&self, st: &mut Sched) -> Option<Tx> {
+        if let Some(t) = st.pool.pop() {
+            return Some(t);
+        }
+        if st.allocated >= self.max_bufs {
+            return None;
+        }
+        let n = self.bufs_grow.min(self.max_bufs - st.allocated).max(1);
+        st.pool.extend((1..n).map(|_| Tx::new()));
+        st.allocated += n;
+        Some(Tx::new())
+    }
+
+    fn put_tx(st: &mut Sched, mut tx: Tx) {
+        tx.clear();
+        st.pool.push(tx);
+    }
+
+    /// Queue a put or get on `ep`.
+    fn submit(iface: &Iface<Self>, ep: &Ep<Self>, op: Op, iov: &[uct_iov_t], remote: Remote,
+              comp: *mut uct_completion_t) -> ucs_status_t {
+        let s = &iface.tl;
+        let what = if op == Op::Put { "put_zcopy" } else { "get_zcopy" };
+        if iov.len() > s.max_iov {
+            return iov_count_error(what, iov.len(), s.max_iov);
+        }
+        let mut guard = s.lock();
+        let st = &mut *guard;
+        let Some(mut tx) = s.get_tx(st) else {
+            return UCS_ERR_NO_MEMORY;
+        };
+        match tx.load(op, iov, remote.addr, comp, ep_handle(ep)) {
+            Ok(0) => {
+                Self::put_tx(st, tx);
+                return UCS_OK;
+            }
+            Ok(_) => {}
+            Err(_) => {
+                Self::put_tx(st, tx);
+                drop(guard);
+                return iov_size_error(what);
+            }
+        }
+        if st.prog_id == UCS_CALLBACKQ_ID_NULL {
+            st.prog_id = register_progress(&iface.hdr, iface.handle());
+        }
+        let slot = ep.tl.slot;
+        let q = &mut st.eps[slot];
+        q.ops.push_back(tx);
+        if !q.scheduled {
+            q.scheduled = true;
+            st.active.push_back(slot);
+        }
+        UCS_INPROGRESS
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn segment_failed(&self, hdr: &IfaceHeader, f: &Failure, report: bool) {
+        let level = if hdr.err_handler.is_some() { self.failure_level } else { log::LEVEL_ERROR };
+        let reason = if f.errno != 0 {
+            std::io::Error::from_raw_os_error(f.errno).to_string()
+        } else {
+            "nothing was transferred".to_string()
+        };
+        crate::log_at!(level, "{} returned {}: {}{}", f.detail, f.ret, reason,
+                       if report { "" } else { " (failure already reported)" });
+    }
+}
+
+/// Put our progress on the worker (thread-safe, callable from callbacks).
+fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
+    let Some(progress) = hdr.base.ops.iface_progress else {
+        return UCS_CALLBACKQ_ID_NULL;
+    };
+    // SAFETY: a `uct_iface_progress_func_t` takes the iface pointer and
+    // returns unsigned: the shape of `ucs_callback_t` with the iface as its
+    // argument (UCX registers its progress functions the same way).
+    let cb: ucs_callback_t = Some(unsafe {
+        std::mem::transmute::<unsafe extern "C" fn(uct_iface_h) -> c_uint, unsafe extern "C" fn(*mut c_void) -> c_uint>(
+            progress)
+    });
+    // SAFETY: the worker outlives its interfaces, and the interface removes
+    // its callback before it is freed (see `close`); add_safe is
+    // thread-safe and allowed inside progress.
+    unsafe {
+        ucs::ucs_callbackq_add_safe(std::ptr::addr_of_mut!((*hdr.worker).base.progress_q), cb, iface as *mut c_void,
+                                    UCS_CALLBACKQ_FLAG_FAST)
+    }
+}
+
+fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
+    // SAFETY: `id` came from this worker's queue; remove_safe is
+    // thread-safe and allowed inside progress (even inside this callback).
+    unsafe { ucs::ucs_callbackq_remove_safe(std::ptr::addr_of_mut!((*hdr.worker).base.progress_q), id) };
+}
+
+impl Transport for CmaIface {
+    type Ep = CmaEp;
+    const OPS: u64 = op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_PENDING_ADD)
+        | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK) | op(slot::IFACE_EVENT_ARM);
+    /// Progress is registered by the operations themselves, not by
+    /// `uct_iface_progress_enable`.
+    const HAS_PROGRESS: bool = false;
+
+    fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
+        let s = &iface.tl;
+        attr.cap.put.min_zcopy = 0;
+        attr.cap.put.max_zcopy = usize::MAX;
+        attr.cap.put.opt_zcopy_align = 1;
+        attr.cap.put.align_mtu = 1;
+        attr.cap.put.max_iov = s.max_iov;
+        attr.cap.get.min_zcopy = 0;
+        attr.cap.get.max_zcopy = usize::MAX;
+        attr.cap.get.opt_zcopy_align = 1;
+        attr.cap.get.align_mtu = 1;
+        attr.cap.get.max_iov = s.max_iov;
+        attr.device_addr_len = sm::device_addr::len();
+        attr.iface_addr_len = if pid_ns_is_default() { ADDR_LEN } else { ADDR_LEN_NS };
+        attr.ep_addr_len = 0;
+        attr.max_conn_priv = 0;
+        attr.cap.flags = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_PENDING
+            | UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | UCT_IFACE_FLAG_EP_CHECK;
+        // Nothing is ever received, and uct_iface_event_arm refuses to arm
+        // while operations are queued, so there is never an event to
+        // signal asynchronously.
+        attr.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV
+            | UCT_IFACE_FLAG_EVENT_ASYNC_CB;
+        attr.latency.c = LATENCY;
+        attr.latency.m = 0.0;
+        attr.overhead = s.overhead;
+        attr.bandwidth.dedicated = s.bandwidth;
+        attr.bandwidth.shared = 0.0;
+        attr.priority = 0;
+    }
+
+    fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<CmaEp, ucs_status_t> {
+        if params.dev_addr.is_null() || params.iface_addr.is_null() {
+            crate::error!("cma: creating an endpoint needs both UCT_EP_PARAM_FIELD_DEV_ADDR and \
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        // SAFETY: a cma iface address holds at least the 4-byte pid.
+        let raw = match unsafe { read_addr::<4>(params.iface_addr as *const c_void) } {
+            Some(a) => u32::from_ne_bytes(a),
+            None => return Err(UCS_ERR_INVALID_PARAM),
+        };
+        let pid = (raw & !ADDR_FLAG_PID_NS) as pid_t;
+        // SAFETY: libucs reads /proc/<pid>/stat.
+        let start_time = unsafe { ucs::ucs_sys_get_proc_create_time(pid) };
+        if start_time == 0 {
+            crate::diag!("cma: cannot get the start time of peer pid {} (gone?)", pid);
+            return Err(UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+        let mut st = iface.tl.lock();
+        let q = EpQueue { pid, ..EpQueue::default() };
+        let slot = match st.free_slots.pop() {
+            Some(i) => {
+                st.eps[i] = q;
+                i
+            }
+            None => {
+                st.eps.push(q);
+                st.eps.len() - 1
+            }
+        };
+        crate::debug!("cma: endpoint to pid {} (slot {})", pid, slot);
+        Ok(CmaEp { pid, start_time, slot })
+    }
+
+    fn ep_destroy(iface: &Iface<Self>, ep: &mut Ep<Self>) {
+        let slot = ep.tl.slot;
+        let mut guard = iface.tl.lock();
+        let st = &mut *guard;
+        st.active.retain(|&i| i != slot);
+        st.resched.retain(|&i| i != slot);
+        let q = std::mem::take(&mut st.eps[slot]);
+        if !q.ops.is_empty() {
+            crate::debug!("cma: endpoint to pid {} destroyed with {} operations outstanding (dropped)", ep.tl.pid,
+                          q.ops.len());
+        }
+        for tx in q.ops {
+            Self::put_tx(st, tx);
+        }
+        st.free_slots.push(slot);
+    }
+
+    fn close(iface: &mut Iface<Self>) {
+        let mut st = iface.tl.lock();
+        if st.prog_id != UCS_CALLBACKQ_ID_NULL {
+            unregister_progress(&iface.hdr, st.prog_id);
+            st.prog_id = UCS_CALLBACKQ_ID_NULL;
+        }
+        if !st.idle() {
+            crate::debug!("cma: interface closed with operations outstanding (dropped)");
+        }
+    }
+
+    fn get_device_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
+        out.write(&sm::device_addr::pack())
+    }
+
+    fn get_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
+        // SAFETY: no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        if pid_ns_is_default() {
+            out.write(&pid.to_ne_bytes())
+        } else {
+            let mut a = [0u8; ADDR_LEN_NS];
+            a[..4].copy_from_slice(&(pid | ADDR_FLAG_PID_NS).to_ne_bytes());
+            a[8..].copy_from_slice(&pid_ns().to_ne_bytes());
+            out.write(&a)
+        }
+    }
+
+    fn is_reachable(_iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
+        if dev.is_null() || addr.is_null() {
+            return false;
+        }
+        let dev_len = sm::device_addr::len();
+        let same_host = sm::device_addr::reachable(|i| {
+            if (i + 1) * 8 > dev_len {
+                None
+            } else {
+                // SAFETY: a shared-memory device address of our namespace
+                // kind holds `dev_len` bytes (a peer in another namespace
+                // fails the first word's test before the second is read).
+                unsafe { read_addr::<8>((dev as *const u8).wrapping_add(i * 8) as *const c_void) }
+                    .map(u64::from_ne_bytes)
+            }
+        });
+        if !same_host {
+            return false;
+        }
+        // SAFETY: a cma iface address holds at least the 4-byte pid.
+        let Some(raw) = (unsafe { read_addr::<4>(addr as *const c_void) }).map(u32::from_ne_bytes) else {
+            return false;
+        };
+        if raw & ADDR_FLAG_PID_NS != 0 {
+            // SAFETY: with the flag set, the peer's address is the 16-byte
+            // form (its iface_addr_len).
+            match unsafe { read_addr::<ADDR_LEN_NS>(addr as *const c_void) } {
+                Some(a) => {
+                    let mut ns = [0u8; 8];
+                    ns.copy_from_slice(&a[8..]);
+                    u64::from_ne_bytes(ns) == pid_ns()
+                }
+                None => false,
+            }
+        } else {
+            pid_ns_is_default()
+        }
+    }
+
+    fn progress(iface: &Iface<Self>) -> u32 {
+        let s = &iface.tl;
+        let mut count = 0u32;
+        loop {
+            let mut guard = s.lock();
+            let st = &mut *guard;
+            if count >= s.tx_quota {
+                break;
+            }
+            let Some(slot) = st.active.pop_front() else {
+                break;
+            };
+            let q = &mut st.eps[slot];
+            let Some(tx) = q.ops.front_mut() else {
+                q.scheduled = false;
+                continue;
+            };
+            let mut status = UCS_OK;
+            let mut report = std::ptr::null_mut();
+            if tx.op != Op::Flush {
+                match tx.transfer(q.pid, s.seg_size) {
+                    Ok(_) => {
+                        count += 1;
+                        if !tx.done() {
+                            st.resched.push_back(slot);
+                            continue;
+                        }
+                    }
+                    Err(f) => {
+                        status = UCS_ERR_IO_ERROR;
+                        let first = !q.failed;
+                        if first {
+                            q.failed = true;
+                            report = tx.ep;
+                        }
+                        s.segment_failed(&iface.hdr, &f, first);
+                    }
+                }
+            }
+            let Some(mut tx) = q.ops.pop_front() else {
+                continue;
+            };
+            if q.ops.is_empty() {
+                q.scheduled = false;
+            } else {
+                st.active.push_back(slot);
+            }
+            let comp = tx.comp;
+            tx.clear();
+            st.pool.push(tx);
+            drop(guard);
+            // The error handler and the completion run without the lock:
+            // they may queue more work or destroy endpoints.
+            if !report.is_null() {
+                iface.hdr.schedule_ep_err(report);
+            }
+            // SAFETY: the completion was handed to put/get/flush by its
+            // owner, who keeps it alive until it is completed.
+            unsafe { complete(comp, status) };
+        }
+        let mut st = s.lock();
+        while let Some(slot) = st.resched.pop_front() {
+            st.active.push_back(slot);
+        }
+        if st.active.is_empty() && st.prog_id != UCS_CALLBACKQ_ID_NULL {
+            unregister_progress(&iface.hdr, st.prog_id);
+            st.prog_id = UCS_CALLBACKQ_ID_NULL;
+        }
+        count
+    }
+
+    fn iface_flush(iface: &Iface<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        if !comp.is_null() {
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if iface.tl.lock().idle() { UCS_OK } else { UCS_INPROGRESS }
+    }
+
+    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+        if events & UCT_EVENT_SEND_COMP != 0 && !iface.tl.lock().idle() {
+            return UCS_ERR_BUSY;
+        }
+        UCS_OK
+    }
+
+    fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        Self::submit(iface, ep, Op::Put, iov, remote, comp)
+    }
+
+    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        Self::submit(iface, ep, Op::Get, iov, remote, comp)
+    }
+
+    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
+        // put and get never run out of resources: there is never a reason to wait.
+        UCS_ERR_BUSY
+    }
+
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        let s = &iface.tl;
+        let mut guard = s.lock();
+        let st = &mut *guard;
+        if st.eps[ep.tl.slot].ops.is_empty() {
+            return UCS_OK;
+        }
+        if !comp.is_null() {
+            let Some(mut tx) = s.get_tx(st) else {
+                return UCS_ERR_NO_MEMORY;
+            };
+            tx.load_flush(comp, ep_handle(ep));
+            // The endpoint has work, so it is scheduled already.
+            st.eps[ep.tl.slot].ops.push_back(tx);
+        }
+        UCS_INPROGRESS
+    }
+
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        if flags != 0 || !comp.is_null() {
+            crate::error!("cma ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: libucs reads /proc/<pid>/stat.
+        let now = unsafe { ucs::ucs_sys_get_proc_create_time(ep.tl.pid) };
+        if now != ep.tl.start_time {
+            crate::diag!("cma: peer pid {} is gone (start time {} != {})", ep.tl.pid, ep.tl.start_time, now);
+            iface.hdr.schedule_ep_err(ep_handle(ep));
+        }
+        UCS_OK
+    }
+}
+
+static INTERNAL: InternalOps = Internal::<CmaIface>::OPS;
+
+/// Whether this CPU is one of Fujitsu's ARM designs (UCX reports a higher
+/// overhead there).
+fn cpu_is_fujitsu_arm() -> bool {
+    if !cfg!(target_arch = "aarch64") {
+        return false;
+    }
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|s| {
+        s.lines().any(|l| l.starts_with("CPU implementer") && l.trim_end().ends_with("0x46"))
+    })
+}
+
+/// `sysconf(_SC_IOV_MAX)`, or Linux's 1024 when it is unknown.
+fn system_iov_max() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_IOV_MAX) };
+    if v > 0 { v as usize } else { 1024 }
+}
+
+/// Open a cma interface.
+pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, cfg: &CmaIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+    let c = &cfg.scopy;
+    let any: &dyn std::any::Any = md.imp.as_ref();
+    if any.downcast_ref::<CmaMd>().is_none() {
+        crate::error!("cma: memory domain {} is not a cma memory domain", md.name);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
+        crate::error!("only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    if params.dev_name != DEVICE_NAME {
+        crate::error!("cma: no device named '{}'", params.dev_name);
+        return Err(UCS_ERR_NO_DEVICE);
+    }
+    if c.seg_size == 0 {
+        crate::error!("cma: UCX_CMA_SEG_SIZE must be at least 1 byte");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if c.tx_quota == 0 {
+        crate::error!("cma: UCX_CMA_TX_QUOTA must be at least 1 (0 would never move data)");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    // The descriptor pool takes a limit as unsigned (-1: none) and needs to
+    // grow by at least one, never past the limit (UCX's memory pool rules).
+    let max_bufs = c.tx_max_bufs as c_uint;
+    if c.tx_bufs_grow == 0 || max_bufs < c.tx_bufs_grow {
+        crate::error!("cma: invalid descriptor pool settings: TX_BUFS_GROW={} TX_MAX_BUFS={}", c.tx_bufs_grow,
+                      c.tx_max_bufs);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    let max_iov = (c.max_iov as usize).min(system_iov_max());
+    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &c.sm.base, &INTERNAL);
+    let tl = CmaIface {
+        max_iov,
+        seg_size: c.seg_size,
+        tx_quota: c.tx_quota,
+        max_bufs: if max_bufs == c_uint::MAX { usize::MAX } else { max_bufs as usize },
+        bufs_grow: c.tx_bufs_grow as usize,
+        bandwidth: c.sm.bandwidth,
+        overhead: if cpu_is_fujitsu_arm() { OVERHEAD_FUJITSU_ARM } else { OVERHEAD },
+        failure_level: c.sm.base.failure.max(0) as u32,
+        sched: Mutex::new(Sched {
+            pool: Vec::new(),
+            allocated: 0,
+            eps: Vec::new(),
+            free_slots: Vec::new(),
+            active: VecDeque::new(),
+            resched: VecDeque::new(),
+            prog_id: UCS_CALLBACKQ_ID_NULL,
+        }),
+    };
+    crate::debug!("created cma iface: max_iov {} seg_size {} tx_quota {}", max_iov, c.seg_size, c.tx_quota);
+    Ok(Iface::into_handle(hdr, tl))
+}
