@@ -172,6 +172,17 @@ impl CmaIface {
                 Self::put_tx(st, tx);
                 return UCS_OK;
             }
+            Ok(n) if n <= s.seg_size && st.eps[ep.tl.slot].ops.is_empty() && !st.eps[ep.tl.slot].failed => {
+                // Fast path: nothing is queued ahead on this endpoint and the
+                // transfer fits one segment, so do it now and complete it
+                // synchronously (UCS_OK), saving the queue round trip. A
+                // partial or failed transfer continues on the queue, where
+                // progress finishes it or reports the error.
+                if tx.transfer(ep.tl.pid, s.seg_size).is_ok() && tx.done() {
+                    Self::put_tx(st, tx);
+                    return UCS_OK;
+                }
+            }
             Ok(_) => {}
             Err(_) => {
                 Self::put_tx(st, tx);
