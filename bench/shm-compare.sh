@@ -38,6 +38,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 . "$top/tests/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
+# Pin the two processes of a pair to different CPUs (PERF_PIN=0 to disable).
+export PERF_PIN=${PERF_PIN:-1}
 . "$top/tests/shm-common.sh"
 
 libdir=${1:?usage: bench/shm-compare.sh LIBDIR [ROUNDS] [OUT.png]}

@@ -244,6 +244,12 @@ run_perf_pair() {
     [ "$layout" != "-" ] && args+=(-D "$layout")
     senv=$(lib_env "$slib")
     cenv=$(lib_env "$clib")
+    # PERF_PIN=1: server on CPU 1, client on CPU 0 (steadier numbers).
+    local spin=() cpin=()
+    if [ "${PERF_PIN:-0}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+        spin=(taskset -c 1)
+        cpin=(taskset -c 0)
+    fi
     PP_OUT_SRV=$T_WORK/perf.srv
     PP_OUT_CLI=$T_WORK/perf.cli
     PP_LAT='' PP_BW=''
@@ -252,7 +258,7 @@ run_perf_pair() {
         port=$(free_port)
         rm -f "$T_WORK/psrv.st" "$T_WORK/pcli.st"
         # shellcheck disable=SC2086
-        env $senv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/psrv.st" ucx_perftest \
+        env $senv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/psrv.st" "${spin[@]}" ucx_perftest \
             -p "$port" "${args[@]}" >"$PP_OUT_SRV" 2>&1 </dev/null &
         spid=$!
         T_CHILDREN=$spid
@@ -263,7 +269,7 @@ run_perf_pair() {
         echo "# port $port was taken, again on another port" >&2
     done
     # shellcheck disable=SC2086
-    env $cenv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/pcli.st" ucx_perftest \
+    env $cenv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/pcli.st" "${cpin[@]}" ucx_perftest \
         127.0.0.1 -p "$port" "${args[@]}" >"$PP_OUT_CLI" 2>&1 </dev/null &
     cpid=$!
     T_CHILDREN="$spid $cpid"
