@@ -13,32 +13,10 @@ use ::uct::ffi::ep::*;
 use ::uct::ffi::iface::*;
 use ::uct::ffi::worker::*;
 
-extern "C" {
-    fn ucs_async_context_create(mode: u32, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
-    fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
-}
+mod common;
+use common::*;
 
 const HEADROOM: usize = 24;
-
-fn component(name: &str) -> uct_component_h {
-    let mut list: *mut uct_component_h = null_mut();
-    let mut n: c_uint = 0;
-    unsafe {
-        assert_eq!(uct_query_components(&mut list, &mut n), UCS_OK);
-        let mut found = null_mut();
-        for i in 0..n as usize {
-            let mut attr: uct_component_attr_t = std::mem::zeroed();
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            assert_eq!(uct_component_query(*list.add(i), &mut attr), UCS_OK);
-            if CStr::from_ptr(attr.name.as_ptr()).to_str().unwrap() == name {
-                found = *list.add(i);
-            }
-        }
-        uct_release_component_list(list);
-        assert!(!found.is_null());
-        found
-    }
-}
 
 struct Side {
     iface: uct_iface_h,
@@ -72,7 +50,7 @@ impl Pair {
     fn new(tl: &CStr) -> Pair {
         unsafe {
             let mut async_ = null_mut();
-            assert_eq!(ucs_async_context_create(1, &mut async_), UCS_OK);
+            assert_eq!(ucs_async_context_create(ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
             let mut worker = null_mut();
             assert_eq!(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &mut worker), UCS_OK);
             let c = component(tl.to_str().unwrap());

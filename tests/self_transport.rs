@@ -13,12 +13,8 @@ use ::uct::ffi::md::*;
 use ::uct::ffi::mem::*;
 use ::uct::ffi::worker::*;
 
-extern "C" {
-    fn ucs_async_context_create(mode: u32, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
-    fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
-}
-
-const UCS_ASYNC_MODE_THREAD_SPINLOCK: u32 = 1;
+mod common;
+use common::*;
 
 struct Fixture {
     async_: *mut ucs_async_context_t,
@@ -34,34 +30,14 @@ fn name_of(a: &[c_char]) -> String {
     unsafe { CStr::from_ptr(a.as_ptr()) }.to_string_lossy().into_owned()
 }
 
-fn find_component(name: &str) -> uct_component_h {
-    let mut list: *mut uct_component_h = null_mut();
-    let mut n: c_uint = 0;
-    unsafe {
-        assert_eq!(uct_query_components(&mut list, &mut n), UCS_OK);
-        let mut found = null_mut();
-        for i in 0..n as usize {
-            let mut attr: uct_component_attr_t = std::mem::zeroed();
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            assert_eq!(uct_component_query(*list.add(i), &mut attr), UCS_OK);
-            if name_of(&attr.name) == name {
-                found = *list.add(i);
-            }
-        }
-        uct_release_component_list(list);
-        assert!(!found.is_null(), "component {name} not found");
-        found
-    }
-}
-
 impl Fixture {
     fn new(seg_size: Option<&CStr>) -> Fixture {
         unsafe {
             let mut async_ = null_mut();
-            assert_eq!(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
+            assert_eq!(ucs_async_context_create(ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
             let mut worker = null_mut();
             assert_eq!(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &mut worker), UCS_OK);
-            let component = find_component("self");
+            let component = common::component("self");
             let mut md_config = null_mut();
             assert_eq!(uct_md_config_read(component, null(), null(), &mut md_config), UCS_OK);
             let mut md = null_mut();

@@ -26,6 +26,37 @@ pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 
+/// The `Transport` methods of put, get and atomics over mapped memory,
+/// for transports whose rkeys map the target (self, posix, sysv). Expands
+/// inside an `impl Transport for X` block.
+#[macro_export]
+macro_rules! mapped_rma_ops {
+    () => {
+        fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+            $crate::transports::sm::put_short(data, remote)
+        }
+
+        fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+            $crate::transports::sm::put_bcopy(pack, remote)
+        }
+
+        fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                     _comp: *mut uct_completion_t) -> ucs_status_t {
+            $crate::transports::sm::get_bcopy(unpack, length, remote)
+        }
+
+        fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                       remote: Remote) -> ucs_status_t {
+            $crate::transports::sm::atomic_post(op, width, value, remote)
+        }
+
+        fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
+                        remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
+            $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
+        }
+    };
+}
+
 #[inline(always)]
 pub fn put_short(data: &[u8], remote: Remote) -> ucs_status_t {
     // SAFETY: the caller names a live, writable, mapped range (UCT contract).

@@ -899,28 +899,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         sm::get_zcopy(iov, remote)
     }
 
-    fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
-        sm::put_short(data, remote)
-    }
-
-    fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
-        sm::put_bcopy(pack, remote)
-    }
-
-    fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                 _comp: *mut uct_completion_t) -> ucs_status_t {
-        sm::get_bcopy(unpack, length, remote)
-    }
-
-    fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
-                   remote: Remote) -> ucs_status_t {
-        sm::atomic_post(op, width, value, remote)
-    }
-
-    fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                    remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
-        sm::atomic_fetch(op, width, value, compare, remote, result)
-    }
+    crate::mapped_rma_ops!();
 
     fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
         let s = &iface.tl;
