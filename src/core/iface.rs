@@ -724,16 +724,18 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
     })
 }
 
+// Cold paths are `extern "C"` (they cannot unwind), so the trampolines need
+// no landing pad and tail-call them.
 #[cold]
 #[inline(never)]
-fn null_iov() -> ucs_status_t {
+extern "C" fn null_iov() -> ucs_status_t {
     crate::error!("iov is NULL but iovcnt is not zero");
     std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
 #[cold]
 #[inline(never)]
-fn bad_opcode(opcode: u32) -> ucs_status_t {
+extern "C" fn bad_opcode(opcode: u32) -> ucs_status_t {
     crate::error!("unsupported atomic opcode {}", opcode);
     // Opaque to the optimiser, so callers can tail-call this cold path
     // instead of keeping a stack frame on the hot one.

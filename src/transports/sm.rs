@@ -83,10 +83,11 @@ fn aligned(target: *mut u8, width: Width) -> bool {
     !target.is_null() && (target as usize).is_multiple_of(align)
 }
 
+// Cold paths are `extern "C"`: they cannot unwind, so the hot callers need
+// no unwind landing pad and can tail-call them without a stack frame.
 #[cold]
 #[inline(never)]
-fn misaligned(target: usize, width: Width) -> ucs_status_t {
-    let align = if width == Width::W64 { 8 } else { 4 };
+extern "C" fn misaligned(target: usize, align: usize) -> ucs_status_t {
     crate::error!("atomic target {:#x} is not a {}-byte aligned address", target, align);
     // Opaque to the optimiser: lets the hot path tail-call this.
     std::hint::black_box(UCS_ERR_INVALID_PARAM)
@@ -96,7 +97,7 @@ fn misaligned(target: usize, width: Width) -> ucs_status_t {
 pub fn atomic_post(op: AtomicOp, width: Width, value: u64, remote: Remote) -> ucs_status_t {
     let target = remote.mapped();
     if !aligned(target, width) {
-        return misaligned(target as usize, width);
+        return misaligned(target as usize, if width == Width::W64 { 8 } else { 4 });
     }
     // SAFETY: aligned, non-null, mapped location (UCT contract).
     unsafe { cpu_atomic(target, op, width, value, 0) };
@@ -108,7 +109,7 @@ pub fn atomic_fetch(op: AtomicOp, width: Width, value: u64, compare: u64, remote
                     result: FetchResult) -> ucs_status_t {
     let target = remote.mapped();
     if !aligned(target, width) {
-        return misaligned(target as usize, width);
+        return misaligned(target as usize, if width == Width::W64 { 8 } else { 4 });
     }
     // SAFETY: aligned, non-null, mapped location (UCT contract).
     result.store(unsafe { cpu_atomic(target, op, width, value, compare) });

@@ -540,14 +540,18 @@ impl<M: Mapper> Drop for MmIface<M> {
 
 #[cold]
 #[inline(never)]
-fn am_id_error(id: u8) -> ucs_status_t {
+extern "C" fn am_id_error(id: u8) -> ucs_status_t {
     crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
     std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
+/// What `length_error` reports, by index.
+const LENGTH_WHAT: [&str; 6] = ["am_short", "am_short_iov", "am_zcopy header", "am_zcopy", "put_zcopy iov count", "get_zcopy iov count"];
+
 #[cold]
 #[inline(never)]
-fn length_error(what: &str, len: usize, max: usize) -> ucs_status_t {
+extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
+    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
     crate::error!("mm {}: length {} exceeds the maximum {}", what, len, max);
     std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
@@ -801,7 +805,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         }
         let total = payload.len() + 8;
         if total > s.max_short {
-            return length_error("am_short", total, s.max_short);
+            return length_error(0, total, s.max_short);
         }
         let head = match s.claim(iface, ep) {
             Ok(h) => h,
@@ -827,7 +831,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         }
         let total = iov_total(iov);
         if total > s.max_short {
-            return length_error("am_short_iov", total, s.max_short);
+            return length_error(1, total, s.max_short);
         }
         let head = match s.claim(iface, ep) {
             Ok(h) => h,
@@ -862,11 +866,11 @@ impl<M: Mapper> Transport for MmIface<M> {
             return am_id_error(id);
         }
         if header.len() > s.am_max_hdr() {
-            return length_error("am_zcopy header", header.len(), s.am_max_hdr());
+            return length_error(2, header.len(), s.am_max_hdr());
         }
         let payload = iov_total(iov);
         if header.len() + payload > s.seg_size {
-            return length_error("am_zcopy", header.len() + payload, s.seg_size);
+            return length_error(3, header.len() + payload, s.seg_size);
         }
         if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
             Self::ep_check(iface, ep, 0, std::ptr::null_mut());
@@ -886,7 +890,7 @@ impl<M: Mapper> Transport for MmIface<M> {
     fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
                  _comp: *mut uct_completion_t) -> ucs_status_t {
         if iov.len() > sm::MAX_IOV {
-            return length_error("put_zcopy iov count", iov.len(), sm::MAX_IOV);
+            return length_error(4, iov.len(), sm::MAX_IOV);
         }
         sm::put_zcopy(iov, remote)
     }
@@ -894,7 +898,7 @@ impl<M: Mapper> Transport for MmIface<M> {
     fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
                  _comp: *mut uct_completion_t) -> ucs_status_t {
         if iov.len() > sm::MAX_IOV {
-            return length_error("get_zcopy iov count", iov.len(), sm::MAX_IOV);
+            return length_error(5, iov.len(), sm::MAX_IOV);
         }
         sm::get_zcopy(iov, remote)
     }

@@ -238,14 +238,18 @@ fn check_am_id(id: u8) -> Result<(), ucs_status_t> {
 
 #[cold]
 #[inline(never)]
-fn am_id_error(id: u8) -> ucs_status_t {
+extern "C" fn am_id_error(id: u8) -> ucs_status_t {
     crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
     UCS_ERR_INVALID_PARAM
 }
 
+/// What `length_error` reports, by index.
+const LENGTH_WHAT: [&str; 3] = ["am_short", "am_short_iov", "am_bcopy"];
+
 #[cold]
 #[inline(never)]
-fn length_error(what: &str, len: usize, max: usize) -> ucs_status_t {
+extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
+    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
     crate::error!("self {}: length {} exceeds the maximum {}", what, len, max);
     UCS_ERR_INVALID_PARAM
 }
@@ -330,7 +334,7 @@ impl Transport for SelfIface {
         let s = &iface.tl;
         let total = payload.len() + 8;
         if total > s.send_size {
-            return length_error("am_short", total, s.send_size);
+            return length_error(0, total, s.send_size);
         }
         if total <= SMALL {
             // Small messages are staged on the stack: inline data is only
@@ -361,7 +365,7 @@ impl Transport for SelfIface {
         let s = &iface.tl;
         let total = iov_total(iov);
         if total > s.send_size {
-            return length_error("am_short_iov", total, s.send_size);
+            return length_error(1, total, s.send_size);
         }
         let mut buf = s.take();
         let n = iov_gather(iov, buf.bytes(total));
@@ -379,7 +383,7 @@ impl Transport for SelfIface {
         let len = pack.pack_into(buf.bytes(s.send_size));
         if len > s.send_size {
             s.give(buf);
-            return length_error("am_bcopy", len, s.send_size) as isize;
+            return length_error(2, len, s.send_size) as isize;
         }
         SelfIface::deliver(&iface.hdr, id, &mut buf, len);
         s.give(buf);
