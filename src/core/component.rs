@@ -34,6 +34,8 @@ pub struct Component {
     pub flags: u64,
     pub md_config: ConfigDesc,
     pub cm_config: Option<ConfigDesc>,
+    /// Present for components with `UCT_COMPONENT_FLAG_CM`.
+    pub cm_open: Option<crate::core::cm::CmOpenFn>,
     pub md_resources: fn() -> Vec<String>,
     pub md_open: MdOpenFn,
     pub tls: &'static [TlDesc],

@@ -465,6 +465,16 @@ pub trait Transport: Sized + 'static {
     fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
+    /// Connection-manager endpoints: send the private data (client).
+    fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn ep_disconnect(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn cm_ep_conn_notify(iface: &Iface<Self>, ep: &Ep<Self>) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
 }
 
 /// The attributes of an interface: common defaults, then the transport's
@@ -818,6 +828,27 @@ unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
     })
 }
 
+unsafe extern "C" fn t_ep_connect<T: Transport>(ep: uct_ep_h, params: *const uct_ep_connect_params_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_connect(i, e, params.as_ref())
+    })
+}
+
+unsafe extern "C" fn t_ep_disconnect<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_disconnect(i, e, flags)
+    })
+}
+
+unsafe extern "C" fn t_cm_ep_conn_notify<T: Transport>(ep: uct_ep_h) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::cm_ep_conn_notify(i, e)
+    })
+}
+
 unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts::<T>(ep);
@@ -960,6 +991,9 @@ pub fn build_ops<T: Transport>() -> uct_iface_ops_t {
     if has(slot::EP_CHECK) { o.ep_check = Some(t_ep_check::<T>); }
     if has(slot::EP_GET_ADDRESS) { o.ep_get_address = Some(t_ep_get_address::<T>); }
     if has(slot::EP_CONNECT_TO_EP) { o.ep_connect_to_ep = Some(t_ep_connect_to_ep::<T>); }
+    if has(slot::EP_CONNECT) { o.ep_connect = Some(t_ep_connect::<T>); }
+    if has(slot::EP_DISCONNECT) { o.ep_disconnect = Some(t_ep_disconnect::<T>); }
+    if has(slot::CM_EP_CONN_NOTIFY) { o.cm_ep_conn_notify = Some(t_cm_ep_conn_notify::<T>); }
     if has(slot::IFACE_EVENT_FD_GET) { o.iface_event_fd_get = Some(t_event_fd_get::<T>); }
     if has(slot::IFACE_EVENT_ARM) { o.iface_event_arm = Some(t_event_arm::<T>); }
     // Slots every transport has.

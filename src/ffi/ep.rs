@@ -38,7 +38,14 @@ entry! {
                 None => UCS_ERR_UNSUPPORTED,
             }
         } else if p.field_mask & UCT_EP_PARAM_FIELD_CM != 0 {
-            crate::core::cm::ep_create(p, ep_p)
+            match crate::core::cm::ep_create(p) {
+                Ok(ep) => {
+                    // SAFETY: out-pointer checked above.
+                    unsafe { *ep_p = ep };
+                    UCS_OK
+                }
+                Err(s) => s,
+            }
         } else {
             crate::error!("{}: neither UCT_EP_PARAM_FIELD_IFACE nor UCT_EP_PARAM_FIELD_CM is set", FN);
             UCS_ERR_INVALID_PARAM

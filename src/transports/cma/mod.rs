@@ -151,6 +151,7 @@ pub static COMPONENT: Component = Component {
     md_config: ConfigDesc { name: c"CMA memory domain", prefix: c"CMA_", table: &MD_TABLE,
                             size: std::mem::size_of::<CmaMdConfig>() },
     cm_config: None,
+    cm_open: None,
     md_resources,
     md_open,
     tls: &TLS,

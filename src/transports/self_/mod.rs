@@ -66,6 +66,7 @@ pub static COMPONENT: Component = Component {
     md_config: ConfigDesc { name: c"Self memory domain", prefix: c"SELF_", table: &MD_TABLE,
                             size: std::mem::size_of::<SelfMdConfig>() },
     cm_config: None,
+    cm_open: None,
     md_resources: component::single_md_resource_self,
     md_open,
     tls: &TLS,
