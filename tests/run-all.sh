@@ -4,7 +4,7 @@
 # "N passed, M failed".  Exits non-zero on any failure.
 # Usage: tests/run-all.sh [LIBDIR]    (or UCT_LIBDIR=...)
 # Environment passed through: EXPECT_FAIL_TLS (hello-self.sh, hello-shm.sh,
-# mixed-shm.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
+# mixed-shm.sh, mixed-tcp.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
 # (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
 # perftest-shm.sh, mixed-shm.sh).
 # The shared-memory state (/dev/shm, SysV segments) is recorded first; the
@@ -35,6 +35,7 @@ scripts=(
     "tests/mixed-shm.sh"
     "tests/perftest-shm.sh"
     "tests/kill-peer.sh"
+    "tests/mixed-tcp.sh"
     "suite-leftovers"
 )
 

@@ -57,6 +57,7 @@ impl Component {
 /// transports that later issues bring are added here in place).
 pub static COMPONENTS: &[&Component] = &[
     &crate::transports::self_::COMPONENT,
+    &crate::transports::tcp::COMPONENT,
     &crate::transports::mm::SYSV_COMPONENT,
     &crate::transports::mm::POSIX_COMPONENT,
     &crate::transports::cma::COMPONENT,

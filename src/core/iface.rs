@@ -132,23 +132,36 @@ pub struct IfaceHeader {
     pub has_progress: bool,
 }
 
-/// One-shot progress callback reporting a peer failure on an endpoint.
-unsafe extern "C" fn ep_err_progress(arg: *mut c_void) -> c_uint {
-    let ep = arg as uct_ep_h;
-    // SAFETY: the callback is removed when the endpoint is destroyed, so the
-    // endpoint and its interface are alive here.
+/// Call the error handler of `ep`'s interface.
+///
+/// # Safety
+/// `ep` is a live endpoint of this library.
+unsafe fn report_ep_err(ep: uct_ep_h, status: ucs_status_t) -> c_uint {
     if let Some(hdr) = IfaceHeader::from_handle((*ep).iface) {
         if let Some(h) = hdr.err_handler {
-            h(hdr.err_handler_arg, ep, UCS_ERR_CONNECTION_RESET);
+            h(hdr.err_handler_arg, ep, status);
         }
     }
     1
 }
 
+/// One-shot progress callbacks reporting a peer failure on an endpoint
+/// (the endpoint is the argument; the callback is removed when the endpoint
+/// is destroyed, so it is alive here).
+unsafe extern "C" fn ep_err_progress(arg: *mut c_void) -> c_uint {
+    report_ep_err(arg as uct_ep_h, UCS_ERR_CONNECTION_RESET)
+}
+
+unsafe extern "C" fn ep_timeout_progress(arg: *mut c_void) -> c_uint {
+    report_ep_err(arg as uct_ep_h, UCS_ERR_ENDPOINT_TIMEOUT)
+}
+
 unsafe extern "C" fn is_ep_err_for(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int {
     let e = &*elem;
-    let ours: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_err_progress;
-    matches!(e.cb, Some(cb) if std::ptr::fn_addr_eq(cb, ours) && e.arg == arg) as c_int
+    let reset: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_err_progress;
+    let timeout: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_timeout_progress;
+    matches!(e.cb, Some(cb) if (std::ptr::fn_addr_eq(cb, reset) || std::ptr::fn_addr_eq(cb, timeout))
+             && e.arg == arg) as c_int
 }
 
 unsafe extern "C" fn stub_am_handler(arg: *mut c_void, _data: *mut c_void, length: usize, _flags: c_uint) -> ucs_status_t {
@@ -242,18 +255,27 @@ impl IfaceHeader {
         unsafe { &*self.md }
     }
 
-    /// Report a failed endpoint to the error handler, from the worker's
-    /// progress (the caller may be anywhere, even another thread).
+    /// Report a failed endpoint to the error handler with
+    /// `UCS_ERR_CONNECTION_RESET`, from the worker's progress (the caller
+    /// may be anywhere, even another thread).
     pub fn schedule_ep_err(&self, ep: uct_ep_h) {
+        self.schedule_ep_err_status(ep, UCS_ERR_CONNECTION_RESET)
+    }
+
+    /// As [`schedule_ep_err`](Self::schedule_ep_err), with the status the
+    /// handler receives (`UCS_ERR_CONNECTION_RESET` or
+    /// `UCS_ERR_ENDPOINT_TIMEOUT`; anything else is reported as a reset).
+    pub fn schedule_ep_err_status(&self, ep: uct_ep_h, status: ucs_status_t) {
         if self.err_handler.is_none() {
-            crate::diag!("ep {:p}: unhandled peer failure", ep);
+            crate::diag!("ep {:p}: unhandled peer failure ({})", ep, crate::core::log::status_str(status));
             return;
         }
+        let cb: unsafe extern "C" fn(*mut c_void) -> c_uint =
+            if status == UCS_ERR_ENDPOINT_TIMEOUT { ep_timeout_progress } else { ep_err_progress };
         // SAFETY: the queue belongs to a live worker; add_safe is
         // thread-safe; the callback is removed if the ep dies first.
         unsafe {
-            ucs::ucs_callbackq_add_safe(self.progress_q(), Some(ep_err_progress), ep as *mut c_void,
-                                        UCS_CALLBACKQ_FLAG_ONESHOT);
+            ucs::ucs_callbackq_add_safe(self.progress_q(), Some(cb), ep as *mut c_void, UCS_CALLBACKQ_FLAG_ONESHOT);
         }
     }
 
@@ -379,6 +401,9 @@ pub trait Transport: Sized + 'static {
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t);
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<Self::Ep, ucs_status_t>;
+    /// Called once the endpoint has its final address (after `ep_create`),
+    /// for transports that need the `uct_ep_h` later (error reports).
+    fn ep_init(iface: &Iface<Self>, ep: &Ep<Self>) {}
     fn ep_destroy(iface: &Iface<Self>, ep: &mut Ep<Self>) {}
     fn close(iface: &mut Iface<Self>) {}
     fn get_device_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
@@ -807,8 +832,9 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         };
         match T::ep_create(iface, &ep_params) {
             Ok(tl) => {
-                let ep = Box::new(Ep::<T> { base: uct_ep_t { iface: p.iface }, tl });
-                *ep_p = Box::into_raw(ep) as uct_ep_h;
+                let ep = Box::into_raw(Box::new(Ep::<T> { base: uct_ep_t { iface: p.iface }, tl }));
+                T::ep_init(iface, &*ep);
+                *ep_p = ep as uct_ep_h;
                 UCS_OK
             }
             Err(s) => s,
@@ -911,8 +937,10 @@ unsafe extern "C" fn t_iface_close<T: Transport>(iface: uct_iface_h) {
     guard!((), {
         // SAFETY: boxed by Iface::into_handle, closed once.
         let mut b = Box::from_raw(iface as *mut Iface<T>);
+        // Remove the progress callback at once (not deferred): the next
+        // worker progress must not call into the freed interface.
         let flags = b.hdr.progress_flags;
-        b.hdr.progress_disable(flags | UCT_PROGRESS_THREAD_SAFE);
+        b.hdr.progress_disable(flags);
         T::close(&mut b);
         b.hdr.magic = 0;
     })

@@ -4,3 +4,5 @@ pub mod cma;
 pub mod mm;
 pub mod self_;
 pub mod sm;
+pub mod tcp_sockcm;
+pub mod tcp;

@@ -117,4 +117,5 @@ extern "C" {
     pub fn ucs_status_string(status: ucs_status_t) -> *const c_char;
     pub fn ucs_generate_uuid(seed: u64) -> u64;
     pub fn ucs_get_system_id() -> u64;
+    pub fn ucs_get_cpu_clocks_per_sec() -> f64;
 }

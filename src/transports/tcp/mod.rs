@@ -1,0 +1,258 @@
+//! The `tcp` transport of UCX 1.13.1, wire-compatible with the C original:
+//! active messages (short, short_iov, bcopy, zcopy) and put zcopy over
+//! non-blocking TCP sockets, polled through one epoll set from the
+//! interface's progress (no helper thread), with UCX's connection protocol
+//! (magic number, connection requests and acknowledgements, connection
+//! matching by peer address and sequence number, CONNECT_TO_EP by the
+//! peer's endpoint key).
+//!
+//! - [`wire`]: frames, connection packets, put protocol, address codecs.
+//! - [`net`]: network devices, socket addresses, sockets and epoll.
+//! - [`iface`]: the interface, endpoints, connections and their state machine.
+//!
+//! The component's connection manager (sockcm, `UCX_TCP_CM_*`) lives in
+//! `transports::tcp_sockcm`.
+
+pub mod iface;
+pub mod net;
+pub mod wire;
+
+use crate::abi::*;
+use crate::core::component::{self, Component, TlDesc, TlDevice};
+use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseIfaceConfig, BaseMdConfig, ConfigArray,
+                          ConfigDesc, Table};
+use crate::core::iface::IfaceParams;
+use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::worker::WorkerObj;
+use libc::{c_char, c_int, c_uint, c_ulong, c_void};
+use once_cell::sync::Lazy;
+use std::mem::offset_of;
+
+pub const NAME: &str = "tcp";
+
+/// `UCS_MEMUNITS_AUTO` / `UCS_ULUNITS_AUTO` and their "inf" values.
+pub const UNITS_AUTO: u64 = u64::MAX - 1;
+pub const UNITS_INF: u64 = u64::MAX;
+/// `UCS_TIME_AUTO` / `UCS_TIME_INFINITY`.
+pub const TIME_AUTO: u64 = u64::MAX - 1;
+pub const TIME_INF: u64 = u64::MAX;
+
+// ---------------------------------------------------------------------------
+// Configuration, with UCX's names, order and defaults.
+
+/// The md settings (`UCX_TCP_AF_PRIO`).
+#[repr(C)]
+pub struct TcpMdConfig {
+    pub base: BaseMdConfig,
+    pub af_prio: ConfigArray<*mut c_char>,
+}
+
+/// The interface settings (`UCX_TCP_*`).
+#[repr(C)]
+pub struct TcpIfaceConfig {
+    pub base: BaseIfaceConfig,
+    pub tx_seg_size: usize,
+    pub rx_seg_size: usize,
+    pub max_iov: c_ulong,
+    pub sendv_thresh: usize,
+    pub prefer_default: c_int,
+    pub put_enable: c_int,
+    pub conn_nb: c_int,
+    pub max_poll: c_uint,
+    pub max_conn_retries: c_uint,
+    pub nodelay: c_int,
+    pub sndbuf: usize,
+    pub rcvbuf: usize,
+    pub syn_cnt: c_ulong,
+    pub tx_max_bufs: c_int,
+    pub tx_bufs_grow: c_uint,
+    pub rx_max_bufs: c_int,
+    pub rx_bufs_grow: c_uint,
+    pub port_range: ucs_range_spec_t,
+    pub keepidle: u64,
+    pub keepcnt: c_ulong,
+    pub keepintvl: u64,
+}
+
+static STRING_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
+    ArrayDesc(ucs_config_array_t { elem_size: std::mem::size_of::<*mut c_char>(), parser: parser::string() })
+});
+
+static MD_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(&config::BASE_MD_TABLE, offset_of!(TcpMdConfig, base)),
+        field(c"AF_PRIO", c"inet,inet6", c"Priority of address families used for socket connections",
+              offset_of!(TcpMdConfig, af_prio), parser::array(Lazy::force(&STRING_ARRAY))),
+    ])
+});
+
+static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        field(c"", c"MAX_NUM_EPS=256", c"", offset_of!(TcpIfaceConfig, base), parser::table(&config::BASE_IFACE_TABLE)),
+        field(c"TX_SEG_SIZE", c"8kb", c"Size of the send copy-out buffer",
+              offset_of!(TcpIfaceConfig, tx_seg_size), parser::memunits()),
+        field(c"RX_SEG_SIZE", c"64kb", c"Size of the receive copy-out buffer",
+              offset_of!(TcpIfaceConfig, rx_seg_size), parser::memunits()),
+        field(c"MAX_IOV", c"6", c"Most iov entries of user payload in one vector send",
+              offset_of!(TcpIfaceConfig, max_iov), parser::ulong()),
+        field(c"SENDV_THRESH", c"2kb", c"Payload size from which short active messages are sent with sendmsg()\n\
+                instead of being copied and sent with send()",
+              offset_of!(TcpIfaceConfig, sendv_thresh), parser::memunits()),
+        field(c"PREFER_DEFAULT", c"y", c"Give the network device of the default route a higher priority",
+              offset_of!(TcpIfaceConfig, prefer_default), parser::boolean()),
+        field(c"PUT_ENABLE", c"y", c"Offer put zcopy", offset_of!(TcpIfaceConfig, put_enable), parser::boolean()),
+        field(c"CONN_NB", c"n", c"Connect without blocking (faster start-up, but a loaded TCP/IP stack may\n\
+                reset such connections)",
+              offset_of!(TcpIfaceConfig, conn_nb), parser::boolean()),
+        field(c"MAX_POLL", c"16", c"Most socket events handled by one progress call",
+              offset_of!(TcpIfaceConfig, max_poll), parser::uint()),
+        field(c"MAX_CONN_RETRIES", c"25", c"Most connection attempts when the peer's host drops connections\n\
+                for lack of resources",
+              offset_of!(TcpIfaceConfig, max_conn_retries), parser::uint()),
+        field(c"NODELAY", c"y", c"Set TCP_NODELAY (no Nagle algorithm), usually faster",
+              offset_of!(TcpIfaceConfig, nodelay), parser::boolean()),
+        field(c"SNDBUF", c"auto", c"Socket send buffer size", offset_of!(TcpIfaceConfig, sndbuf), parser::memunits()),
+        field(c"RCVBUF", c"auto", c"Socket receive buffer size", offset_of!(TcpIfaceConfig, rcvbuf), parser::memunits()),
+        field(c"SYN_CNT", c"auto", c"SYN retransmits before a connection attempt is abandoned (at most 255;\n\
+                auto: the system default)",
+              offset_of!(TcpIfaceConfig, syn_cnt), parser::ulunits()),
+        field(c"TX_MAX_BUFS", c"-1", c"Most send buffers of the interface; -1 is unlimited.",
+              offset_of!(TcpIfaceConfig, tx_max_bufs), parser::int()),
+        field(c"TX_BUFS_GROW", c"8", c"Send buffers added when the pool grows (0: the transport chooses)",
+              offset_of!(TcpIfaceConfig, tx_bufs_grow), parser::uint()),
+        field(c"RX_MAX_BUFS", c"-1", c"Most receive buffers of the interface; -1 is unlimited.",
+              offset_of!(TcpIfaceConfig, rx_max_bufs), parser::int()),
+        field(c"RX_BUFS_GROW", c"8", c"Receive buffers added when the pool grows (0: the transport chooses)",
+              offset_of!(TcpIfaceConfig, rx_bufs_grow), parser::uint()),
+        field(c"PORT_RANGE", c"0", c"Range of ports to listen on, picked at random; 0: the system picks one",
+              offset_of!(TcpIfaceConfig, port_range), parser::range_spec()),
+        field(c"KEEPIDLE", c"10s", c"Idle time of a connection before TCP sends keepalive probes; \"inf\"\n\
+                disables keepalive",
+              offset_of!(TcpIfaceConfig, keepidle), parser::time_units()),
+        field(c"KEEPCNT", c"auto", c"Keepalive probes TCP sends before dropping the connection; \"inf\"\n\
+                disables keepalive",
+              offset_of!(TcpIfaceConfig, keepcnt), parser::ulunits()),
+        field(c"KEEPINTVL", c"2s", c"Time between keepalive probes; \"inf\" disables keepalive",
+              offset_of!(TcpIfaceConfig, keepintvl), parser::time_units()),
+    ])
+});
+
+// ---------------------------------------------------------------------------
+// The memory domain: registration is a formality (puts carry raw remote
+// addresses), the packed key is empty.
+
+/// The handle of every registration.
+pub const TCP_MEMH: usize = 0xdead_beef;
+
+pub struct TcpMd {
+    /// Address families to try, in order.
+    pub af_prio: Vec<u16>,
+}
+
+impl MdImpl for TcpMd {
+    fn query(&self, attr: &mut uct_md_attr_t) {
+        attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+        attr.cap.max_alloc = 0;
+        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.alloc_mem_types = 0;
+        attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.detect_mem_types = 0;
+        attr.cap.max_reg = c_ulong::MAX as _;
+        attr.rkey_packed_size = 0;
+        attr.reg_cost.c = 0.0;
+        attr.reg_cost.m = 0.0;
+        attr.local_cpus = all_cpus();
+    }
+
+    fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        Ok(TCP_MEMH as uct_mem_h)
+    }
+
+    fn mem_dereg(&self, memh: uct_mem_h, _flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        if memh as usize != TCP_MEMH {
+            crate::error!("tcp md: {:p} is not a memory handle of this memory domain", memh);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        UCS_OK
+    }
+}
+
+fn md_resources() -> Vec<String> {
+    vec![NAME.to_string()]
+}
+
+fn md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+    // SAFETY: the generic md open hands us this component's parsed config.
+    let cfg = unsafe { &*(config as *const TcpMdConfig) };
+    let mut af_prio = Vec::new();
+    let count = (cfg.af_prio.count as usize).min(2);
+    for i in 0..count {
+        // SAFETY: libucs filled `items` with `count` C strings.
+        let s = unsafe { std::ffi::CStr::from_ptr(*cfg.af_prio.items.add(i)) };
+        let s = s.to_string_lossy();
+        if s.eq_ignore_ascii_case("inet") {
+            af_prio.push(net::AF_INET);
+        } else if s.eq_ignore_ascii_case("inet6") {
+            af_prio.push(net::AF_INET6);
+        } else {
+            crate::error!("invalid address family: {}", s);
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+    }
+    Ok(Box::new(TcpMd { af_prio }))
+}
+
+fn tcp_md(md: &MdObj) -> Option<&TcpMd> {
+    let any: &dyn std::any::Any = md.imp.as_ref();
+    any.downcast_ref::<TcpMd>()
+}
+
+fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+    let Some(m) = tcp_md(md) else {
+        return Err(UCS_ERR_INVALID_PARAM);
+    };
+    Ok(net::active_devices(&m.af_prio)?
+        .into_iter()
+        .map(|name| TlDevice { name, dev_type: UCT_DEVICE_TYPE_NET, sys_device: UCS_SYS_DEVICE_ID_UNKNOWN })
+        .collect())
+}
+
+fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+              -> Result<uct_iface_h, ucs_status_t> {
+    let Some(m) = tcp_md(md) else {
+        crate::error!("tcp: memory domain {} is not a tcp memory domain", md.name);
+        return Err(UCS_ERR_INVALID_PARAM);
+    };
+    let af_prio = m.af_prio.clone();
+    // SAFETY: the generic open hands us this transport's parsed config.
+    let cfg = unsafe { &*(config as *const TcpIfaceConfig) };
+    iface::open(md, worker, params, cfg, &af_prio)
+}
+
+static TLS: [TlDesc; 1] = [TlDesc {
+    name: NAME,
+    config: ConfigDesc { name: c"TCP transport", prefix: c"TCP_", table: &IFACE_TABLE,
+                         size: std::mem::size_of::<TcpIfaceConfig>() },
+    query_devices,
+    iface_open,
+}];
+
+/// Registered only once the transport works end to end (see
+/// `core::component::COMPONENTS`).
+pub static COMPONENT: Component = Component {
+    name: NAME,
+    flags: UCT_COMPONENT_FLAG_CM,
+    md_config: ConfigDesc { name: c"TCP memory domain", prefix: c"TCP_", table: &MD_TABLE,
+                            size: std::mem::size_of::<TcpMdConfig>() },
+    cm_config: Some(ConfigDesc { name: crate::transports::tcp_sockcm::CM_CONFIG.name,
+                                 prefix: crate::transports::tcp_sockcm::CM_CONFIG.prefix,
+                                 table: crate::transports::tcp_sockcm::CM_CONFIG.table,
+                                 size: crate::transports::tcp_sockcm::CM_CONFIG.size }),
+    cm_open: Some(crate::transports::tcp_sockcm::open),
+    md_resources,
+    md_open,
+    tls: &TLS,
+    rkey_unpack: component::rkey_unpack_zero,
+    rkey_ptr: component::rkey_ptr_unsupported,
+    rkey_release: component::rkey_release_nop,
+};

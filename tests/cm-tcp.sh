@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Connection manager of the "tcp" component (sockcm): a server and a client
+# process exchange private data both ways over 127.0.0.1 (c-tests/
+# cm_client_server.c), then disconnect, once from each side; a "pack" run
+# fills the data through pack callbacks; a rejected client must get
+# UCS_ERR_REJECTED.  Each mode runs LIBDIR on both sides, then mixed (LIBDIR
+# server + system client, system server + LIBDIR client).  With an empty
+# LIBDIR every process uses the system library.
+#
+# EXPECT_FAIL_TLS containing "tcp" skips the cases that load LIBDIR (for a
+# library without the tcp CM yet); the program exits 77 when the library
+# has no tcp component with UCT_COMPONENT_FLAG_CM, which counts as a failure
+# otherwise.
+# Usage: tests/cm-tcp.sh LIBDIR   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+
+resolve_libdir "${1-${UCT_LIBDIR:-}}"
+EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
+make_workdir
+build_run_watch
+CMCS=$T_WORK/cm_client_server
+build_c "$CMCS" "$here/../c-tests/cm_client_server.c" || abort "build cm_client_server"
+pass "build cm_client_server"
+
+OURS=$UCT_LIBDIR
+SYS=
+
+skip_ours() {
+    [ -n "$OURS" ] || return 1
+    case " $EXPECT_FAIL_TLS " in *" tcp "*) return 0 ;; esac
+    return 1
+}
+
+# run_pair NAME SRVLIB CLILIB MODE
+run_pair() {
+    local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
+    local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
+    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
+    env ${slib:+LD_LIBRARY_PATH=$slib} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
+    local spid=$!
+    T_CHILDREN="$spid"
+    for i in $(seq 100); do
+        [ -s "$pf" ] && break
+        sleep 0.1
+    done
+    if [ ! -s "$pf" ]; then
+        wait "$spid"
+        fail "$name" "server did not listen ($(cat "$T_WORK/srv.st" 2>/dev/null)): $(tail -n 3 "$so" | tr '\n' ' ')"
+        return
+    fi
+    port=$(cat "$pf")
+    env ${clib:+LD_LIBRARY_PATH=$clib} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
+    wait "$spid"
+    T_CHILDREN=
+    srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
+    if [ "$srv_end" = "exit 0" ] && [ "$cli_end" = "exit 0" ]; then
+        pass "$name"
+    else
+        fail "$name" "server $srv_end, client $cli_end: $(grep -h 'FAIL\|SKIP' "$so" "$co" | head -n 3 | tr '\n' ' ')"
+    fi
+}
+
+for mode in srv-disc cli-disc pack reject; do
+    if [ -z "$OURS" ]; then
+        run_pair "cm $mode system/system" "$SYS" "$SYS" "$mode"
+        continue
+    fi
+    for pair in "ours ours" "ours system" "system ours"; do
+        set -- $pair
+        if [ "$1" = ours ]; then s=$OURS; else s=$SYS; fi
+        if [ "$2" = ours ]; then c=$OURS; else c=$SYS; fi
+        name="cm $mode srv=$1 cli=$2"
+        if skip_ours; then
+            pass "$name skipped (EXPECT_FAIL_TLS has tcp)"
+            continue
+        fi
+        run_pair "$name" "$s" "$c" "$mode"
+    done
+done
+finish
