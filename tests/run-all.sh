@@ -6,7 +6,7 @@
 # Environment passed through: EXPECT_FAIL_TLS (hello-self.sh, hello-shm.sh,
 # mixed-shm.sh, mixed-tcp.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
 # (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
-# perftest-shm.sh, mixed-shm.sh).
+# perftest-shm.sh, mixed-shm.sh, netns-tcp.sh).
 # The shared-memory state (/dev/shm, SysV segments) is recorded first; the
 # last step fails on anything the suite left behind (tests/shm-leftovers.sh).
 set -u
@@ -36,6 +36,9 @@ scripts=(
     "tests/perftest-shm.sh"
     "tests/kill-peer.sh"
     "tests/mixed-tcp.sh"
+    "tests/netns-tcp.sh"
+    "tests/kill-tcp.sh"
+    "tests/cm-tcp.sh"
     "suite-leftovers"
 )
 
