@@ -34,6 +34,13 @@ use std::rc::Rc;
 const ZCOPY_SERVICE_IOV: usize = 2;
 /// Events handled per epoll call.
 const MAX_EVENTS: usize = 16;
+/// Most reading connections for which progress receives directly.
+const FAST_MAX_CONNS: usize = 4;
+/// Receives of at least this many bytes (a stream of large messages) make
+/// progress use epoll.
+const FAST_BULK_BYTES: usize = 2048;
+/// Progress calls between polls of the epoll set on the direct path.
+const FAST_POLL_EVERY: u32 = 32;
 /// Epoll tag of the listening socket.
 const LISTEN_TAG: u64 = u64::MAX;
 /// Default keepalive times (seconds) when the settings are "auto".
@@ -229,6 +236,14 @@ pub struct TcpIface {
     next_sn: RefCell<HashMap<SockAddr, u64>>,
     next_key: Cell<u64>,
     in_progress: Cell<bool>,
+    /// Connections whose socket is in the epoll set for reading only, and
+    /// for anything else (writing, connecting).
+    n_read: Cell<usize>,
+    n_other: Cell<usize>,
+    /// Progress calls since the epoll set was last polled.
+    fast_polls: Cell<u32>,
+    /// Bytes the last receive of a message returned.
+    last_rx: Cell<usize>,
     /// Filled by the user endpoint's `ep_init`.
     events: RefCell<Vec<libc::epoll_event>>,
 }
@@ -310,6 +325,9 @@ impl TcpIface {
         let new = (old | add) & !rem;
         if new != old {
             conn.events.set(new);
+            let (rd, wr) = (self.n_read.get(), self.n_other.get());
+            self.n_read.set(rd + (new == EV_READ) as usize - (old == EV_READ) as usize);
+            self.n_other.set(wr + (new != 0 && new != EV_READ) as usize - (old != 0 && old != EV_READ) as usize);
             net::epoll_set(self.epfd, conn.fd.get(), old, new, conn.tag());
         }
     }
@@ -865,6 +883,7 @@ impl TcpIface {
         let r = unsafe { net::recv_raw(conn.fd.get(), p.addr as usize as *mut u8, p.length as usize) };
         match r {
             Io::Done(n) => {
+                self.last_rx.set(n);
                 p.addr += n as u64;
                 p.length -= n as u64;
                 if p.length == 0 {
@@ -911,7 +930,10 @@ impl TcpIface {
         }
         let len = rx.len;
         match net::recv(conn.fd.get(), &mut rx.buf[len..seg]) {
-            Io::Done(n) => rx.len += n,
+            Io::Done(n) => {
+                rx.len += n;
+                self.last_rx.set(n);
+            }
             Io::Again => {
                 self.put_rx_back(conn, rx);
                 return 0;
@@ -1190,6 +1212,25 @@ impl TcpIface {
         }
     }
 
+    /// Receive on every reading connection without asking epoll.
+    fn fast_progress(&self, iface: &I) -> u32 {
+        let mut list: [Option<Rc<Conn>>; FAST_MAX_CONNS] = Default::default();
+        let mut n = 0;
+        for c in self.conns.borrow().iter().flatten() {
+            if c.events.get() == EV_READ && c.fd.get() >= 0 && n < FAST_MAX_CONNS {
+                list[n] = Some(c.clone());
+                n += 1;
+            }
+        }
+        let mut count = 0;
+        for c in list.iter().take(n).flatten() {
+            if c.alive.get() && c.events.get() == EV_READ && c.fd.get() >= 0 {
+                count += self.rx_progress(iface, c);
+            }
+        }
+        count
+    }
+
     fn outstanding(&self) -> bool {
         self.conns.borrow().iter().flatten().any(|c| {
             c.alive.get()
@@ -1454,6 +1495,23 @@ impl Transport for TcpIface {
         let s = &iface.tl;
         if s.in_progress.replace(true) {
             return 0;
+        }
+        // Few connections, all only reading, small messages: receive on
+        // them directly (one system call per message instead of epoll_wait
+        // + recv); the epoll set (listening socket) is still polled every
+        // FAST_POLL_EVERY calls. A stream of large messages stays with
+        // epoll: receiving all the time contends with the sender for the
+        // socket lock and costs bandwidth.
+        let nr = s.n_read.get();
+        if s.n_other.get() == 0 && nr > 0 && nr <= FAST_MAX_CONNS && s.last_rx.get() < FAST_BULK_BYTES {
+            let k = s.fast_polls.get();
+            if k < FAST_POLL_EVERY {
+                s.fast_polls.set(k + 1);
+                let count = s.fast_progress(iface);
+                s.in_progress.set(false);
+                return count;
+            }
+            s.fast_polls.set(0);
         }
         let mut count = 0u32;
         let mut budget = s.cfg.max_poll;
@@ -1898,6 +1956,10 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfa
         next_sn: RefCell::new(HashMap::new()),
         next_key: Cell::new(2),
         in_progress: Cell::new(false),
+        n_read: Cell::new(0),
+        n_other: Cell::new(0),
+        fast_polls: Cell::new(0),
+        last_rx: Cell::new(0),
         events: RefCell::new(vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
     };
     crate::debug!("tcp_iface {}: listening for connections (fd={}) on {}", tl.if_name, lfd, ifaddr);
