@@ -112,13 +112,7 @@ run_one() {
     esac
 }
 
-median() {
-    sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else print a[int((NR + 1) / 2)] }'
-}
-
-ratio() {
-    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
-}
+. "$here/lib.sh"
 
 # cell rows: "tl test layout size"
 plan() {
@@ -156,32 +150,7 @@ printf "$fmt" "" "" "" "(bytes)" "(us)" "(us)" "" "(MB/s)" "(MB/s)" ""
     echo "tl,test,layout,size,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" >"$BENCH_CSV"
 
 while read -r tl test layout size; do
-    ol=() ob=() ul=() ub=()
-    o_state=run u_state=run
-    for ((r = 0; r < rounds; r++)); do
-        for side in ours ucx; do
-            if [ $side = ours ]; then state=$o_state lib=$libdir; else state=$u_state lib=; fi
-            [ "$state" = run ] || continue
-            res=$(run_one "$lib" "$tl" "$test" "$layout" "$size")
-            case $res in
-                n/a | fail*) state=$res ;;
-                *)
-                    set -- $res
-                    if [ $side = ours ]; then ol+=("$1"); ob+=("$2"); else ul+=("$1"); ub+=("$2"); fi ;;
-            esac
-            if [ $side = ours ]; then o_state=$state; else u_state=$state; fi
-        done
-    done
-    show() { # state values...
-        local state=$1
-        shift
-        if [ $# -gt 0 ]; then printf '%s\n' "$@" | median
-        elif [ "$state" = n/a ]; then echo "n/a"
-        else echo "fail"; fi
-    }
-    mlo=$(show "$o_state" "${ol[@]}") mlu=$(show "$u_state" "${ul[@]}")
-    mbo=$(show "$o_state" "${ob[@]}") mbu=$(show "$u_state" "${ub[@]}")
-    rl=$(ratio "$mlo" "$mlu") rb=$(ratio "$mbo" "$mbu")
+    bench_cell "$rounds" "$libdir" "$tl" "$test" "$layout" "$size"
     printf "$fmt" "$tl" "$test" "$layout" "$size" "$mlo" "$mlu" "$rl" "$mbo" "$mbu" "$rb"
     # why a side failed, once per distinct reason
     case $o_state in fail*)
