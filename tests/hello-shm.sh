@@ -29,11 +29,7 @@ PAIR_TIMEOUT=${HELLO_TIMEOUT:-30}
 make_workdir
 build_run_watch
 shm_snapshot "$T_WORK/shm.before"
-if build_hello; then
-    pass "build uct_hello_world"
-else
-    abort "build uct_hello_world"
-fi
+need_hello
 
 column=ours
 if [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"; then

@@ -19,14 +19,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 ITERS=${2:-${ITERS:-10000}}
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
-command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
+need_perftest
 make_workdir
 build_run_watch
-if build_hello; then
-    pass "build uct_hello_world"
-else
-    abort "build uct_hello_world"
-fi
+need_hello
 [ -n "$UCT_LIBDIR" ] || echo "# no LIBDIR: system against system (sanity run; \"ours\" below is the system library too)"
 
 OURS=$UCT_LIBDIR

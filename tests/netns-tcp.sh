@@ -26,14 +26,10 @@ resolve_libdir "$@"
 ITERS=${ITERS:-10000}
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
 command -v ip >/dev/null || abort "ip" "not installed (apt-get install iproute2)"
-command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
+need_perftest
 make_workdir
 build_run_watch
-if build_hello; then
-    pass "build uct_hello_world"
-else
-    abort "build uct_hello_world"
-fi
+need_hello
 
 NS_A=uctrs-a-$$
 NS_B=uctrs-b-$$

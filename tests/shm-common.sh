@@ -148,6 +148,20 @@ pair_failed_cleanly() {
     _one_clean "$1" "$2" && _one_clean "$2" "$1"
 }
 
+# need_hello: build uct_hello_world (a pass) or stop the script (an abort).
+need_hello() {
+    if build_hello; then
+        pass "build uct_hello_world"
+    else
+        abort "build uct_hello_world"
+    fi
+}
+
+# need_perftest: stop the script when ucx_perftest is missing.
+need_perftest() {
+    command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
+}
+
 build_hello() {
     HELLO=$T_WORK/uct_hello_world
     [ -x "$HELLO" ] && return 0
