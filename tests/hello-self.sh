@@ -40,10 +40,15 @@ port_listening() {
                      END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
+# free_port: a port below the kernel's ephemeral range (outgoing connections
+# take ports from that range and would make a server's bind fail at random).
 free_port() {
-    local port
+    local port lo=32768 span
+    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+    span=$((lo - 10000))
+    [ $span -lt 1000 ] && span=20000
     while :; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((10000 + (RANDOM * 32768 + RANDOM) % span))
         port_listening "$port" || break
     done
     echo "$port"
