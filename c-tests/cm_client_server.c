@@ -6,6 +6,8 @@
  *                                            the bound port to PORTFILE
  *   cm_client_server client PORT MODE
  *
+ * With CMCS_IPV6=1 in the environment both sides use [::1] instead.
+ *
  * MODE: srv-disc  exchange private data both ways, server disconnects first
  *       cli-disc  same, client disconnects first
  *       pack      like cli-disc, both sides fill their data with a pack callback
@@ -45,6 +47,7 @@ static size_t g_remote_len, g_dev_addr_len;
 static char g_dev_name[UCT_DEVICE_NAME_MAX];
 static uct_worker_h g_worker;
 static const char *g_side = "?";
+static int g_ipv6;
 
 #define FAIL(...) do { printf("%s: FAIL ", g_side); printf(__VA_ARGS__); printf("\n"); exit(1); } while (0)
 
@@ -80,6 +83,17 @@ static void progress_for(int ms)
     } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
+static size_t expected_dev_addr_len(void)
+{
+    return g_ipv6 ? 18 : 6;
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+    return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6*)ss)->sin6_port
+                                           : ((const struct sockaddr_in*)ss)->sin_port);
+}
+
 static void save_remote(const uct_cm_remote_data_t *rd)
 {
     if (!(rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA) ||
@@ -90,9 +104,13 @@ static void save_remote(const uct_cm_remote_data_t *rd)
     memcpy(g_remote, rd->conn_priv_data, rd->conn_priv_data_length);
     g_remote_len   = rd->conn_priv_data_length;
     g_dev_addr_len = (rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH) ? rd->dev_addr_length : 0;
-    if ((rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR) && rd->dev_addr_length == 6) {
+    if ((rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR) && rd->dev_addr_length == expected_dev_addr_len()) {
+        /* the tcp device address: flags, address family, then the address */
         const unsigned char *d = (const unsigned char*)rd->dev_addr;
-        if (d[0] != 0 || d[1] != AF_INET || d[2] != 127 || d[5] != 1) g_dev_addr_len = 0; /* wrong content */
+        static const unsigned char v4_loop[4] = {127, 0, 0, 1};
+        if (d[0] != 0 || d[1] != (g_ipv6 ? AF_INET6 : AF_INET) ||
+            (g_ipv6 ? memcmp(d + 2, &in6addr_loopback, 16) : memcmp(d + 2, v4_loop, 4)))
+            g_dev_addr_len = 0; /* wrong content */
     }
 }
 
@@ -192,7 +210,9 @@ int main(int argc, char **argv)
     uct_ep_h ep = NULL;
     uct_ep_params_t ep_params;
     ucs_status_t s;
-    struct sockaddr_in sin;
+    struct sockaddr_storage sin;
+    socklen_t sin_len;
+    const char *v6;
     const char *mode;
     int server, use_pack;
 
@@ -217,9 +237,20 @@ int main(int argc, char **argv)
     if (uct_cm_query(cm, &cm_attr) != UCS_OK || cm_attr.max_conn_priv != 2064)
         FAIL("uct_cm_query: max_conn_priv %zu", cm_attr.max_conn_priv);
 
+    v6      = getenv("CMCS_IPV6");
+    g_ipv6  = v6 != NULL && !strcmp(v6, "1");
     memset(&sin, 0, sizeof(sin));
-    sin.sin_family      = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (g_ipv6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6*)&sin;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr   = in6addr_loopback;
+        sin_len        = sizeof(*a);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in*)&sin;
+        a->sin_family      = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sin_len            = sizeof(*a);
+    }
 
     if (server) {
         uct_listener_params_t lp = {0};
@@ -232,19 +263,20 @@ int main(int argc, char **argv)
         lp.conn_request_cb = conn_request_cb;
         lp.user_data       = NULL;
         lp.backlog         = 16;
-        s = uct_listener_create(cm, (struct sockaddr*)&sin, sizeof(sin), &lp, &listener);
+        s = uct_listener_create(cm, (struct sockaddr*)&sin, sin_len, &lp, &listener);
         if (s != UCS_OK) FAIL("uct_listener_create: %s", ucs_status_string(s));
         la.field_mask = UCT_LISTENER_ATTR_FIELD_SOCKADDR;
         if (uct_listener_query(listener, &la) != UCS_OK) FAIL("uct_listener_query");
         f = fopen(argv[2], "w");
-        fprintf(f, "%d\n", ntohs(((struct sockaddr_in*)&la.sockaddr)->sin_port));
+        if (la.sockaddr.ss_family != sin.ss_family) FAIL("listener family %d", la.sockaddr.ss_family);
+        fprintf(f, "%d\n", port_of(&la.sockaddr));
         fclose(f);
 
         wait_for(&g_conn_req, "a connection request");
         if (g_remote_len != CLIENT_LEN || !check(g_remote, CLIENT_LEN, 7, 1))
             FAIL("client private data: %zu bytes, pattern %s", g_remote_len,
                  check(g_remote, CLIENT_LEN, 7, 1) ? "ok" : "bad");
-        if (g_dev_addr_len != 6) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
+        if (g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
         if (strcmp(g_dev_name, "lo")) FAIL("dev_name '%s' (expected lo)", g_dev_name);
         printf("server: connection request with %zu bytes from the client on %s\n", g_remote_len, g_dev_name);
 
@@ -285,8 +317,9 @@ int main(int argc, char **argv)
                 cmcs_ep_attr_t ea;
                 ea.field_mask = CMCS_EP_ATTR_FIELD_LOCAL_SOCKADDR | CMCS_EP_ATTR_FIELD_REMOTE_SOCKADDR;
                 s = uct_ep_query(ep, &ea);
-                if (s != UCS_OK || ea.local_address.ss_family != AF_INET || ea.remote_address.ss_family != AF_INET ||
-                    ((struct sockaddr_in*)&ea.local_address)->sin_port != ((struct sockaddr_in*)&la.sockaddr)->sin_port)
+                if (s != UCS_OK || ea.local_address.ss_family != sin.ss_family ||
+                    ea.remote_address.ss_family != sin.ss_family ||
+                    port_of(&ea.local_address) != port_of(&la.sockaddr))
                     FAIL("uct_ep_query: %s", ucs_status_string(s));
             }
             do_disconnect(ep, !strcmp(mode, "srv-disc"));
@@ -297,9 +330,10 @@ int main(int argc, char **argv)
         ucs_sock_addr_t sa;
         unsigned char data[CLIENT_LEN];
 
-        sin.sin_port = htons(atoi(argv[2]));
-        sa.addr      = (struct sockaddr*)&sin;
-        sa.addrlen   = sizeof(sin);
+        if (g_ipv6) ((struct sockaddr_in6*)&sin)->sin6_port = htons(atoi(argv[2]));
+        else ((struct sockaddr_in*)&sin)->sin_port = htons(atoi(argv[2]));
+        sa.addr    = (struct sockaddr*)&sin;
+        sa.addrlen = sin_len;
         memset(&ep_params, 0, sizeof(ep_params));
         ep_params.field_mask = UCT_EP_PARAM_FIELD_CM | UCT_EP_PARAM_FIELD_SOCKADDR | UCT_EP_PARAM_FIELD_USER_DATA |
                                UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS | UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT |
@@ -340,7 +374,7 @@ int main(int argc, char **argv)
             if (g_status != UCS_OK) FAIL("connect status %s", ucs_status_string(g_status));
             if (g_remote_len != SERVER_LEN || !check(g_remote, SERVER_LEN, 3, 5))
                 FAIL("server private data: %zu bytes", g_remote_len);
-            if (g_dev_addr_len != 6) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
+            if (g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
             printf("client: connected, %zu bytes from the server\n", g_remote_len);
             s = uct_cm_client_ep_conn_notify(ep);
             if (s != UCS_OK) FAIL("uct_cm_client_ep_conn_notify: %s", ucs_status_string(s));

@@ -3,7 +3,8 @@
 # process exchange private data both ways over 127.0.0.1 (c-tests/
 # cm_client_server.c), then disconnect, once from each side; a "pack" run
 # fills the data through pack callbacks; a rejected client must get
-# UCS_ERR_REJECTED.  Each mode runs LIBDIR on both sides, then mixed (LIBDIR
+# UCS_ERR_REJECTED.  The same again over [::1] (CMCS_IPV6=1) when the
+# machine has IPv6 loopback.  Each mode runs LIBDIR on both sides, then mixed (LIBDIR
 # server + system client, system server + LIBDIR client).  With an empty
 # LIBDIR every process uses the system library.
 #
@@ -37,7 +38,7 @@ run_pair() {
     local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
     local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
     rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env ${slib:+LD_LIBRARY_PATH=$slib} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
+    env ${slib:+LD_LIBRARY_PATH=$slib} CMCS_IPV6=$AF6 "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
     local spid=$!
     T_CHILDREN="$spid"
     for i in $(seq 100); do
@@ -50,7 +51,7 @@ run_pair() {
         return
     fi
     port=$(cat "$pf")
-    env ${clib:+LD_LIBRARY_PATH=$clib} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
+    env ${clib:+LD_LIBRARY_PATH=$clib} CMCS_IPV6=$AF6 "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
     wait "$spid"
     T_CHILDREN=
     srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
@@ -61,21 +62,31 @@ run_pair() {
     fi
 }
 
+if grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null; then
+    families="4 6"
+else
+    families=4
+    echo "SKIP  cm over [::1]: no IPv6 loopback address on this machine"
+fi
+for af in $families; do
+AF6=0 sfx=
+[ "$af" = 6 ] && AF6=1 sfx=" ipv6"
 for mode in srv-disc cli-disc pack reject; do
     if [ -z "$OURS" ]; then
-        run_pair "cm $mode system/system" "$SYS" "$SYS" "$mode"
+        run_pair "cm $mode$sfx system/system" "$SYS" "$SYS" "$mode"
         continue
     fi
     for pair in "ours ours" "ours system" "system ours"; do
         set -- $pair
         if [ "$1" = ours ]; then s=$OURS; else s=$SYS; fi
         if [ "$2" = ours ]; then c=$OURS; else c=$SYS; fi
-        name="cm $mode srv=$1 cli=$2"
+        name="cm $mode$sfx srv=$1 cli=$2"
         if skip_ours; then
             pass "$name skipped (EXPECT_FAIL_TLS has tcp)"
             continue
         fi
         run_pair "$name" "$s" "$c" "$mode"
     done
+done
 done
 finish

@@ -11,7 +11,11 @@
 #                          going to 10.77.0.1 across the veth
 #   ucx_perftest           am_lat short 8 B over tcp on the veth
 # each for ours/ours, ours server + system client, system server + ours
-# client.  Nothing is sent to any address outside the two namespaces.
+# client.  Then the same hello cases over IPv6: the veth ends also get
+# fd77::1/64 and fd77::2/64 (no DAD), both sides run with
+# UCX_TCP_AF_PRIO=inet6 (the tcp interface takes the IPv6 address of the
+# veth) and the example's own socket is IPv6 too (-6); ucx_info -d in that
+# setting must match the original as well.  Nothing is sent to any address outside the two namespaces.
 # With an empty LIBDIR every side is the system library (sanity run).
 # Without the privileges to create namespaces, the whole test is reported as
 # skipped (with the reason) and passes with 0 cases.  The namespaces (and
@@ -41,6 +45,8 @@ VETH_B=uctv$$b
 DEV=uctveth0
 ADDR_A=10.77.0.1
 ADDR_B=10.77.0.2
+ADDR6_A=fd77::1
+ADDR6_B=fd77::2
 NS_MADE=0
 
 ns_cleanup() {
@@ -76,6 +82,8 @@ setup() {
     ip -n "$NS_B" link set "$VETH_B" name "$DEV" &&
     ip -n "$NS_A" addr add "$ADDR_A/24" dev "$DEV" &&
     ip -n "$NS_B" addr add "$ADDR_B/24" dev "$DEV" &&
+    ip -n "$NS_A" addr add "$ADDR6_A/64" dev "$DEV" nodad &&
+    ip -n "$NS_B" addr add "$ADDR6_B/64" dev "$DEV" nodad &&
     ip -n "$NS_A" link set lo up &&
     ip -n "$NS_B" link set lo up &&
     ip -n "$NS_A" link set "$DEV" up &&
@@ -145,8 +153,8 @@ next_port() { NEXT_PORT=$((NEXT_PORT + 1)); }
 # are compared: the system UCX also tries its rdmacm plugin and prints
 # "# < failed to open connection manager rdmacm >" (no RDMA here), a
 # component this project does not provide.
-info_of() { # LIB OUT
-    ns_cmd "$NS_A" "$1" timeout 60 ucx_info -d -t tcp
+info_of() { # LIB OUT [ENV=VALUE...]
+    ns_cmd "$NS_A" "$1" "${@:3}" timeout 60 ucx_info -d -t tcp
     "${NS_CMD[@]}" >"$2.raw" 2>&1 || { cp "$2.raw" "$2"; return 1; }
     awk '/^# (Memory domain|Connection manager): |^# </ {
              inblk = ($0 == "# Memory domain: tcp" || $0 == "# Connection manager: tcp") }
@@ -239,6 +247,42 @@ for d in "ours ours" "ours system" "system ours"; do
         fail "$name" "server $SRV_END, client $CLI_END, final line: ${final:-none}"
         show_outputs
     fi
+done
+
+# ------------------------------------------------------------------- IPv6 --
+if info_of "$SYS" "$T_WORK/info6.sys" UCX_TCP_AF_PRIO=inet6 &&
+   info_of "$OURS" "$T_WORK/info6.ours" UCX_TCP_AF_PRIO=inet6; then
+    if ! grep -q 'device address: 18 bytes' "$T_WORK/info6.sys"; then
+        fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6" "the original shows no IPv6 device address"
+    elif diff -u "$T_WORK/info6.sys" "$T_WORK/info6.ours" >"$T_WORK/info6.diff"; then
+        pass "ucx_info -d -t tcp in $NS_A with UCX_TCP_AF_PRIO=inet6 identical to the original (18-byte address)"
+    else
+        fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6 identical to the original" "differs:"
+        sed 's/^/      /' "$T_WORK/info6.diff"
+    fi
+else
+    fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6" "$(tail -n 1 "$T_WORK/info6.ours")"
+fi
+for d in "ours ours" "ours system" "system ours"; do
+    set -- $d
+    if [ "$1" = ours ]; then slib=$OURS; else slib=$SYS; fi
+    if [ "$2" = ours ]; then clib=$OURS; else clib=$SYS; fi
+    tag="srv=$1 cli=$2"
+    for mode in -i -b -z; do
+        next_port
+        name="hello tcp/$DEV ipv6 $mode $tag"
+        run_pair "$slib" "$clib" "$NEXT_PORT" \
+            UCX_TCP_AF_PRIO=inet6 "$HELLO" -t tcp -d "$DEV" "$mode" -6 -p "$NEXT_PORT" -s 20 -- \
+            UCX_TCP_AF_PRIO=inet6 "$HELLO" -t tcp -d "$DEV" "$mode" -6 -p "$NEXT_PORT" -s 20 -n "$ADDR6_A"
+        if [ "$SRV_END" = "exit 0" ] && [ "$CLI_END" = "exit 0" ] &&
+           grep -q 'UCT TEST SUCCESS' "$OUT_SRV" &&
+           grep -q "sent $HELLO_WANT (20 bytes)" "$OUT_SRV"; then
+            pass "$name"
+        else
+            fail "$name" "server $SRV_END, client $CLI_END"
+            show_outputs
+        fi
+    done
 done
 
 # ---------------------------------------------------------------- cleanup --
