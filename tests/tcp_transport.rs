@@ -386,3 +386,96 @@ fn pending_queue_and_peer_failure() {
     assert_ne!(am_short(ab, 1, 0, b"x"), UCS_OK);
     unsafe { uct_ep_destroy(ab) };
 }
+
+/// Active messages sent back to back (no progress call in between) are held
+/// back and go out together (`UCX_TCP_TX_COALESCE`): the first one at once,
+/// the others at the next flush, event arm, progress, zero-copy send or
+/// endpoint destruction, in order and intact.
+#[test]
+fn back_to_back_messages_coalesce_in_order() {
+    let w = World::new(2);
+    let got = Got::default();
+    let (i0, i1) = (w.iface(0), w.iface(1));
+    unsafe {
+        assert_eq!(uct_iface_set_am_handler(i1, 3, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
+                   UCS_OK);
+    }
+    let (ea, eb) = w.ep_pair(0, 1);
+    w.progress_until(|| am_short(ea, 3, 0, b"warm-up") == UCS_OK);
+    w.progress_until(|| got.len() == 1);
+    let sender_progress = |on: bool| unsafe {
+        let f = if on { (*i0).ops.iface_progress_enable } else { (*i0).ops.iface_progress_disable };
+        f.unwrap()(i0, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    };
+    let part1 = [0x11u8; 300];
+    let part2 = [0x22u8; 700];
+    let iov = [
+        uct_iov_t { buffer: part1.as_ptr() as *mut c_void, length: 300, memh: null_mut(), stride: 0, count: 1 },
+        uct_iov_t { buffer: part2.as_ptr() as *mut c_void, length: 700, memh: null_mut(), stride: 0, count: 1 },
+    ];
+    for release in ["flush", "arm", "progress", "zcopy", "destroy"] {
+        // A new progress epoch: the first message of the burst goes out.
+        w.progress();
+        sender_progress(false);
+        let base = got.len();
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        let mut sn = 0u64;
+        for size in [0usize, 10, 3000, 100] {
+            sn += 1;
+            let payload: Vec<u8> = (0..size).map(|k| (k as u64 * 7 + sn) as u8).collect();
+            assert_eq!(am_short(ea, 3, sn, &payload), UCS_OK, "{release}: am_short {size}");
+            want.push([sn.to_ne_bytes().as_slice(), &payload].concat());
+        }
+        for (k, size) in [1usize, 5000, 8192].into_iter().enumerate() {
+            let f = Fill(0x30 + k as u8, size);
+            assert_eq!(am_bcopy(ea, 3, &f), size as isize, "{release}: am_bcopy {size}");
+            want.push(vec![0x30 + k as u8; size]);
+        }
+        assert_eq!(unsafe { ops(ea).ep_am_short_iov.unwrap()(ea, 3, iov.as_ptr(), 2) }, UCS_OK);
+        want.push([part1.as_slice(), &part2].concat());
+        // Only the first message is on the wire: the receiver (progressing
+        // alone) gets it and nothing more.
+        w.progress_until(|| got.len() > base);
+        for _ in 0..300 {
+            w.progress();
+        }
+        assert_eq!(got.len(), base + 1, "{release}: messages after the first were not held back");
+        let mut comp = uct_completion_t { func: None, count: 1, status: UCS_OK };
+        let mut zst = UCS_OK;
+        let zhdr = [0x5au8; 8];
+        match release {
+            "flush" => {
+                let s = unsafe { ops(ea).ep_flush.unwrap()(ea, 0, null_mut()) };
+                assert!(s == UCS_OK || s == UCS_INPROGRESS, "{release}: flush {s}");
+            }
+            "arm" => assert_eq!(unsafe { (*i0).ops.iface_event_arm.unwrap()(i0, UCT_EVENT_RECV) }, UCS_OK),
+            "progress" => sender_progress(true),
+            "zcopy" => {
+                let s = unsafe {
+                    ops(ea).ep_am_zcopy.unwrap()(ea, 3, zhdr.as_ptr() as *const c_void, 8, iov.as_ptr(), 2, 0,
+                                                 &mut comp)
+                };
+                assert!(s == UCS_OK || s == UCS_INPROGRESS, "{release}: am_zcopy {s}");
+                zst = s;
+                want.push([zhdr.as_slice(), &part1, &part2].concat());
+            }
+            _ => unsafe { uct_ep_destroy(ea) },
+        }
+        w.progress_until(|| got.len() >= base + want.len());
+        assert_eq!(got.len(), base + want.len(), "{release}");
+        for (k, m) in want.iter().enumerate() {
+            assert_eq!(&got.get(base + k), m, "{release}: message {k}");
+        }
+        sender_progress(true);
+        if zst == UCS_INPROGRESS {
+            w.progress_until(|| count(&comp) == 0);
+        }
+        if release != "destroy" {
+            w.flush(ea);
+        }
+    }
+    unsafe { uct_ep_destroy(eb) };
+    for _ in 0..100 {
+        w.progress();
+    }
+}

@@ -82,6 +82,10 @@ struct Tx {
     buf: Vec<u8>,
     iov: Vec<libc::iovec>,
     idx: usize,
+    /// `buf[..held]`: whole active messages held back to go out with the
+    /// next send (coalescing, see `TcpIface::may_hold`); only while the
+    /// iov list is empty.
+    held: usize,
     /// Completion of a zero-copy active message sent in part.
     comp: *mut uct_completion_t,
 }
@@ -94,6 +98,13 @@ impl Tx {
         self.iov.clear();
         self.idx = 0;
         self.comp = std::ptr::null_mut();
+    }
+    /// Queue `buf[..end]` (the held messages and the one written after
+    /// them) as the first iov entry.
+    fn push_head(&mut self, end: usize) {
+        let p = self.buf.as_mut_ptr() as *mut c_void;
+        self.iov.push(libc::iovec { iov_base: p, iov_len: end });
+        self.held = 0;
     }
     /// Drop `n` sent bytes from the front of the iov list.
     fn advance(&mut self, mut n: usize) {
@@ -168,6 +179,8 @@ pub struct Conn {
     /// The user endpoint, or null for internal connections.
     owner: Cell<uct_ep_h>,
     tx: RefCell<Tx>,
+    /// The progress epoch of the last message sent straight away.
+    tx_epoch: Cell<u32>,
     rx: RefCell<Rx>,
     tx_put_sn: Cell<u32>,
     rx_put_sn: Cell<u32>,
@@ -221,6 +234,8 @@ struct Cfg {
     sndbuf: u64,
     rcvbuf: u64,
     keepalive: Option<(i32, Option<i32>, i32)>,
+    /// Most bytes of active messages held back for coalescing (0: off).
+    coalesce: usize,
 }
 
 pub struct TcpIface {
@@ -246,6 +261,10 @@ pub struct TcpIface {
     last_rx: Cell<usize>,
     /// Filled by the user endpoint's `ep_init`.
     events: RefCell<Vec<libc::epoll_event>>,
+    /// Progress calls so far (wrapping): sends of one epoch may coalesce.
+    epoch: Cell<u32>,
+    /// Connections holding messages back.
+    holding: RefCell<Vec<Rc<Conn>>>,
 }
 
 /// A user endpoint: its connection.
@@ -296,8 +315,10 @@ impl TcpIface {
                 buf: vec![0u8; self.cfg.tx_seg_size],
                 iov: Vec::with_capacity(self.cfg.max_iov + 1),
                 idx: 0,
+                held: 0,
                 comp: std::ptr::null_mut(),
             }),
+            tx_epoch: Cell::new(u32::MAX),
             rx: RefCell::new(Rx::default()),
             tx_put_sn: Cell::new(u32::MAX),
             rx_put_sn: Cell::new(u32::MAX),
@@ -344,6 +365,7 @@ impl TcpIface {
             let mut tx = conn.tx.borrow_mut();
             let c = tx.comp;
             tx.reset();
+            tx.held = 0;
             c
         };
         // SAFETY: completions are owned by their user until completed.
@@ -725,9 +747,9 @@ impl TcpIface {
             wire::put_hdr(&mut pkt, wire::AM_ID_CM, wire::EVENT_LEN as u32);
             pkt.extend_from_slice(&event.to_ne_bytes());
         }
-        tx.buf[..pkt.len()].copy_from_slice(&pkt);
-        let p = tx.buf.as_mut_ptr() as *mut c_void;
-        tx.iov.push(libc::iovec { iov_base: p, iov_len: pkt.len() });
+        let at = tx.held;
+        tx.buf[at..at + pkt.len()].copy_from_slice(&pkt);
+        tx.push_head(at + pkt.len());
         let s = self.flush_tx(iface, conn, tx, false);
         if s != UCS_OK {
             crate::diag!("tcp_ep {:p}: unable to send connection event {} to {}", Rc::as_ptr(conn), event,
@@ -736,16 +758,71 @@ impl TcpIface {
         s
     }
 
-    /// Start an active message of `len` body bytes already written after
-    /// the header in `tx.buf`.
+    /// Start a message of `len` body bytes already written after the
+    /// header slot at `tx.held` in `tx.buf`; an active message (`hold`) may
+    /// be held back to go out with the next one.
     #[inline]
-    fn send_buffered(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, am_id: u8, len: usize)
-                     -> ucs_status_t {
-        wire::put_hdr(&mut tx.buf, am_id, len as u32);
-        let p = tx.buf.as_mut_ptr() as *mut c_void;
-        tx.iov.push(libc::iovec { iov_base: p, iov_len: wire::HDR_LEN + len });
+    fn send_buffered(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, am_id: u8, len: usize,
+                     hold: bool) -> ucs_status_t {
+        let at = tx.held;
+        wire::put_hdr(&mut tx.buf[at..], am_id, len as u32);
+        let end = at + wire::HDR_LEN + len;
         conn.set(F_NEED_FLUSH);
+        if hold && self.may_hold(conn, end) {
+            // Room for one more message after the held ones (the buffer
+            // grows on the first hold; nothing points into it now).
+            let want = self.cfg.tx_seg_size + self.cfg.coalesce;
+            if tx.buf.len() < want {
+                tx.buf.resize(want, 0);
+            }
+            tx.held = end;
+            if at == 0 {
+                self.holding.borrow_mut().push(conn.clone());
+            }
+            return UCS_OK;
+        }
+        tx.push_head(end);
+        conn.tx_epoch.set(self.epoch.get());
         self.flush_tx(iface, conn, tx, false)
+    }
+
+    /// Coalescing: an active message is held back when another one already
+    /// went out on this connection since the last progress call (the
+    /// application is sending back to back) and the held bytes stay within
+    /// `UCX_TCP_TX_COALESCE`. Held messages go out with the next message
+    /// that is not held, or at the next progress, flush, event arm or
+    /// endpoint destruction: one system call for many messages. The first
+    /// message after a progress call always goes out at once, so a lone
+    /// message (or a ping-pong) is never delayed.
+    #[inline]
+    fn may_hold(&self, conn: &Conn, end: usize) -> bool {
+        end <= self.cfg.coalesce && conn.tx_epoch.get() == self.epoch.get()
+    }
+
+    /// Send the messages `conn` holds back.
+    fn release_held(&self, iface: &I, conn: &Rc<Conn>) {
+        if !conn.alive.get() {
+            return;
+        }
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return };
+        if tx.held == 0 || tx.busy() {
+            return;
+        }
+        let end = tx.held;
+        tx.push_head(end);
+        conn.tx_epoch.set(self.epoch.get());
+        self.flush_tx(iface, conn, tx, false);
+    }
+
+    /// Send what every connection holds back.
+    fn release_all_held(&self, iface: &I) {
+        if self.holding.borrow().is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut *self.holding.borrow_mut());
+        for c in &list {
+            self.release_held(iface, c);
+        }
     }
 
     fn post_put_ack(&self, iface: &I, conn: &Rc<Conn>) {
@@ -758,9 +835,10 @@ impl TcpIface {
             return;
         };
         let sn = conn.rx_put_sn.get();
-        tx.buf[wire::HDR_LEN..wire::HDR_LEN + 4].copy_from_slice(&sn.to_ne_bytes());
+        let at = tx.held + wire::HDR_LEN;
+        tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
         conn.clear(F_PUT_RX_SENDING_ACK);
-        self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN);
+        self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN, false);
     }
 
     /// Run queued work once the send context is free.
@@ -1278,12 +1356,13 @@ impl TcpIface {
             return Err(s);
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return Err(UCS_ERR_NO_RESOURCE) };
-        tx.buf[wire::HDR_LEN..wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
-        let p = tx.buf.as_mut_ptr() as *mut c_void;
-        tx.iov.push(libc::iovec { iov_base: p, iov_len: wire::HDR_LEN + hdr.len() });
+        let at = tx.held;
+        tx.buf[at + wire::HDR_LEN..at + wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
+        tx.push_head(at + wire::HDR_LEN + hdr.len());
         let total = Self::push_iov(&mut tx.iov, iov);
         let flen = frame_len.unwrap_or((hdr.len() + total) as u32);
-        wire::put_hdr(&mut tx.buf, am_id, flen);
+        wire::put_hdr(&mut tx.buf[at..], am_id, flen);
+        conn.tx_epoch.set(self.epoch.get());
         tx.comp = comp;
         conn.set(F_NEED_FLUSH);
         let s = self.flush_tx(iface, conn, tx, true);
@@ -1408,6 +1487,7 @@ impl Transport for TcpIface {
     fn ep_destroy(iface: &I, ep: &mut Ep<Self>) {
         let s = &iface.tl;
         let conn = ep.tl.conn.clone();
+        s.release_held(iface, &conn);
         conn.owner.set(std::ptr::null_mut());
         conn.pending.borrow_mut().clear();
         if !conn.alive.get() {
@@ -1428,6 +1508,7 @@ impl Transport for TcpIface {
     fn close(iface: &mut I) {
         let s = &iface.tl;
         crate::debug!("tcp_iface {}: destroying", s.if_name);
+        s.release_all_held(iface);
         let all: Vec<Rc<Conn>> = s.conns.borrow().iter().flatten().cloned().collect();
         for c in all {
             s.destroy_conn(&c);
@@ -1496,6 +1577,8 @@ impl Transport for TcpIface {
         if s.in_progress.replace(true) {
             return 0;
         }
+        s.epoch.set(s.epoch.get().wrapping_add(1));
+        s.release_all_held(iface);
         // Few connections, all only reading, small messages: receive on
         // them directly (one system call per message instead of epoll_wait
         // + recv); the epoll set (listening socket) is still polled every
@@ -1558,6 +1641,7 @@ impl Transport for TcpIface {
         if !comp.is_null() {
             return UCS_ERR_UNSUPPORTED;
         }
+        iface.tl.release_all_held(iface);
         if iface.tl.outstanding() { UCS_INPROGRESS } else { UCS_OK }
     }
 
@@ -1565,9 +1649,11 @@ impl Transport for TcpIface {
         Ok(iface.tl.epfd)
     }
 
-    fn event_arm(_iface: &I, _events: u32) -> ucs_status_t {
+    fn event_arm(iface: &I, _events: u32) -> ucs_status_t {
         // The epoll descriptor is readable whenever a socket has an event:
-        // it is always armed (as in UCX).
+        // it is always armed (as in UCX). Held messages go out before the
+        // caller sleeps.
+        iface.tl.release_all_held(iface);
         UCS_OK
     }
 
@@ -1587,16 +1673,17 @@ impl Transport for TcpIface {
             return st;
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
-        tx.buf[wire::HDR_LEN..wire::HDR_LEN + 8].copy_from_slice(&header.to_ne_bytes());
-        if payload.len() <= s.cfg.sendv_thresh {
-            tx.buf[wire::HDR_LEN + 8..wire::HDR_LEN + 8 + payload.len()].copy_from_slice(payload);
-            return s.send_buffered(iface, conn, tx, id, 8 + payload.len());
+        let at = tx.held + wire::HDR_LEN;
+        tx.buf[at..at + 8].copy_from_slice(&header.to_ne_bytes());
+        if payload.len() <= s.cfg.sendv_thresh || s.may_hold(conn, at + 8 + payload.len()) {
+            tx.buf[at + 8..at + 8 + payload.len()].copy_from_slice(payload);
+            return s.send_buffered(iface, conn, tx, id, 8 + payload.len(), true);
         }
-        wire::put_hdr(&mut tx.buf, id, (8 + payload.len()) as u32);
-        let p = tx.buf.as_mut_ptr() as *mut c_void;
-        tx.iov.push(libc::iovec { iov_base: p, iov_len: wire::HDR_LEN + 8 });
+        wire::put_hdr(&mut tx.buf[at - wire::HDR_LEN..], id, (8 + payload.len()) as u32);
+        tx.push_head(at + 8);
         tx.iov.push(libc::iovec { iov_base: payload.as_ptr() as *mut c_void, iov_len: payload.len() });
         conn.set(F_NEED_FLUSH);
+        conn.tx_epoch.set(s.epoch.get());
         s.flush_tx(iface, conn, tx, false)
     }
 
@@ -1619,8 +1706,9 @@ impl Transport for TcpIface {
             return st;
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
-        let n = iov_gather(iov, &mut tx.buf[wire::HDR_LEN..wire::HDR_LEN + total]);
-        s.send_buffered(iface, conn, tx, id, n)
+        let at = tx.held + wire::HDR_LEN;
+        let n = iov_gather(iov, &mut tx.buf[at..at + total]);
+        s.send_buffered(iface, conn, tx, id, n, true)
     }
 
     fn am_bcopy(iface: &I, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
@@ -1635,12 +1723,13 @@ impl Transport for TcpIface {
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE as isize };
         let max = s.cfg.tx_seg_size - wire::HDR_LEN;
-        let n = pack.pack_into(&mut tx.buf[wire::HDR_LEN..]);
+        let at = tx.held + wire::HDR_LEN;
+        let n = pack.pack_into(&mut tx.buf[at..]);
         if n > max {
             tx.reset();
             return length_error("am_bcopy", n, max) as isize;
         }
-        match s.send_buffered(iface, conn, tx, id, n) {
+        match s.send_buffered(iface, conn, tx, id, n, true) {
             UCS_OK => n as isize,
             e => e as isize,
         }
@@ -1714,6 +1803,9 @@ impl Transport for TcpIface {
     fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
         let s = &iface.tl;
         let conn = Self::conn_of(ep);
+        // Messages held back were completed for the user: they go out
+        // (also before a cancel, which only drops what is not sent yet).
+        s.release_held(iface, conn);
         if flags & UCT_FLUSH_FLAG_CANCEL != 0 {
             s.purge(conn, UCS_ERR_CANCELED);
             return UCS_OK;
@@ -1751,7 +1843,7 @@ impl Transport for TcpIface {
             e => return e,
         }
         let Ok(tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
-        s.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0)
+        s.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
     }
 
     fn ep_get_address(iface: &I, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
@@ -1942,6 +2034,7 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfa
         sndbuf: c.sndbuf as u64,
         rcvbuf: c.rcvbuf as u64,
         keepalive,
+        coalesce: c.tx_coalesce.min(1 << 24),
     };
     let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &c.base, &INTERNAL);
     let tl = TcpIface {
@@ -1961,6 +2054,8 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfa
         fast_polls: Cell::new(0),
         last_rx: Cell::new(0),
         events: RefCell::new(vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
+        epoch: Cell::new(0),
+        holding: RefCell::new(Vec::new()),
     };
     crate::debug!("tcp_iface {}: listening for connections (fd={}) on {}", tl.if_name, lfd, ifaddr);
     Ok(Iface::into_handle(hdr, tl))
