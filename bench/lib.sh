@@ -49,3 +49,49 @@ bench_show() {
     elif [ "$state" = n/a ]; then echo "n/a"
     else echo "fail"; fi
 }
+
+# The machine's own ceiling (bench/raw_ceiling.c, no UCX involved), to read
+# the ratios against: when the C original already runs at the ceiling, no
+# library can be much faster than it on this machine.
+# raw_build: compile it into the work directory (sets RAW_BIN; empty when
+# gcc fails, and the sections below say so).
+raw_build() {
+    RAW_BIN=$T_WORK/raw_ceiling
+    gcc -O2 -o "$RAW_BIN" "$here/raw_ceiling.c" 2>"$T_WORK/raw_ceiling.err" || RAW_BIN=
+}
+
+# raw_cell ROUNDS MODE SIZE COUNT: medians over ROUNDS runs -> rawl, rawb
+# ("fail" when the program fails).
+raw_cell() {
+    local rounds=$1 r out lat=() bw=()
+    shift
+    rawl=fail rawb=fail
+    [ -n "${RAW_BIN:-}" ] || return
+    for ((r = 0; r < rounds; r++)); do
+        out=$(timeout "${PAIR_TIMEOUT:-120}" "$RAW_BIN" "$@" 2>/dev/null) || return
+        lat+=("${out% *}")
+        bw+=("${out#* }")
+    done
+    rawl=$(printf '%s\n' "${lat[@]}" | median)
+    rawb=$(printf '%s\n' "${bw[@]}" | median)
+}
+
+# raw_section ROUNDS "LABEL|KIND|MODE|SIZE|COUNT|UCX_VALUE|OURS_VALUE"...:
+# print the ceiling next to the medians measured above (KIND lat or bw).
+raw_section() {
+    local rounds=$1 row label kind mode size count vu vo raw
+    shift
+    echo "# raw ceiling: the same traffic pattern without UCX (bench/raw_ceiling.c), median of $rounds"
+    if [ -z "${RAW_BIN:-}" ]; then
+        echo "#   not built: $(head -n 1 "$T_WORK/raw_ceiling.err" 2>/dev/null)"
+        return
+    fi
+    printf '%-34s %5s | %10s %10s %10s | %8s %8s\n' pattern kind raw ucx ours ucx/raw ours/raw
+    for row in "$@"; do
+        IFS='|' read -r label kind mode size count vu vo <<<"$row"
+        raw_cell "$rounds" "$mode" "$size" "$count"
+        if [ "$kind" = lat ]; then raw=$rawl; else raw=$rawb; fi
+        printf '%-34s %5s | %10s %10s %10s | %8s %8s\n' "$label" "$kind" "$raw" "$vu" "$vo" \
+            "$(ratio "$vu" "$raw")" "$(ratio "$vo" "$raw")"
+    done
+}

@@ -27,6 +27,10 @@
 # is still printed, and the script says what to install:
 #     apt-get install gnuplot-nox        (or: apt-get install python3-matplotlib)
 #
+# After the table, the ceiling of the copies the library cannot avoid
+# (bench/raw_ceiling.c, no UCX): process_vm_writev/readv for the cma rows,
+# memcpy for put_bw at 64 KiB and up, with both libraries' ratios to it.
+#
 # Usage: bench/shm-compare.sh LIBDIR [ROUNDS] [OUT.png]      (ROUNDS default 5)
 # Env: BENCH_TLS="posix sysv self cma", BENCH_SIZES="8 4096 65536 1048576",
 #      BENCH_TESTS="am_lat:short am_lat:bcopy am_bw:bcopy put_bw get" (subset),
@@ -149,8 +153,16 @@ printf "$fmt" "" "" "" "(bytes)" "(us)" "(us)" "" "(MB/s)" "(MB/s)" ""
 [ -n "${BENCH_CSV:-}" ] &&
     echo "tl,test,layout,size,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" >"$BENCH_CSV"
 
+raw_rows=()
 while read -r tl test layout size; do
     bench_cell "$rounds" "$libdir" "$tl" "$test" "$layout" "$size"
+    case "$tl $test $layout" in
+        "cma put_bw zcopy") raw_rows+=("cma process_vm_writev $size B (us)|lat|cma-put|$size|$((size * $(iters_for "$size")))|$mlu|$mlo") ;;
+        "cma get zcopy") raw_rows+=("cma process_vm_readv $size B (us)|lat|cma-get|$size|$((size * $(iters_for "$size")))|$mlu|$mlo") ;;
+        "posix put_bw "* | "sysv put_bw "*)
+            [ "$size" -ge 65536 ] &&
+                raw_rows+=("$tl put_bw: memcpy $size B (MB/s)|bw|memcpy|$size|$((size * $(iters_for "$size")))|$mbu|$mbo") ;;
+    esac
     printf "$fmt" "$tl" "$test" "$layout" "$size" "$mlo" "$mlu" "$rl" "$mbo" "$mbu" "$rb"
     # why a side failed, once per distinct reason
     case $o_state in fail*)
@@ -175,6 +187,11 @@ while read -r tl test layout size; do
         echo "$size $b" >>"$T_WORK/plot/bw.$tl.$series.$side"
     done
 done < <(plan)
+
+if [ ${#raw_rows[@]} -gt 0 ]; then
+    raw_build
+    raw_section "$rounds" "${raw_rows[@]}"
+fi
 
 # ------------------------------------------------------------------- plot --
 plot_gnuplot() {

@@ -15,6 +15,10 @@
 # Iterations: BENCH_BYTES / size within [BENCH_MIN_ITERS, BENCH_MAX_ITERS]
 # (defaults 1 GiB, 5000, 200000), warm-up a tenth.
 #
+# Then the ceiling: the same patterns over plain loopback sockets
+# (bench/raw_ceiling.c: busy-polling ping-pong, one sendmsg per message),
+# with the ratios of both libraries to it.
+#
 # Usage: bench/tcp-compare.sh LIBDIR [ROUNDS]     (ROUNDS default 5)
 # Env: BENCH_CSV=FILE (the table as CSV), PAIR_TIMEOUT (default 120 s).
 set -u
@@ -83,8 +87,14 @@ printf "$fmt" "" "" "(B)" "" "(us)" "(us)" "" "(MB/s)" "(MB/s)" ""
 [ -n "${BENCH_CSV:-}" ] &&
     echo "test,layout,size,env,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" >"$BENCH_CSV"
 
+raw_rows=()
 while read -r test layout size envs; do
     bench_cell "$rounds" "$libdir" "$test" "$layout" "$size" "$envs"
+    case "$test $layout $size $envs" in
+        "am_lat short 8 -") raw_rows+=("tcp ping-pong 8 B (half RTT, us)|lat|tcp-pingpong|8|100000|$mlu|$mlo") ;;
+        "am_bw "*" 4096 -" | "am_bw zcopy 65536 -")
+            raw_rows+=("tcp stream $size B $layout (MB/s)|bw|tcp-stream|$size|$((size * $(iters_for "$size")))|$mbu|$mbo") ;;
+    esac
     label=$envs
     [ "$envs" != - ] && label=seg72k
     printf "$fmt" "$test" "$layout" "$size" "$label" "$mlo" "$mlu" "$rl" "$mbo" "$mbu" "$rb"
@@ -94,3 +104,5 @@ while read -r test layout size envs; do
         echo "$test,$layout,$size,$envs,$mlo,$mlu,$rl,$mbo,$mbu,$rb" >>"$BENCH_CSV"
 done < <(rows)
 echo "# seg72k: UCX_TCP_TX_SEG_SIZE=72k UCX_TCP_RX_SEG_SIZE=72k on both sides"
+raw_build
+raw_section "$rounds" "${raw_rows[@]}"

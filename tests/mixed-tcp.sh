@@ -7,7 +7,10 @@
 #                                        connection request, framing)
 #   ucx_perftest (2 procs) am_lat short 8, am_lat bcopy 4096, am_lat zcopy
 #                          4096, put_lat zcopy 8 / 4096 (put protocol and
-#                          its acknowledgements), am_bw short 4096
+#                          its acknowledgements), am_bw short 4096,
+#                          am_bw bcopy 4096 and zcopy 4096 (the sender of
+#                          ours coalesces back-to-back messages: the C
+#                          receiver must parse them)
 # Every case must succeed as on system vs system. With an empty LIBDIR both
 # sides are the system library (a sanity run of the test itself).
 # EXPECT_FAIL_TLS containing "tcp" accepts clean failures (see mixed-shm.sh).
@@ -73,6 +76,8 @@ am_lat  zcopy 4096
 put_lat zcopy 8
 put_lat zcopy 4096
 am_bw   short 4096
+am_bw   bcopy 4096
+am_bw   zcopy 4096
 ROWS
 done
 finish

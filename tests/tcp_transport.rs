@@ -389,8 +389,9 @@ fn pending_queue_and_peer_failure() {
 
 /// Active messages sent back to back (no progress call in between) are held
 /// back and go out together (`UCX_TCP_TX_COALESCE`): the first one at once,
-/// the others at the next flush, event arm, progress, zero-copy send or
-/// endpoint destruction, in order and intact.
+/// the others (small zero-copy ones copied in) at the next flush, event arm,
+/// progress, large zero-copy send or endpoint destruction, in order and
+/// intact.
 #[test]
 fn back_to_back_messages_coalesce_in_order() {
     let w = World::new(2);
@@ -413,6 +414,9 @@ fn back_to_back_messages_coalesce_in_order() {
         uct_iov_t { buffer: part1.as_ptr() as *mut c_void, length: 300, memh: null_mut(), stride: 0, count: 1 },
         uct_iov_t { buffer: part2.as_ptr() as *mut c_void, length: 700, memh: null_mut(), stride: 0, count: 1 },
     ];
+    let big: Vec<u8> = (0..20_000u32).map(|k| (k % 251) as u8).collect();
+    let big_iov = [uct_iov_t { buffer: big.as_ptr() as *mut c_void, length: big.len(), memh: null_mut(), stride: 0,
+                               count: 1 }];
     for release in ["flush", "arm", "progress", "zcopy", "destroy"] {
         // A new progress epoch: the first message of the burst goes out.
         w.progress();
@@ -433,6 +437,13 @@ fn back_to_back_messages_coalesce_in_order() {
         }
         assert_eq!(unsafe { ops(ea).ep_am_short_iov.unwrap()(ea, 3, iov.as_ptr(), 2) }, UCS_OK);
         want.push([part1.as_slice(), &part2].concat());
+        // a small zero-copy message is copied in with the others: done now
+        let small_hdr = [0x77u8; 4];
+        let s = unsafe {
+            ops(ea).ep_am_zcopy.unwrap()(ea, 3, small_hdr.as_ptr() as *const c_void, 4, iov.as_ptr(), 2, 0, null_mut())
+        };
+        assert_eq!(s, UCS_OK, "{release}: small am_zcopy");
+        want.push([small_hdr.as_slice(), &part1, &part2].concat());
         // Only the first message is on the wire: the receiver (progressing
         // alone) gets it and nothing more.
         w.progress_until(|| got.len() > base);
@@ -451,13 +462,15 @@ fn back_to_back_messages_coalesce_in_order() {
             "arm" => assert_eq!(unsafe { (*i0).ops.iface_event_arm.unwrap()(i0, UCT_EVENT_RECV) }, UCS_OK),
             "progress" => sender_progress(true),
             "zcopy" => {
+                // larger than the send buffer: a real zero-copy send, which
+                // takes the held messages along ahead of it
                 let s = unsafe {
-                    ops(ea).ep_am_zcopy.unwrap()(ea, 3, zhdr.as_ptr() as *const c_void, 8, iov.as_ptr(), 2, 0,
+                    ops(ea).ep_am_zcopy.unwrap()(ea, 3, zhdr.as_ptr() as *const c_void, 8, big_iov.as_ptr(), 1, 0,
                                                  &mut comp)
                 };
                 assert!(s == UCS_OK || s == UCS_INPROGRESS, "{release}: am_zcopy {s}");
                 zst = s;
-                want.push([zhdr.as_slice(), &part1, &part2].concat());
+                want.push([zhdr.as_slice(), &big].concat());
             }
             _ => unsafe { uct_ep_destroy(ea) },
         }

@@ -1754,6 +1754,19 @@ impl Transport for TcpIface {
         if id >= wire::AM_ID_MAX {
             return am_id_error(id);
         }
+        // Back to back with other messages and small enough for the send
+        // buffer: copied and held back with them (coalescing), complete now.
+        if s.cfg.coalesce > 0 && total <= s.cfg.tx_seg_size - wire::HDR_LEN && s.check_tx(conn) == UCS_OK {
+            if let Ok(mut tx) = conn.tx.try_borrow_mut() {
+                let at = tx.held + wire::HDR_LEN;
+                if s.may_hold(conn, at + total) {
+                    tx.buf[at..at + header.len()].copy_from_slice(header);
+                    let n = iov_gather(iov, &mut tx.buf[at + header.len()..at + total]);
+                    debug_assert_eq!(header.len() + n, total);
+                    return s.send_buffered(iface, conn, tx, id, total, true);
+                }
+            }
+        }
         match s.send_zcopy(iface, conn, id, header, None, iov, comp) {
             Ok((st, _)) => st,
             Err(e) => e,
