@@ -39,6 +39,7 @@ scripts=(
     "tests/netns-tcp.sh"
     "tests/kill-tcp.sh"
     "tests/cm-tcp.sh"
+    "tests/ucp-hello.sh"
     "suite-leftovers"
 )
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# libucp over our libuct: Debian's ucp_hello_world (built unchanged from the
+# libucx-dev examples against the system headers, linked to the system
+# libucp.so.0) as server + client on loopback, with LD_LIBRARY_PATH pointing
+# both at LIBDIR, so the distro's libucp runs on our libuct.
+#
+#   UCX_TLS   tcp, "posix,self", "sysv,cma", all
+#   modes     busy polling (default), -w (ucp_worker_wait), -f (event fd)
+#   sizes     -s 16 (eager) and -s 200000 (rendezvous)
+#
+# Each case runs first on the system library (the C original), then on
+# LIBDIR.  A case the original passes must pass on LIBDIR: both processes
+# exit 0 and the client prints exactly the string the server generated
+# ('A' + i % 26, SIZE - 1 letters).  A case the original fails must not
+# crash or hang on LIBDIR.  Every UCX warning or error line LIBDIR's run
+# prints (message text, without time, pid and source position) must also
+# appear in the original's run of the same case.
+# With an empty LIBDIR only the system runs are made (sanity run).
+# Usage: tests/ucp-hello.sh [LIBDIR]   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+. "$here/shm-common.sh"
+. "$here/shm-leftovers.sh"
+
+resolve_libdir "$@"
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+make_workdir
+build_run_watch
+shm_snapshot "$T_WORK/shm.before"
+
+# ------------------------------------------------------------------ build --
+[ -f "$UCX_EXAMPLES/ucp_hello_world.c" ] ||
+    abort "ucp_hello_world.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
+cp "$UCX_EXAMPLES/ucp_hello_world.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
+UCP_HELLO=$T_WORK/ucp_hello_world
+if "$CC" -O2 -o "$UCP_HELLO" "$T_WORK/ucp_hello_world.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
+    pass "build ucp_hello_world"
+else
+    abort "build ucp_hello_world" "$(head -n 3 "$T_WORK/cc.log")"
+fi
+
+OURS=$UCT_LIBDIR
+
+# expected_string SIZE: what the server sends (the example's pattern)
+expected_string() {
+    awk -v n="$1" 'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s }'
+}
+
+# ucx_lines FILE...: the UCX warning/error messages, one per line, without
+# the "[time] [host:pid:thread] file:line UCX  LEVEL" prefix
+ucx_lines() {
+    sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$@" |
+        sed 's/[0-9][0-9]*/N/g' | sort -u
+}
+
+# run_case LIB TLS SIZE MODE... -> R_OK (1/0), R_SRV, R_CLI, R_WHY;
+# outputs in $T_WORK/srv.out and $T_WORK/cli.out
+run_case() {
+    local lib=$1 tls=$2 size=$3 port spid cpid
+    shift 3
+    local mode=("$@")
+    port=$(free_port)
+    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
+    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+        "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
+    spid=$!
+    T_CHILDREN=$spid
+    if ! wait_listening "$spid" "$port"; then
+        wait "$spid"
+        T_CHILDREN=
+        R_OK=0 R_SRV=$(status_of "$T_WORK/srv.st") R_CLI="not started" R_WHY="server did not listen"
+        return
+    fi
+    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+        "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" -n 127.0.0.1 >"$T_WORK/cli.out" 2>&1 </dev/null &
+    cpid=$!
+    T_CHILDREN="$spid $cpid"
+    wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
+    T_CHILDREN=
+    R_SRV=$(status_of "$T_WORK/srv.st")
+    R_CLI=$(status_of "$T_WORK/cli.st")
+    R_OK=0 R_WHY=
+    if [ "$R_SRV" != "exit 0" ] || [ "$R_CLI" != "exit 0" ]; then
+        R_WHY="server $R_SRV, client $R_CLI"
+    elif expected_string "$size" >"$T_WORK/want" && ! grep -qxFf "$T_WORK/want" "$T_WORK/cli.out"; then
+        R_WHY="the client did not print the $((size - 1)) letters the server sent"
+    else
+        R_OK=1
+    fi
+}
+
+for tls in tcp posix,self sysv,cma all; do
+    for size in 16 200000; do
+        for mode in busy -w -f; do
+            args=()
+            [ "$mode" != busy ] && args=("$mode")
+            name="ucp_hello_world UCX_TLS=$tls $mode -s $size"
+            run_case "" "$tls" "$size" "${args[@]}"
+            sys_ok=$R_OK sys_why=$R_WHY
+            ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.sys"
+            if [ -z "$OURS" ]; then
+                if [ "$sys_ok" = 1 ]; then pass "$name (system)"; else fail "$name (system)" "$sys_why"; fi
+                continue
+            fi
+            run_case "$OURS" "$tls" "$size" "${args[@]}"
+            ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
+            extra=$(comm -23 "$T_WORK/lines.ours" "$T_WORK/lines.sys")
+            if [ "$sys_ok" = 1 ] && [ "$R_OK" != 1 ]; then
+                fail "$name" "$R_WHY (the original passes)"
+                tail -n 5 "$T_WORK/srv.out" "$T_WORK/cli.out" | sed 's/^/      /'
+            elif [ "$sys_ok" != 1 ] && bad_end "$R_SRV" && bad_end "$R_CLI"; then
+                fail "$name" "crashed or hung: $R_WHY (the original fails too: $sys_why)"
+            elif [ -n "$extra" ]; then
+                fail "$name" "UCX lines the original does not print:"
+                printf '%s\n' "$extra" | sed 's/^/      /'
+            elif [ "$sys_ok" = 1 ]; then
+                pass "$name"
+            else
+                pass "$name (fails cleanly like the original: $sys_why)"
+            fi
+        done
+    done
+done
+
+shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
+finish
