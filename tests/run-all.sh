@@ -40,6 +40,7 @@ scripts=(
     "tests/kill-tcp.sh"
     "tests/cm-tcp.sh"
     "tests/ucp-hello.sh"
+    "tests/ucp-perftest.sh"
     "suite-leftovers"
 )
 
