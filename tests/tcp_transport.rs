@@ -492,3 +492,63 @@ fn back_to_back_messages_coalesce_in_order() {
         w.progress();
     }
 }
+
+/// A pending request that sends one fragment per call and answers
+/// UCS_INPROGRESS until its last one (what libucp's multi-fragment
+/// rendezvous does) is called again while the socket takes more, until it
+/// answers UCS_OK: nothing is left behind in the pending queue.
+#[repr(C)]
+struct Fragments {
+    req: uct_pending_req_t,
+    ep: uct_ep_h,
+    sent: u32,
+    total: u32,
+}
+
+unsafe extern "C" fn send_fragment(req: *mut uct_pending_req_t) -> ucs_status_t {
+    // SAFETY: `req` is the first field of a live Fragments.
+    let f = &mut *(req as *mut Fragments);
+    let s = am_short(f.ep, 2, f.sent as u64, &[0x42; 64]);
+    if s != UCS_OK {
+        return s;
+    }
+    f.sent += 1;
+    if f.sent < f.total { UCS_INPROGRESS } else { UCS_OK }
+}
+
+#[test]
+fn pending_request_in_progress_is_called_again() {
+    let w = World::new(2);
+    let got = Got::default();
+    let fills = Got::default();
+    let i1 = w.iface(1);
+    unsafe {
+        assert_eq!(uct_iface_set_am_handler(i1, 2, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
+                   UCS_OK);
+        assert_eq!(uct_iface_set_am_handler(i1, 3, Some(on_am), &fills as *const Got as *mut Got as *mut c_void, 0),
+                   UCS_OK);
+    }
+    let (ea, _eb) = w.ep_pair(0, 1);
+    w.progress_until(|| am_short(ea, 2, u64::MAX, b"first") == UCS_OK);
+    w.progress_until(|| got.len() == 1);
+    // Fill the socket while the receiver does not read.
+    unsafe { (*i1).ops.iface_progress_disable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    let fill = Fill(7, 8192);
+    let mut filled = 0;
+    while am_bcopy(ea, 3, &fill) == 8192 {
+        filled += 1;
+        assert!(filled < 100_000);
+        w.progress();
+    }
+    // SAFETY: all-zero is a valid request; the callback is set below.
+    let mut f = Fragments { req: unsafe { std::mem::zeroed() }, ep: ea, sent: 0, total: 40 };
+    f.req.func = Some(send_fragment);
+    assert_eq!(unsafe { ops(ea).ep_pending_add.unwrap()(ea, &mut f.req, 0) }, UCS_OK);
+    unsafe { (*i1).ops.iface_progress_enable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    w.progress_until(|| unsafe { std::ptr::read_volatile(&f.sent) } == 40);
+    w.progress_until(|| got.len() == 41 && fills.len() == filled);
+    for k in 0..40u64 {
+        assert_eq!(got.get(1 + k as usize)[..8], k.to_ne_bytes(), "fragment {k} out of order");
+    }
+    w.flush(ea);
+}

@@ -41,6 +41,8 @@ const FAST_MAX_CONNS: usize = 4;
 const FAST_BULK_BYTES: usize = 2048;
 /// Progress calls between polls of the epoll set on the direct path.
 const FAST_POLL_EVERY: u32 = 32;
+/// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
+const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
 /// Epoll tag of the listening socket.
 const LISTEN_TAG: u64 = u64::MAX;
 /// Default keepalive times (seconds) when the settings are "auto".
@@ -851,15 +853,30 @@ impl TcpIface {
             conn.cm_pending.set(0);
             self.send_event(iface, conn, ev);
         }
+        // UCS_OK: done; UCS_INPROGRESS: it sent a part (a multi-fragment
+        // rendezvous, for example) and is called again while the send
+        // context is free; an error (NO_RESOURCE): it waits for the next
+        // turn. A request left behind while the socket could take more keeps
+        // EPOLLOUT armed, so progress comes back to it.
+        let mut again = PENDING_INPROGRESS_ROUNDS;
         while conn.alive.get() && !conn.tx_busy() && conn.state.get() == State::Connected {
             let Some(req) = conn.pending.borrow_mut().pop_front() else { break };
-            if req.dispatch() != UCS_OK {
-                conn.pending.borrow_mut().push_front(req);
+            let status = req.dispatch();
+            if status == UCS_OK {
+                continue;
+            }
+            conn.pending.borrow_mut().push_front(req);
+            if status < 0 || again == 0 {
                 break;
             }
+            again -= 1;
         }
         if conn.alive.get() && !conn.tx_busy() {
-            self.mod_events(conn, 0, EV_WRITE);
+            if conn.pending.borrow().is_empty() {
+                self.mod_events(conn, 0, EV_WRITE);
+            } else if conn.state.get() == State::Connected {
+                self.mod_events(conn, EV_WRITE, 0);
+            }
         }
     }
 
