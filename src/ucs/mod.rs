@@ -110,6 +110,9 @@ extern "C" {
 
     // sys/sys.h (namespaces, process identity)
     pub fn ucs_sys_get_ns(ns_type: c_uint) -> u64;
+    /// libucs's estimate of the memcpy bandwidth of this CPU (bytes/s):
+    /// what libucp takes as its "bcopy bandwidth" by default.
+    pub fn ucs_cpu_get_memcpy_bw() -> f64;
     pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
     pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;
 

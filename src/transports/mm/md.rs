@@ -71,6 +71,16 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         // Host memory can be registered for local zero-copy use.
         attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.detect_mem_types = 0;
+        // A zero-copy operation of this transport copies the payload
+        // (into the peer's FIFO or a mapped segment): registering costs
+        // nothing, but using the memory costs a memcpy per byte. Said so,
+        // libucp's threshold model keeps its eager and rendezvous traffic
+        // on the copy paths it is tuned for, as with the C original, where
+        // these zero-copy operations do not exist.
+        // SAFETY: a pure libucs function returning a constant estimate.
+        let memcpy_bw = unsafe { crate::ucs::ucs_cpu_get_memcpy_bw() };
+        attr.reg_cost.c = 0.0;
+        attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
         attr.rkey_packed_size = self.mapper.rkey_packed_size();
         attr.local_cpus = all_cpus();
     }
