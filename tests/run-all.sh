@@ -25,6 +25,7 @@ export UCT_LIBDIR=$libdir
 scripts=(
     "tests/check-exports.sh"
     "c-tests/api-self.sh"
+    "c-tests/v2-probe.sh"
     "c-tests/preload.sh"
     "c-tests/bad-input.sh"
     "tests/perftest-self.sh"
