@@ -42,6 +42,7 @@ scripts=(
     "tests/cm-tcp.sh"
     "tests/ucp-hello.sh"
     "tests/ucp-perftest.sh"
+    "tests/mpi-shmem.sh"
     "suite-leftovers"
 )
 

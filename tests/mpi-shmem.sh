@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The largest users of libuct, through Debian's libucp: Open MPI (pml ucx,
+# osc ucx) and its OpenSHMEM (spml ucx), two ranks on this machine, with
+# LD_LIBRARY_PATH pointing every rank at LIBDIR.
+#
+#   c-tests/mpi_check.c     send/recv 1 B .. 4 MiB both ways with every
+#                           byte checked, allreduce, MPI_Put, fetch-and-op
+#   c-tests/shmem_check.c   put, get, atomic fetch-add and compare-swap
+#
+# over UCX_TLS=tcp, posix,self, sysv,cma,self and all (shmem: tcp and
+# posix,sysv,cma,self).  Each case runs on the system library first: a case
+# it passes must pass on LIBDIR ("... OK" printed, exit 0), and LIBDIR's run
+# may print no UCX warning or error the original's run does not.
+# Open MPI's UCX components only take "mlx" devices by default: the runs
+# allow any (pml_ucx_tls/pml_ucx_devices/spml_ucx_devices any), and keep
+# Open MPI's own transports (btl) out of the way.
+# Without mpicc/oshcc (apt-get install openmpi-bin libopenmpi-dev) the test
+# says so and fails: scripts/setup-deps.sh installs them.
+# Usage: tests/mpi-shmem.sh [LIBDIR]   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+. "$here/shm-leftovers.sh"
+
+resolve_libdir "$@"
+make_workdir
+shm_snapshot "$T_WORK/shm.before"
+for tool in mpicc mpirun oshcc oshrun; do
+    command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev)"
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# one shared memory segment name space per run: Open MPI's own session
+# files go to the work directory
+export OMPI_MCA_orte_tmpdir_base=$T_WORK
+
+if mpicc -O2 -o "$T_WORK/mpi_check" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
+    pass "build mpi_check"
+else
+    abort "build mpi_check" "$(head -n 3 "$T_WORK/cc.log")"
+fi
+if oshcc -O2 -o "$T_WORK/shmem_check" "$here/../c-tests/shmem_check.c" 2>"$T_WORK/cc.log"; then
+    pass "build shmem_check"
+else
+    abort "build shmem_check" "$(head -n 3 "$T_WORK/cc.log")"
+fi
+
+OURS=$UCT_LIBDIR
+MCA=(--oversubscribe -np 2 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+     --mca btl "^vader,tcp,openib,uct")
+
+ucx_lines() {
+    sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$1" |
+        sed 's/[0-9][0-9]*/N/g' | sort -u
+}
+
+# run_case LIB TLS LAUNCHER PROGRAM WORD EXTRA_MCA... -> R_OK, R_WHY; output in $T_WORK/run.out
+run_case() {
+    local lib=$1 tls=$2 launcher=$3 prog=$4 word=$5 rc
+    shift 5
+    timeout 180 "$launcher" "${MCA[@]}" "$@" -x "LD_LIBRARY_PATH=$lib" -x "UCX_TLS=$tls" "$prog" \
+        >"$T_WORK/run.out" 2>&1 </dev/null
+    rc=$?
+    R_OK=0
+    if [ $rc -ne 0 ]; then
+        R_WHY="exit status $rc: $(grep -m 1 -i 'error\|fail' "$T_WORK/run.out")"
+    elif ! grep -q "^$word: OK" "$T_WORK/run.out"; then
+        R_WHY="no \"$word: OK\": $(tail -n 1 "$T_WORK/run.out")"
+    else
+        R_OK=1
+    fi
+}
+
+cases() {
+    local tls
+    for tls in tcp posix,self sysv,cma,self all; do
+        echo "mpi $tls"
+    done
+    for tls in tcp posix,sysv,cma,self; do
+        echo "shmem $tls"
+    done
+}
+
+while read -r kind tls; do
+    if [ "$kind" = mpi ]; then
+        set -- mpirun "$T_WORK/mpi_check" mpi_check --mca osc ucx
+    else
+        set -- oshrun "$T_WORK/shmem_check" shmem_check --mca spml ucx --mca spml_ucx_devices any
+    fi
+    name="$kind UCX_TLS=$tls"
+    run_case "" "$tls" "$@"
+    sys_ok=$R_OK sys_why=${R_WHY:-}
+    ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.sys"
+    if [ -z "$OURS" ]; then
+        if [ "$sys_ok" = 1 ]; then pass "$name (system)"; else fail "$name (system)" "$sys_why"; fi
+        continue
+    fi
+    run_case "$OURS" "$tls" "$@"
+    ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
+    extra=$(comm -23 "$T_WORK/lines.ours" "$T_WORK/lines.sys")
+    if [ "$sys_ok" = 1 ] && [ "$R_OK" != 1 ]; then
+        fail "$name" "$R_WHY (the original passes)"
+        tail -n 8 "$T_WORK/run.out" | sed 's/^/      /'
+    elif [ -n "$extra" ]; then
+        fail "$name" "UCX lines the original does not print:"
+        printf '%s\n' "$extra" | sed 's/^/      /'
+    elif [ "$sys_ok" = 1 ]; then
+        pass "$name"
+    else
+        pass "$name (fails like the original: $sys_why)"
+    fi
+done < <(cases)
+
+shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
+finish
