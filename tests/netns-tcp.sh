@@ -212,17 +212,18 @@ show_outputs() {
     sed 's/^/      /' "$OUT_CLI" | tail -n 15
 }
 
-for d in "ours ours" "ours system" "system ours"; do
-    set -- $d
-    if [ "$1" = ours ]; then slib=$OURS; else slib=$SYS; fi
-    if [ "$2" = ours ]; then clib=$OURS; else clib=$SYS; fi
-    tag="srv=$1 cli=$2"
+# hello_cases [ipv6] SERVER_ADDR: uct_hello_world -i, -b, -z from B to A
+# with $slib / $clib; "ipv6": the tcp interface and the example's own
+# socket use IPv6 (UCX_TCP_AF_PRIO=inet6, -6)
+hello_cases() {
+    local v6=$1 addr=$2 mode name pre=() opt=()
+    [ "$v6" = ipv6 ] && pre=(UCX_TCP_AF_PRIO=inet6) opt=(-6)
     for mode in -i -b -z; do
         next_port
-        name="hello tcp/$DEV $mode $tag"
+        name="hello tcp/$DEV${v6:+ $v6} $mode $tag"
         run_pair "$slib" "$clib" "$NEXT_PORT" \
-            "$HELLO" -t tcp -d "$DEV" "$mode" -p "$NEXT_PORT" -s 20 -- \
-            "$HELLO" -t tcp -d "$DEV" "$mode" -p "$NEXT_PORT" -s 20 -n "$ADDR_A"
+            "${pre[@]}" "$HELLO" -t tcp -d "$DEV" "$mode" "${opt[@]}" -p "$NEXT_PORT" -s 20 -- \
+            "${pre[@]}" "$HELLO" -t tcp -d "$DEV" "$mode" "${opt[@]}" -p "$NEXT_PORT" -s 20 -n "$addr"
         if [ "$SRV_END" = "exit 0" ] && [ "$CLI_END" = "exit 0" ] &&
            grep -q 'UCT TEST SUCCESS' "$OUT_SRV" &&
            grep -q "sent $HELLO_WANT (20 bytes)" "$OUT_SRV"; then
@@ -232,6 +233,14 @@ for d in "ours ours" "ours system" "system ours"; do
             show_outputs
         fi
     done
+}
+
+for d in "ours ours" "ours system" "system ours"; do
+    set -- $d
+    if [ "$1" = ours ]; then slib=$OURS; else slib=$SYS; fi
+    if [ "$2" = ours ]; then clib=$OURS; else clib=$SYS; fi
+    tag="srv=$1 cli=$2"
+    hello_cases "" "$ADDR_A"
 
     next_port
     name="perftest am_lat short 8 tcp/$DEV $tag"
@@ -268,21 +277,7 @@ for d in "ours ours" "ours system" "system ours"; do
     if [ "$1" = ours ]; then slib=$OURS; else slib=$SYS; fi
     if [ "$2" = ours ]; then clib=$OURS; else clib=$SYS; fi
     tag="srv=$1 cli=$2"
-    for mode in -i -b -z; do
-        next_port
-        name="hello tcp/$DEV ipv6 $mode $tag"
-        run_pair "$slib" "$clib" "$NEXT_PORT" \
-            UCX_TCP_AF_PRIO=inet6 "$HELLO" -t tcp -d "$DEV" "$mode" -6 -p "$NEXT_PORT" -s 20 -- \
-            UCX_TCP_AF_PRIO=inet6 "$HELLO" -t tcp -d "$DEV" "$mode" -6 -p "$NEXT_PORT" -s 20 -n "$ADDR6_A"
-        if [ "$SRV_END" = "exit 0" ] && [ "$CLI_END" = "exit 0" ] &&
-           grep -q 'UCT TEST SUCCESS' "$OUT_SRV" &&
-           grep -q "sent $HELLO_WANT (20 bytes)" "$OUT_SRV"; then
-            pass "$name"
-        else
-            fail "$name" "server $SRV_END, client $CLI_END"
-            show_outputs
-        fi
-    done
+    hello_cases ipv6 "$ADDR6_A"
 done
 
 # ---------------------------------------------------------------- cleanup --

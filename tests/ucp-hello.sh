@@ -21,6 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 . "$here/shm-common.sh"
 . "$here/shm-leftovers.sh"
+. "$here/ab-common.sh"
 
 resolve_libdir "$@"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
@@ -44,13 +45,6 @@ OURS=$UCT_LIBDIR
 # expected_string SIZE: what the server sends (the example's pattern)
 expected_string() {
     awk -v n="$1" 'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s }'
-}
-
-# ucx_lines FILE...: the UCX warning/error messages, one per line, without
-# the "[time] [host:pid:thread] file:line UCX  LEVEL" prefix
-ucx_lines() {
-    sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$@" |
-        sed 's/[0-9][0-9]*/N/g' | sort -u
 }
 
 # run_case LIB TLS SIZE MODE... -> R_OK (1/0), R_SRV, R_CLI, R_WHY;
@@ -104,20 +98,9 @@ for tls in tcp posix,self sysv,cma all; do
             fi
             run_case "$OURS" "$tls" "$size" "${args[@]}"
             ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
-            extra=$(comm -23 "$T_WORK/lines.ours" "$T_WORK/lines.sys")
-            if [ "$sys_ok" = 1 ] && [ "$R_OK" != 1 ]; then
-                fail "$name" "$R_WHY (the original passes)"
-                tail -n 5 "$T_WORK/srv.out" "$T_WORK/cli.out" | sed 's/^/      /'
-            elif [ "$sys_ok" != 1 ] && bad_end "$R_SRV" && bad_end "$R_CLI"; then
-                fail "$name" "crashed or hung: $R_WHY (the original fails too: $sys_why)"
-            elif [ -n "$extra" ]; then
-                fail "$name" "UCX lines the original does not print:"
-                printf '%s\n' "$extra" | sed 's/^/      /'
-            elif [ "$sys_ok" = 1 ]; then
-                pass "$name"
-            else
-                pass "$name (fails cleanly like the original: $sys_why)"
-            fi
+            R_BAD=0
+            { bad_end "$R_SRV" || bad_end "$R_CLI"; } && R_BAD=1
+            ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/srv.out" "$T_WORK/cli.out"
         done
     done
 done

@@ -20,6 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 . "$here/shm-common.sh"
 . "$here/shm-leftovers.sh"
+. "$here/ab-common.sh"
 
 resolve_libdir "$@"
 ITERS=${ITERS:-2000}
@@ -29,12 +30,6 @@ make_workdir
 build_run_watch
 shm_snapshot "$T_WORK/shm.before"
 OURS=$UCT_LIBDIR
-
-# ucx_lines FILE...: UCX warning/error messages without their prefix
-ucx_lines() {
-    sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$@" |
-        sed 's/[0-9][0-9]*/N/g' | sort -u
-}
 
 # run_case LIB TLS TEST SIZE ITERS -> R_OK, R_SRV, R_CLI, R_WHY, R_LAT
 run_case() {
@@ -94,20 +89,9 @@ for tls in tcp posix,sysv,cma,self; do
         fi
         run_case "$OURS" "$tls" "$test" "$size" "$iters"
         ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
-        extra=$(comm -23 "$T_WORK/lines.ours" "$T_WORK/lines.sys")
-        if [ "$sys_ok" = 1 ] && [ "$R_OK" != 1 ]; then
-            fail "$name" "$R_WHY (the original passes)"
-            tail -n 4 "$T_WORK/srv.out" "$T_WORK/cli.out" | sed 's/^/      /'
-        elif [ "$sys_ok" != 1 ] && bad_end "$R_SRV" && bad_end "$R_CLI"; then
-            fail "$name" "crashed or hung: $R_WHY (the original fails too: $sys_why)"
-        elif [ -n "$extra" ]; then
-            fail "$name" "UCX lines the original does not print:"
-            printf '%s\n' "$extra" | sed 's/^/      /'
-        elif [ "$sys_ok" = 1 ]; then
-            pass "$name ($R_LAT us; original $sys_lat us)"
-        else
-            pass "$name (fails cleanly like the original: $sys_why)"
-        fi
+        R_BAD=0
+        { bad_end "$R_SRV" || bad_end "$R_CLI"; } && R_BAD=1
+        ab_verdict "$name" "$sys_ok" "$sys_why" "$R_LAT us; original $sys_lat us" "$T_WORK/srv.out" "$T_WORK/cli.out"
     done < <(cases)
 done
 
