@@ -7,7 +7,9 @@
 #                                without time, pid and source position
 #   ab_verdict NAME SYS_OK SYS_WHY DETAIL [FILE...]
 #       pass/fail for LIBDIR's run, from R_OK / R_WHY / R_BAD (1: it
-#       crashed or hung) of that run and the system run's SYS_OK/SYS_WHY;
+#       crashed or hung) of that run and the system run's SYS_OK/SYS_WHY
+#       (and SYS_BAD=1 in the environment when the original crashed or hung
+#       too: then LIBDIR doing the same is reported, not failed);
 #       $T_WORK/lines.sys and $T_WORK/lines.ours hold both runs' ucx_lines.
 #       A case the original passes must pass; one it fails must not crash
 #       or hang; LIBDIR may print no UCX line the original does not.  FILEs:
@@ -25,13 +27,15 @@ ab_verdict() {
     if [ "$sys_ok" = 1 ] && [ "$R_OK" != 1 ]; then
         fail "$name" "$R_WHY (the original passes)"
         [ $# -gt 0 ] && tail -n 5 "$@" | sed 's/^/      /'
-    elif [ "$sys_ok" != 1 ] && [ "${R_BAD:-0}" = 1 ]; then
-        fail "$name" "crashed or hung: $R_WHY (the original fails too: $sys_why)"
+    elif [ "$sys_ok" != 1 ] && [ "${R_BAD:-0}" = 1 ] && [ "${SYS_BAD:-0}" != 1 ]; then
+        fail "$name" "crashed or hung: $R_WHY (the original fails cleanly: $sys_why)"
     elif [ -n "$extra" ]; then
         fail "$name" "UCX lines the original does not print:"
         printf '%s\n' "$extra" | sed 's/^/      /'
     elif [ "$sys_ok" = 1 ]; then
         pass "$name${detail:+ ($detail)}"
+    elif [ "${R_BAD:-0}" = 1 ]; then
+        pass "$name (crashes or hangs like the original: $sys_why)"
     else
         pass "$name (fails cleanly like the original: $sys_why)"
     fi

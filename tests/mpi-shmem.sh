@@ -29,6 +29,11 @@ for tool in mpicc mpirun oshcc oshrun; do
     command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev)"
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI 4.1.4's spml ucx destroys a UCP rkey from freed memory in
+# shmem_finalize: with glibc's MALLOC_PERTURB_ (meson sets it for tests)
+# the original segfaults there too, after the checks passed. Not ours to
+# test: the ranks run without it.
+unset MALLOC_PERTURB_
 # one shared memory segment name space per run: Open MPI's own session
 # files go to the work directory
 export OMPI_MCA_orte_tmpdir_base=$T_WORK
@@ -84,6 +89,8 @@ while read -r kind tls; do
     name="$kind UCX_TLS=$tls"
     run_case "" "$tls" "$@"
     sys_ok=$R_OK sys_why=${R_WHY:-}
+    sys_bad=0
+    [ "${R_RC:-0}" -ge 124 ] && sys_bad=1
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.sys"
     if [ -z "$OURS" ]; then
         if [ "$sys_ok" = 1 ]; then pass "$name (system)"; else fail "$name (system)" "$sys_why"; fi
@@ -93,7 +100,7 @@ while read -r kind tls; do
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
     R_BAD=0
     [ "${R_RC:-0}" -ge 124 ] && R_BAD=1   # timeout or a signal
-    ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/run.out"
+    SYS_BAD=$sys_bad ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/run.out"
 done < <(cases)
 
 shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
