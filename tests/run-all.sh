@@ -43,6 +43,7 @@ scripts=(
     "tests/ucp-hello.sh"
     "tests/ucp-perftest.sh"
     "tests/mpi-shmem.sh"
+    "tests/ucp-client-server.sh"
     "suite-leftovers"
 )
 

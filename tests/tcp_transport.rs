@@ -45,9 +45,17 @@ impl World {
     }
 
     fn open(&mut self) -> uct_iface_h {
+        self.open_with(&[])
+    }
+
+    /// An interface with some `UCX_TCP_*` settings changed.
+    fn open_with(&mut self, settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> uct_iface_h {
         unsafe {
             let mut config = null_mut();
             assert_eq!(uct_md_iface_config_read(self.md, c"tcp".as_ptr(), null(), null(), &mut config), UCS_OK);
+            for (k, v) in settings {
+                assert_eq!(uct_config_modify(config as *mut c_void, k.as_ptr(), v.as_ptr()), UCS_OK);
+            }
             let mut p: uct_iface_params_t = std::mem::zeroed();
             p.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE
                 | UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
@@ -394,7 +402,10 @@ fn pending_queue_and_peer_failure() {
 /// intact.
 #[test]
 fn back_to_back_messages_coalesce_in_order() {
-    let w = World::new(2);
+    let mut w = World::new(0);
+    for _ in 0..2 {
+        w.open_with(&[(c"TX_COALESCE", c"64k")]);
+    }
     let got = Got::default();
     let (i0, i1) = (w.iface(0), w.iface(1));
     unsafe {

@@ -10,6 +10,7 @@
 
 use crate::abi::*;
 
+pub mod async_block;
 pub mod registry;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 

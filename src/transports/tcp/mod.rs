@@ -136,10 +136,12 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"KEEPINTVL", c"2s", c"Time between keepalive probes; \"inf\" disables keepalive",
               offset_of!(TcpIfaceConfig, keepintvl), parser::time_units()),
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"TX_COALESCE", c"64kb", c"Active messages sent back to back (between two progress calls) are\n\
+        field(c"TX_COALESCE", c"0", c"Active messages sent back to back (between two progress calls) are\n\
                 held back, up to this many bytes, and go out together in one system call\n\
                 at the next progress, flush or event arm; the first message after a\n\
-                progress call is always sent at once. 0 disables (uct-rs extension).",
+                progress call is always sent at once. Off (0) by default: a held message\n\
+                can reach the peer after traffic the application sent later on another\n\
+                channel (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
     ])
 });

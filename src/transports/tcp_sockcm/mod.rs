@@ -658,8 +658,10 @@ impl SockCmTl {
         Ok(buf)
     }
 
-    /// One round of socket polling.
-    fn progress(&self) -> u32 {
+    /// One round of socket polling. Events are handled, and the user's
+    /// callbacks called, with the worker's async context blocked by this
+    /// thread, as UCX's CM does from its async handlers (libucp asserts it).
+    fn progress(&self, async_ctx: *mut ucs_async_context_t) -> u32 {
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut keys: Vec<(bool, u64)> = Vec::new();
         {
@@ -696,6 +698,7 @@ impl SockCmTl {
         if n <= 0 {
             return 0;
         }
+        let _blocked = crate::ucs::async_block::AsyncBlock::new(async_ctx);
         let mut count = 0;
         for (pfd, &(is_listener, id)) in fds.iter().zip(keys.iter()) {
             if pfd.revents == 0 {
@@ -953,7 +956,9 @@ unsafe extern "C" fn progress_cb(arg: *mut c_void) -> c_uint {
         // SAFETY: `arg` is the CM's iface, alive until the callback is
         // removed (when the CM closes).
         let iface = unsafe { &*(arg as *const CmIface) };
-        iface.tl.progress()
+        // SAFETY: the worker outlives the CMs opened on it.
+        let async_ctx = unsafe { (*iface.hdr.worker).async_ctx };
+        iface.tl.progress(async_ctx)
     });
     r.unwrap_or(0)
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# libucp's sockaddr API over our connection manager: Debian's
+# ucp_client_server example (built unchanged from libucx-dev), server and
+# client on 127.0.0.1, LD_LIBRARY_PATH pointing both at LIBDIR.  The
+# connection goes through the tcp CM (sockcm), whose callbacks libucp
+# requires to run with the worker's async context blocked (it asserts so).
+#
+#   UCX_TLS   tcp, "tcp,posix,self" (data over shared memory)
+#   API       stream, tag;  -s 16 and -s 300000 (rendezvous);  -i 3
+#             (not "am": the example's client closes its endpoint with
+#             UCP_EP_CLOSE_MODE_FORCE right after its last active message,
+#             and the server loses that message in 7 of 10 runs on the C
+#             original too)
+#
+# The example's server serves clients forever: it is stopped once it waits
+# for the next client.  A case passes as on the original: the client exits
+# 0, and the server printed "UCX data message was received" with the exact
+# string the client generated as many times as on the original (the
+# example alternates directions between iterations); each case runs on
+# the system library first, and LIBDIR may print no UCX warning or error
+# line the original does not.
+# Usage: tests/ucp-client-server.sh [LIBDIR]   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+. "$here/shm-common.sh"
+. "$here/shm-leftovers.sh"
+. "$here/ab-common.sh"
+
+resolve_libdir "$@"
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+ITERS=3
+make_workdir
+build_run_watch
+shm_snapshot "$T_WORK/shm.before"
+command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
+
+[ -f "$UCX_EXAMPLES/ucp_client_server.c" ] ||
+    abort "ucp_client_server.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
+cp "$UCX_EXAMPLES/ucp_client_server.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
+CS=$T_WORK/ucp_client_server
+if "$CC" -O2 -o "$CS" "$T_WORK/ucp_client_server.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
+    pass "build ucp_client_server"
+else
+    abort "build ucp_client_server" "$(head -n 3 "$T_WORK/cc.log")"
+fi
+OURS=$UCT_LIBDIR
+
+# expected_string SIZE: the server's line for the client's data (the
+# example prints the string and a full stop)
+expected_string() {
+    awk -v n="$1" 'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s "." }'
+}
+
+# run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD
+run_case() {
+    local lib=$1 tls=$2 api=$3 size=$4 port spid cst got
+    port=$(free_port)
+    rm -f "$T_WORK/cli.st"
+    # line-buffered: the server is stopped by a signal at the end
+    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" stdbuf -oL \
+        "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/srv.out" 2>&1 </dev/null &
+    spid=$!
+    T_CHILDREN=$spid
+    R_OK=0 R_BAD=0 R_WHY=
+    if ! wait_listening "$spid" "$port"; then
+        kill "$spid" 2>/dev/null
+        wait "$spid"
+        T_CHILDREN=
+        R_WHY="server did not listen"
+        grep -q 'Assertion\|signal' "$T_WORK/srv.out" && R_BAD=1
+        return
+    fi
+    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+        "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
+    cst=$(status_of "$T_WORK/cli.st")
+    # done with this client, the server waits for the next one: then stop it
+    for _ in $(seq 100); do
+        [ "$(grep -c 'Waiting for connection' "$T_WORK/srv.out")" -ge 2 ] && break
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$spid" 2>/dev/null; then
+        kill "$spid" 2>/dev/null
+    else
+        R_BAD=1   # the server must still be serving
+    fi
+    wait "$spid" 2>/dev/null
+    T_CHILDREN=
+    expected_string "$size" >"$T_WORK/want"
+    got=$(grep -cxFf "$T_WORK/want" "$T_WORK/srv.out")
+    R_GOT=$got
+    local recv
+    recv=$(grep -c 'UCX data message was received' "$T_WORK/srv.out")
+    if [ "$cst" != "exit 0" ]; then
+        R_WHY="client $cst: $(grep -h -m 1 'Assertion\|ERROR\|failed' "$T_WORK/cli.out" | head -n 1)"
+        case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
+    elif [ "$R_BAD" = 1 ]; then
+        R_WHY="the server ended: $(grep -h -m 1 'Assertion\|ERROR\|signal' "$T_WORK/srv.out" | head -n 1)"
+    elif [ "$recv" -lt 1 ] || [ "$got" -ne "$recv" ]; then
+        R_WHY="the server received $recv messages, $got of them with the client's exact string"
+    else
+        R_OK=1
+    fi
+}
+
+for tls in tcp tcp,posix,self; do
+    for api in stream tag; do
+        for size in 16 300000; do
+            name="ucp_client_server UCX_TLS=$tls -c $api -s $size"
+            run_case "" "$tls" "$api" "$size"
+            sys_ok=$R_OK sys_why=$R_WHY sys_bad=$R_BAD sys_got=$R_GOT
+            ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.sys"
+            if [ -z "$OURS" ]; then
+                if [ "$sys_ok" = 1 ]; then pass "$name (system)"; else fail "$name (system)" "$sys_why"; fi
+                continue
+            fi
+            run_case "$OURS" "$tls" "$api" "$size"
+            if [ "$R_OK" = 1 ] && [ "$R_GOT" != "$sys_got" ]; then
+                R_OK=0 R_WHY="the server got $R_GOT messages, on the original $sys_got"
+            fi
+            ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
+            SYS_BAD=$sys_bad ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/srv.out" "$T_WORK/cli.out"
+        done
+    done
+done
+
+shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
+finish
