@@ -5,6 +5,11 @@
 #
 #   ucx_lines FILE... > OUT      the UCX warning/error messages of a run,
 #                                without time, pid and source position
+#   build_ucp_example NAME       compile libucx-dev's NAME.c (a libucp
+#                                example) unchanged into $T_WORK/NAME (a pass)
+#                                or stop the script (an abort)
+#   test_string SIZE [END]       the string the examples generate for SIZE
+#                                ('A' + i % 26, SIZE - 1 letters), then END
 #   ab_verdict NAME SYS_OK SYS_WHY DETAIL [FILE...]
 #       pass/fail for LIBDIR's run, from R_OK / R_WHY / R_BAD (1: it
 #       crashed or hung) of that run and the system run's SYS_OK/SYS_WHY
@@ -18,6 +23,23 @@
 ucx_lines() {
     sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$@" |
         sed 's/[0-9][0-9]*/N/g' | sort -u
+}
+
+build_ucp_example() {
+    local name=$1
+    [ -f "$UCX_EXAMPLES/$name.c" ] ||
+        abort "$name.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
+    cp "$UCX_EXAMPLES/$name.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
+    if "$CC" -O2 -o "$T_WORK/$name" "$T_WORK/$name.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
+        pass "build $name"
+    else
+        abort "build $name" "$(head -n 3 "$T_WORK/cc.log")"
+    fi
+}
+
+test_string() {
+    awk -v n="$1" -v end="${2:-}" \
+        'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s end }'
 }
 
 ab_verdict() {

@@ -34,22 +34,9 @@ build_run_watch
 shm_snapshot "$T_WORK/shm.before"
 command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
 
-[ -f "$UCX_EXAMPLES/ucp_client_server.c" ] ||
-    abort "ucp_client_server.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
-cp "$UCX_EXAMPLES/ucp_client_server.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
+build_ucp_example ucp_client_server
 CS=$T_WORK/ucp_client_server
-if "$CC" -O2 -o "$CS" "$T_WORK/ucp_client_server.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
-    pass "build ucp_client_server"
-else
-    abort "build ucp_client_server" "$(head -n 3 "$T_WORK/cc.log")"
-fi
 OURS=$UCT_LIBDIR
-
-# expected_string SIZE: the server's line for the client's data (the
-# example prints the string and a full stop)
-expected_string() {
-    awk -v n="$1" 'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s "." }'
-}
 
 # run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD
 run_case() {
@@ -86,7 +73,8 @@ run_case() {
     fi
     wait "$spid" 2>/dev/null
     T_CHILDREN=
-    expected_string "$size" >"$T_WORK/want"
+    # the server prints the client's string and a full stop
+    test_string "$size" . >"$T_WORK/want"
     got=$(grep -cxFf "$T_WORK/want" "$T_WORK/srv.out")
     R_GOT=$got
     local recv

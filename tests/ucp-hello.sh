@@ -29,23 +29,9 @@ make_workdir
 build_run_watch
 shm_snapshot "$T_WORK/shm.before"
 
-# ------------------------------------------------------------------ build --
-[ -f "$UCX_EXAMPLES/ucp_hello_world.c" ] ||
-    abort "ucp_hello_world.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
-cp "$UCX_EXAMPLES/ucp_hello_world.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
+build_ucp_example ucp_hello_world
 UCP_HELLO=$T_WORK/ucp_hello_world
-if "$CC" -O2 -o "$UCP_HELLO" "$T_WORK/ucp_hello_world.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
-    pass "build ucp_hello_world"
-else
-    abort "build ucp_hello_world" "$(head -n 3 "$T_WORK/cc.log")"
-fi
-
 OURS=$UCT_LIBDIR
-
-# expected_string SIZE: what the server sends (the example's pattern)
-expected_string() {
-    awk -v n="$1" 'BEGIN { s = ""; for (i = 0; i < n - 1; i++) s = s sprintf("%c", 65 + i % 26); print s }'
-}
 
 # run_case LIB TLS SIZE MODE... -> R_OK (1/0), R_SRV, R_CLI, R_WHY;
 # outputs in $T_WORK/srv.out and $T_WORK/cli.out
@@ -76,7 +62,7 @@ run_case() {
     R_OK=0 R_WHY=
     if [ "$R_SRV" != "exit 0" ] || [ "$R_CLI" != "exit 0" ]; then
         R_WHY="server $R_SRV, client $R_CLI"
-    elif expected_string "$size" >"$T_WORK/want" && ! grep -qxFf "$T_WORK/want" "$T_WORK/cli.out"; then
+    elif test_string "$size" >"$T_WORK/want" && ! grep -qxFf "$T_WORK/want" "$T_WORK/cli.out"; then
         R_WHY="the client did not print the $((size - 1)) letters the server sent"
     else
         R_OK=1
