@@ -760,6 +760,23 @@ impl TcpIface {
         s
     }
 
+    /// The send context for a new active message `id` on `conn`, and the
+    /// offset in its buffer where the body goes (after the held messages
+    /// and the header slot); NO_RESOURCE while the connection cannot send.
+    #[inline]
+    fn begin_am<'c>(&self, conn: &'c Conn, id: u8) -> Result<(std::cell::RefMut<'c, Tx>, usize), ucs_status_t> {
+        if id >= wire::AM_ID_MAX {
+            return Err(am_id_error(id));
+        }
+        let st = self.check_tx(conn);
+        if st != UCS_OK {
+            return Err(st);
+        }
+        let tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
+        let at = tx.held + wire::HDR_LEN;
+        Ok((tx, at))
+    }
+
     /// Start a message of `len` body bytes already written after the
     /// header slot at `tx.held` in `tx.buf`; an active message (`hold`) may
     /// be held back to go out with the next one.
@@ -1682,15 +1699,10 @@ impl Transport for TcpIface {
         if payload.len() + 8 > max {
             return length_error("am_short", payload.len() + 8, max);
         }
-        if id >= wire::AM_ID_MAX {
-            return am_id_error(id);
-        }
-        let st = s.check_tx(conn);
-        if st != UCS_OK {
-            return st;
-        }
-        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
-        let at = tx.held + wire::HDR_LEN;
+        let (mut tx, at) = match s.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
         tx.buf[at..at + 8].copy_from_slice(&header.to_ne_bytes());
         if payload.len() <= s.cfg.sendv_thresh || s.may_hold(conn, at + 8 + payload.len()) {
             tx.buf[at + 8..at + 8 + payload.len()].copy_from_slice(payload);
@@ -1715,15 +1727,10 @@ impl Transport for TcpIface {
         if total > max {
             return length_error("am_short_iov", total, max);
         }
-        if id >= wire::AM_ID_MAX {
-            return am_id_error(id);
-        }
-        let st = s.check_tx(conn);
-        if st != UCS_OK {
-            return st;
-        }
-        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
-        let at = tx.held + wire::HDR_LEN;
+        let (mut tx, at) = match s.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
         let n = iov_gather(iov, &mut tx.buf[at..at + total]);
         s.send_buffered(iface, conn, tx, id, n, true)
     }
@@ -1731,16 +1738,11 @@ impl Transport for TcpIface {
     fn am_bcopy(iface: &I, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
         let s = &iface.tl;
         let conn = Self::conn_of(ep);
-        if id >= wire::AM_ID_MAX {
-            return am_id_error(id) as isize;
-        }
-        let st = s.check_tx(conn);
-        if st != UCS_OK {
-            return st as isize;
-        }
-        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE as isize };
+        let (mut tx, at) = match s.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e as isize,
+        };
         let max = s.cfg.tx_seg_size - wire::HDR_LEN;
-        let at = tx.held + wire::HDR_LEN;
         let n = pack.pack_into(&mut tx.buf[at..]);
         if n > max {
             tx.reset();
