@@ -44,9 +44,14 @@ pub fn iov_gather(iov: &[uct_iov_t], dst: &mut [u8]) -> usize {
         let count = e.count.max(1) as usize;
         let stride = if e.stride == 0 { e.length } else { e.stride };
         for k in 0..count {
+            if off == dst.len() {
+                return off;
+            }
+            // An empty entry (a zero-length payload between a header and a
+            // footer, as libucp sends) contributes nothing; later ones still do.
             let n = e.length.min(dst.len() - off);
             if n == 0 {
-                return off;
+                continue;
             }
             // SAFETY: the caller handed us this iov entry, which promises
             // `length` readable bytes at `buffer + k * stride`.
@@ -314,5 +319,35 @@ impl PendingReq {
                 None => UCS_OK,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(data: &[u8]) -> uct_iov_t {
+        uct_iov_t { buffer: data.as_ptr() as *mut c_void, length: data.len(), memh: std::ptr::null_mut(),
+                    stride: 0, count: 1 }
+    }
+
+    #[test]
+    fn gather_keeps_entries_after_an_empty_one() {
+        // libucp's reply AM: header, empty payload, user header, footer.
+        let (hdr, empty, user, ftr) = ([1u8, 2], [0u8; 0], [3u8, 4, 5], [6u8; 8]);
+        let iov = [entry(&hdr), entry(&empty), entry(&user), entry(&ftr)];
+        assert_eq!(iov_total(&iov), 13);
+        let mut dst = [0u8; 13];
+        assert_eq!(iov_gather(&iov, &mut dst), 13);
+        assert_eq!(dst, [1, 2, 3, 4, 5, 6, 6, 6, 6, 6, 6, 6, 6]);
+    }
+
+    #[test]
+    fn gather_stops_at_the_end_of_the_destination() {
+        let (a, b) = ([1u8; 4], [2u8; 4]);
+        let iov = [entry(&a), entry(&b)];
+        let mut dst = [0u8; 6];
+        assert_eq!(iov_gather(&iov, &mut dst), 6);
+        assert_eq!(dst, [1, 1, 1, 1, 2, 2]);
     }
 }
