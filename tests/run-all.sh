@@ -44,6 +44,7 @@ scripts=(
     "tests/ucp-perftest.sh"
     "tests/mpi-shmem.sh"
     "tests/ucp-client-server.sh"
+    "tests/io-demo.sh"
     "suite-leftovers"
 )
 
