@@ -4,7 +4,9 @@
 #  - "ucx_info -d" runs, lists "Memory domain: self" with "Component: self",
 #    "Transport: self" and "Device: memory0" (type loopback), and the whole
 #    self block reads exactly as it does on the C original;
-#  - "ucx_info -c" lists UCX_SELF_SEG_SIZE=8K.
+#  - "ucx_info -c" lists UCX_SELF_SEG_SIZE=8K;
+#  - with LIBDIR: "ucx_info -e" (libucp's endpoint configuration: lanes and
+#    protocol thresholds) identical to the original's, see below.
 # Usage: tests/ucx-info.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -112,6 +114,41 @@ if [ $rc -eq 0 ] && grep -qx 'UCX_SELF_SEG_SIZE=8K' "$T_WORK/c.out"; then
 else
     grep 'UCX_SELF' "$T_WORK/c.out"
     fail "ucx_info -c lists UCX_SELF_SEG_SIZE=8K" "exit status $rc"
+fi
+
+# ucx_info -e: the endpoint configuration libucp builds from what the
+# transports report (lanes, and the short/bcopy/zcopy/rendezvous
+# thresholds of every protocol) must be the original's, for every feature
+# set, device filter and peer placement below.  The one expected
+# difference is this project's zero-copy put/get on posix and sysv
+# (README): libucp then lists "<zcopy>" where the original lists "<bcopy>"
+# on the put[N]/get[N] lines of the RMA lanes, which are masked.
+if [ -n "$UCT_LIBDIR" ]; then
+    mask_ep_config() {
+        sed -E 's/^\[[0-9.]+\] *\[[^]]*\] */[-] /; /^# +(put|get)\[[0-9]+\]:/s/<zcopy>/<bcopy>/' "$1"
+    }
+    for opts in "-u t" "-u t -D shm" "-u t -D net" "-u tarm -P intra" "-u tarm -P inter" \
+                "-u tswe -P intra" "-u am -P intra -D shm" "-u twe -P intra" "-u tarmswe -P intra -D shm" \
+                "-u r -P intra -D self"; do
+        # shellcheck disable=SC2086 # a list of options
+        env -u LD_LIBRARY_PATH -u LD_PRELOAD timeout 60 ucx_info -e $opts >"$T_WORK/e.sys" 2>&1
+        rc_sys=$?
+        # shellcheck disable=SC2086
+        "${RUN[@]}" timeout 60 ucx_info -e $opts >"$T_WORK/e.ours" 2>&1
+        rc=$?
+        mask_ep_config "$T_WORK/e.sys" >"$T_WORK/e.sys.m"
+        mask_ep_config "$T_WORK/e.ours" >"$T_WORK/e.ours.m"
+        if [ "$rc" != "$rc_sys" ]; then
+            fail "ucx_info -e $opts" "exit status $rc, the original's $rc_sys"
+        elif ! grep -q 'UCP endpoint\|no active messages' "$T_WORK/e.sys.m"; then
+            fail "ucx_info -e $opts" "the original printed no endpoint configuration"
+        elif diff -u "$T_WORK/e.sys.m" "$T_WORK/e.ours.m" >"$T_WORK/e.diff"; then
+            pass "ucx_info -e $opts: endpoint configuration identical to the original's"
+        else
+            fail "ucx_info -e $opts" "differs from the original:"
+            sed 's/^/      /' "$T_WORK/e.diff" | head -n 30
+        fi
+    done
 fi
 
 finish

@@ -72,14 +72,18 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.detect_mem_types = 0;
         // A zero-copy operation of this transport copies the payload
-        // (into the peer's FIFO or a mapped segment): registering costs
-        // nothing, but using the memory costs a memcpy per byte. Said so,
-        // libucp's threshold model keeps its eager and rendezvous traffic
-        // on the copy paths it is tuned for, as with the C original, where
-        // these zero-copy operations do not exist.
+        // (into the peer's FIFO or a mapped segment): using the memory
+        // costs a memcpy per byte, and the operation a little bookkeeping
+        // (one nanosecond, stated so that the fixed part is not zero).
+        // Said so, libucp's threshold model (fixed cost divided by the
+        // per-byte saving, which is negative here) finds that zero-copy
+        // never pays and keeps its eager, put/get and rendezvous traffic on
+        // the copy paths, exactly as with the C original, where these
+        // zero-copy operations do not exist.  With a zero fixed cost the
+        // quotient is -0.0, which libucp reads as "zero-copy from 0 bytes".
         // SAFETY: a pure libucs function returning a constant estimate.
         let memcpy_bw = unsafe { crate::ucs::ucs_cpu_get_memcpy_bw() };
-        attr.reg_cost.c = 0.0;
+        attr.reg_cost.c = 1e-9;
         attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
         attr.rkey_packed_size = self.mapper.rkey_packed_size();
         attr.local_cpus = all_cpus();
