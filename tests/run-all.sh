@@ -26,6 +26,7 @@ scripts=(
     "tests/check-exports.sh"
     "c-tests/api-self.sh"
     "c-tests/v2-probe.sh"
+    "c-tests/async-progress.sh"
     "c-tests/preload.sh"
     "c-tests/bad-input.sh"
     "tests/perftest-self.sh"

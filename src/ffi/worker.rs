@@ -50,9 +50,12 @@ entry! {
             return;
         };
         // SAFETY: id_p checked; the queue's own lock makes this safe from any
-        // thread and from inside callbacks.
+        // thread and from inside callbacks.  As in UCX, the worker's async
+        // context is blocked around the change, so it is serialised with
+        // the async handlers and with code that holds the block.
         unsafe {
             if *id_p == UCS_CALLBACKQ_ID_NULL {
+                let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
                 *id_p = ucs::ucs_callbackq_add_safe(&mut w.base.progress_q, func, arg, flags);
             }
         }
@@ -73,7 +76,10 @@ entry! {
         // SAFETY: as for register; the id came from this queue.
         unsafe {
             if *id_p != UCS_CALLBACKQ_ID_NULL {
-                ucs::ucs_callbackq_remove_safe(&mut w.base.progress_q, *id_p);
+                {
+                    let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
+                    ucs::ucs_callbackq_remove_safe(&mut w.base.progress_q, *id_p);
+                }
                 *id_p = UCS_CALLBACKQ_ID_NULL;
             }
         }
