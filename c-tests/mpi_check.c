@@ -1,8 +1,10 @@
 /*
- * Open MPI over libucp over libuct (pml ucx, osc ucx): two ranks exchange
+ * MPI over libucp over libuct (Open MPI's pml/osc ucx, MPICH's ch4:ucx): ranks exchange
  * messages of 1 B to 4 MiB both ways (eager and rendezvous) and check every
  * byte, then an allreduce, an MPI_Put through a window and a
- * MPI_Fetch_and_op. Rank 0 prints "mpi_check: OK" or "mpi_check: FAIL";
+ * MPI_Fetch_and_op, a 1 MiB broadcast, an all-to-all of 64 KiB per pair, a
+ * strided (vector) datatype send, and a 1 MiB MPI_Get plus an
+ * MPI_Accumulate. Rank 0 prints "mpi_check: OK" or "mpi_check: FAIL";
  * the exit status is 0 only when every check held on every rank.
  */
 #include <mpi.h>
@@ -54,6 +56,58 @@ int main(int argc, char **argv) {
     /* rank 0's element 0 held the put of rank size-1, plus one per rank */
     if (rank == 0 && win_buf[0] != (long)(size - 1) * 10000 + size) errs++;
     MPI_Win_free(&win);
+    /* a 1 MiB broadcast */
+    size_t bn = 1 << 20;
+    unsigned char *bb = malloc(bn);
+    for (size_t i = 0; i < bn; i++) bb[i] = rank == 0 ? (unsigned char)(i * 13 + 5) : 0;
+    MPI_Bcast(bb, (int)bn, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (size_t i = 0; i < bn; i++) if (bb[i] != (unsigned char)(i * 13 + 5)) { errs++; break; }
+    free(bb);
+    /* all-to-all, 64 KiB per pair */
+    int an = 65536;
+    unsigned char *as = malloc((size_t)an * size), *ar = malloc((size_t)an * size);
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < an; i++) as[(size_t)p * an + i] = (unsigned char)(rank * 31 + p * 7 + i);
+    MPI_Alltoall(as, an, MPI_BYTE, ar, an, MPI_BYTE, MPI_COMM_WORLD);
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < an; i++)
+            if (ar[(size_t)p * an + i] != (unsigned char)(p * 31 + rank * 7 + i)) { errs++; p = size; break; }
+    free(as);
+    free(ar);
+    /* a strided datatype: every other long of 2 x 32768 */
+    if (size >= 2 && rank < 2) {
+        long *sv = malloc(2 * 32768 * sizeof(long));
+        MPI_Datatype vec;
+        MPI_Type_vector(32768, 1, 2, MPI_LONG, &vec);
+        MPI_Type_commit(&vec);
+        if (rank == 0) {
+            for (int i = 0; i < 2 * 32768; i++) sv[i] = i;
+            MPI_Send(sv, 1, vec, 1, 99, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(sv, 32768, MPI_LONG, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int i = 0; i < 32768; i++) if (sv[i] != 2L * i) { errs++; break; }
+        }
+        MPI_Type_free(&vec);
+        free(sv);
+    }
+    /* one-sided, larger: MPI_Get of 1 MiB and MPI_Accumulate */
+    long *big; MPI_Win bwin;
+    int bl = (1 << 20) / (int)sizeof(long);
+    MPI_Win_allocate((MPI_Aint)bl * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &big, &bwin);
+    for (int i = 0; i < bl; i++) big[i] = (long)rank * 1000000 + i;
+    long *got = malloc((size_t)bl * sizeof(long));
+    MPI_Win_fence(0, bwin);
+    MPI_Get(got, bl, MPI_LONG, from, 0, bl, MPI_LONG, bwin);
+    MPI_Win_fence(0, bwin);
+    for (int i = 0; i < bl; i++) if (got[i] != (long)from * 1000000 + i) { errs++; break; }
+    for (int i = 0; i < 1024; i++) got[i] = rank + 1;
+    MPI_Accumulate(got, 1024, MPI_LONG, 0, 0, 1024, MPI_LONG, MPI_SUM, bwin);
+    MPI_Win_fence(0, bwin);
+    if (rank == 0)
+        for (int i = 0; i < 1024; i++)
+            if (big[i] != i + (long)size * (size + 1) / 2) { errs++; break; }
+    MPI_Win_free(&bwin);
+    free(got);
     int total = 0;
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("mpi_check: %s (%d errors)\n", total ? "FAIL" : "OK", total);

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The largest users of libuct, through Debian's libucp: Open MPI (pml ucx,
-# osc ucx) and its OpenSHMEM (spml ucx), two ranks on this machine, with
-# LD_LIBRARY_PATH pointing every rank at LIBDIR.
+# osc ucx), its OpenSHMEM (spml ucx) and MPICH (ch4:ucx, Debian's only
+# MPICH device), two ranks on this machine, with LD_LIBRARY_PATH pointing
+# every rank at LIBDIR.
 #
 #   c-tests/mpi_check.c     send/recv 1 B .. 4 MiB both ways with every
-#                           byte checked, allreduce, MPI_Put, fetch-and-op
+#                           byte checked, allreduce, MPI_Put, fetch-and-op,
+#                           1 MiB bcast, alltoall, a vector datatype, 1 MiB
+#                           MPI_Get, MPI_Accumulate
 #   c-tests/shmem_check.c   put, get, atomic fetch-add and compare-swap
 #
 # over UCX_TLS=tcp, posix,self, sysv,cma,self and all (shmem: tcp and
@@ -14,8 +17,9 @@
 # Open MPI's UCX components only take "mlx" devices by default: the runs
 # allow any (pml_ucx_tls/pml_ucx_devices/spml_ucx_devices any), and keep
 # Open MPI's own transports (btl) out of the way.
-# Without mpicc/oshcc (apt-get install openmpi-bin libopenmpi-dev) the test
-# says so and fails: scripts/setup-deps.sh installs them.
+# Without mpicc/oshcc (apt-get install openmpi-bin libopenmpi-dev) or
+# mpicc.mpich (apt-get install mpich libmpich-dev) the test says so and
+# fails: scripts/setup-deps.sh installs them.
 # Usage: tests/mpi-shmem.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -25,8 +29,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 resolve_libdir "$@"
 make_workdir
 shm_snapshot "$T_WORK/shm.before"
-for tool in mpicc mpirun oshcc oshrun; do
-    command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev)"
+for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; do
+    command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)"
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI 4.1.4's spml ucx destroys a UCP rkey from freed memory in
@@ -38,10 +42,15 @@ unset MALLOC_PERTURB_
 # files go to the work directory
 export OMPI_MCA_orte_tmpdir_base=$T_WORK
 
-if mpicc -O2 -o "$T_WORK/mpi_check" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
+if mpicc.openmpi -O2 -o "$T_WORK/mpi_check" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
     pass "build mpi_check"
 else
     abort "build mpi_check" "$(head -n 3 "$T_WORK/cc.log")"
+fi
+if mpicc.mpich -O2 -o "$T_WORK/mpi_check_mpich" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
+    pass "build mpi_check for MPICH"
+else
+    abort "build mpi_check for MPICH" "$(head -n 3 "$T_WORK/cc.log")"
 fi
 if oshcc -O2 -o "$T_WORK/shmem_check" "$here/../c-tests/shmem_check.c" 2>"$T_WORK/cc.log"; then
     pass "build shmem_check"
@@ -54,11 +63,17 @@ MCA=(--oversubscribe -np 2 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_dev
      --mca btl "^vader,tcp,openib,uct")
 
 # run_case LIB TLS LAUNCHER PROGRAM WORD EXTRA_MCA... -> R_OK, R_WHY; output in $T_WORK/run.out
+# (LAUNCHER mpirun.mpich: MPICH's hydra, which takes -genv instead of -x)
 run_case() {
     local lib=$1 tls=$2 launcher=$3 prog=$4 word=$5 rc
     shift 5
-    timeout 180 "$launcher" "${MCA[@]}" "$@" -x "LD_LIBRARY_PATH=$lib" -x "UCX_TLS=$tls" "$prog" \
-        >"$T_WORK/run.out" 2>&1 </dev/null
+    if [ "$launcher" = mpirun.mpich ]; then
+        timeout 180 "$launcher" -n 2 -genv LD_LIBRARY_PATH "$lib" -genv UCX_TLS "$tls" "$prog" \
+            >"$T_WORK/run.out" 2>&1 </dev/null
+    else
+        timeout 180 "$launcher" "${MCA[@]}" "$@" -x "LD_LIBRARY_PATH=$lib" -x "UCX_TLS=$tls" "$prog" \
+            >"$T_WORK/run.out" 2>&1 </dev/null
+    fi
     rc=$?
     R_OK=0 R_RC=$rc
     if [ $rc -ne 0 ]; then
@@ -78,11 +93,16 @@ cases() {
     for tls in tcp posix,sysv,cma,self; do
         echo "shmem $tls"
     done
+    for tls in tcp posix,self sysv,cma,self all; do
+        echo "mpich $tls"
+    done
 }
 
 while read -r kind tls; do
     if [ "$kind" = mpi ]; then
-        set -- mpirun "$T_WORK/mpi_check" mpi_check --mca osc ucx
+        set -- mpirun.openmpi "$T_WORK/mpi_check" mpi_check --mca osc ucx
+    elif [ "$kind" = mpich ]; then
+        set -- mpirun.mpich "$T_WORK/mpi_check_mpich" mpi_check
     else
         set -- oshrun "$T_WORK/shmem_check" shmem_check --mca spml ucx --mca spml_ucx_devices any
     fi
