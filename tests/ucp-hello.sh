@@ -7,6 +7,7 @@
 #   UCX_TLS   tcp, "posix,self", "sysv,cma", all
 #   modes     busy polling (default), -w (ucp_worker_wait), -f (event fd)
 #   sizes     -s 16 (eager) and -s 200000 (rendezvous)
+#   failures  -e send, -e keepalive over tcp (see below)
 #
 # Each case runs first on the system library (the C original), then on
 # LIBDIR.  A case the original passes must pass on LIBDIR: both processes
@@ -89,6 +90,45 @@ for tls in tcp posix,self sysv,cma all; do
             ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/srv.out" "$T_WORK/cli.out"
         done
     done
+done
+
+# Peer failure (-e send, -e keepalive; tcp, the transport with peer failure
+# detection): one side kills itself on purpose, and libucp must report the
+# other side's endpoint as failed through our error handler.  Passes when
+# both exit statuses are the original's and the survivor printed the same
+# failure-handler line ("failure handler called with status ...").  Not -e
+# recv: whether the server's ucp_ep_create still reaches the dying client
+# is a race inside the example (the server then exits 255 or 0).
+failure_lines() {
+    sed -n 's/^\[0x[0-9a-f]*\] \(failure handler called with status .*\)$/\1/p' \
+        "$T_WORK/srv.out" "$T_WORK/cli.out" | sort -u
+}
+for mode in send keepalive; do
+    name="ucp_hello_world UCX_TLS=tcp -e $mode"
+    run_case "" tcp 16 -e "$mode"
+    sys_st="server $R_SRV, client $R_CLI"
+    sys_fh=$(failure_lines)
+    ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.sys"
+    if [ -z "$OURS" ]; then
+        if [ -n "$sys_fh" ]; then pass "$name (system: $sys_st)"; else fail "$name (system)" "$sys_st, no failure handler line"; fi
+        continue
+    fi
+    run_case "$OURS" tcp 16 -e "$mode"
+    st="server $R_SRV, client $R_CLI"
+    fh=$(failure_lines)
+    ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
+    extra=$(comm -23 "$T_WORK/lines.ours" "$T_WORK/lines.sys")
+    if [ -z "$sys_fh" ]; then
+        fail "$name" "the original printed no failure handler line ($sys_st)"
+    elif [ "$st" != "$sys_st" ]; then
+        fail "$name" "$st (the original: $sys_st)"
+    elif [ "$fh" != "$sys_fh" ]; then
+        fail "$name" "failure handler: '${fh:-none}' (the original: '$sys_fh')"
+    elif [ -n "$extra" ]; then
+        fail "$name" "UCX lines the original does not print: $extra"
+    else
+        pass "$name ($st; $fh)"
+    fi
 done
 
 shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
