@@ -696,6 +696,72 @@ static long c_cm_open_on_self(void)
     return uct_cm_open(component("self"), worker(), c, &cm);
 }
 
+/* buffer pool settings: the pool grows by at least one buffer and never
+ * past its limit; other values make uct_iface_open fail */
+static long open_with_config(const char *comp, const char *tl, const char *dev,
+                             const char *k1, const char *v1, const char *k2,
+                             const char *v2)
+{
+    uct_md_config_t *mc;
+    uct_iface_config_t *ic;
+    uct_iface_params_t params;
+    uct_md_h m;
+    uct_iface_h i;
+    ucs_status_t status;
+
+    status = uct_md_config_read(component(comp), NULL, NULL, &mc);
+    if (status != UCS_OK) {
+        setup_failed("uct_md_config_read", status);
+    }
+    status = uct_md_open(component(comp), comp, mc, &m);
+    if (status != UCS_OK) {
+        setup_failed("uct_md_open", status);
+    }
+    /* as a user sets them: UCX_<TL>_<KEY> in the environment (this child's) */
+    setenv(k1, v1, 1);
+    if (k2 != NULL) {
+        setenv(k2, v2, 1);
+    }
+    status = uct_md_iface_config_read(m, tl, NULL, NULL, &ic);
+    if (status != UCS_OK) {
+        setup_failed("uct_md_iface_config_read", status);
+    }
+    iface_params(&params);
+    params.mode.device.tl_name  = tl;
+    params.mode.device.dev_name = dev;
+    status = uct_iface_open(m, worker(), &params, ic, &i);
+    if (status == UCS_OK) {
+        uct_iface_close(i);
+    }
+    return status;
+}
+
+static long c_tcp_tx_max_bufs_below_grow(void)
+{
+    return open_with_config("tcp", "tcp", "lo", "UCX_TCP_TX_MAX_BUFS", "4", NULL, NULL);
+}
+
+static long c_tcp_rx_max_bufs_below_default_grow(void)
+{
+    /* a grow of 0 means 32 */
+    return open_with_config("tcp", "tcp", "lo", "UCX_TCP_RX_BUFS_GROW", "0", "UCX_TCP_RX_MAX_BUFS", "16");
+}
+
+static long c_posix_rx_bufs_grow_zero(void)
+{
+    return open_with_config("posix", "posix", "memory", "UCX_POSIX_RX_BUFS_GROW", "0", NULL, NULL);
+}
+
+static long c_sysv_rx_max_bufs_below_grow(void)
+{
+    return open_with_config("sysv", "sysv", "memory", "UCX_SYSV_RX_MAX_BUFS", "100", NULL, NULL);
+}
+
+static long c_cma_tx_max_bufs_below_grow(void)
+{
+    return open_with_config("cma", "cma", "memory", "UCX_CMA_TX_MAX_BUFS", "2", NULL, NULL);
+}
+
 /* memory */
 static long c_md_mem_query_null_address(void)
 {
@@ -1147,6 +1213,11 @@ static const bad_case_t cases[] = {
     CASE_EXACT(config_get_unknown_key, UCS_ERR_NO_ELEM, ""),
     CASE_EXACT(cm_config_read_on_self, UCS_ERR_INVALID_PARAM, ""),
     CASE_NEEDS(cm_open_on_self, "tcp", UCS_ERR_UNSUPPORTED, ""),
+    CASE_NEEDS(tcp_tx_max_bufs_below_grow, "tcp", UCS_ERR_INVALID_PARAM, ""),
+    CASE_NEEDS(tcp_rx_max_bufs_below_default_grow, "tcp", UCS_ERR_INVALID_PARAM, ""),
+    CASE_NEEDS(posix_rx_bufs_grow_zero, "posix", UCS_ERR_INVALID_PARAM, ""),
+    CASE_NEEDS(sysv_rx_max_bufs_below_grow, "sysv", UCS_ERR_INVALID_PARAM, ""),
+    CASE_NEEDS(cma_tx_max_bufs_below_grow, "cma", UCS_ERR_INVALID_PARAM, ""),
 
     /* memory */
     CASE_CRASH(md_mem_query_null_address, "SIGSEGV (self md has no mem_query)"),

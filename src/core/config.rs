@@ -349,3 +349,17 @@ pub unsafe fn is_config(config: *const c_void) -> bool {
 pub unsafe fn belongs_to(config: *const c_void, desc: &ConfigDesc) -> bool {
     matches!(header(config), Some(h) if h.table == Lazy::force(desc.table).as_ptr())
 }
+
+/// UCX's rule for a transport's buffer pool settings (`*_BUFS_GROW` and
+/// `*_MAX_BUFS`): the pool grows by at least one buffer at a time and never
+/// beyond its limit, which is read as unsigned (`-1`: no limit).  The C
+/// original rejects other values when the interface is opened, with
+/// `UCS_ERR_INVALID_PARAM`, and so does this library.
+pub fn check_pool_limits(what: &str, grow: libc::c_uint, max_bufs: libc::c_int) -> Result<(), ucs_status_t> {
+    let max = max_bufs as libc::c_uint;
+    if grow == 0 || max < grow {
+        crate::error!("Invalid memory pool parameter(s): {} grows by {} up to {} buffers", what, grow, max_bufs);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    Ok(())
+}

@@ -579,14 +579,8 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, cfg: &CmaI
         crate::error!("cma: UCX_CMA_TX_QUOTA must be at least 1 (0 would never move data)");
         return Err(UCS_ERR_INVALID_PARAM);
     }
-    // The descriptor pool takes a limit as unsigned (-1: none) and needs to
-    // grow by at least one, never past the limit (UCX's memory pool rules).
+    crate::core::config::check_pool_limits("cma tx descriptors", c.tx_bufs_grow, c.tx_max_bufs)?;
     let max_bufs = c.tx_max_bufs as c_uint;
-    if c.tx_bufs_grow == 0 || max_bufs < c.tx_bufs_grow {
-        crate::error!("cma: invalid descriptor pool settings: TX_BUFS_GROW={} TX_MAX_BUFS={}", c.tx_bufs_grow,
-                      c.tx_max_bufs);
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
     let max_iov = (c.max_iov as usize).min(system_iov_max());
     let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &c.sm.base, &INTERNAL);
     let tl = CmaIface {

@@ -1006,6 +1006,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams,
         crate::error!("Shared memory transport does not support multi-threaded worker");
         return Err(UCS_ERR_INVALID_PARAM);
     }
+    crate::core::config::check_pool_limits("mm receive descriptors", cfg.rx_bufs_grow, cfg.rx_max_bufs)?;
     let fifo_size = cfg.fifo_size as usize;
     if fifo_size <= 1 || !fifo_size.is_power_of_two() {
         crate::error!("The MM FIFO size must be a power of two and bigger than 1.");
@@ -1060,7 +1061,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams,
 
     let max_bufs = if cfg.rx_max_bufs < 0 { None } else { Some(cfg.rx_max_bufs as usize) };
     let pool = Box::new(DescPool::new(mm, params.rx_headroom, cfg.seg_size, align, align_offset,
-                                      cfg.rx_bufs_grow.max(1) as usize, max_bufs));
+                                      cfg.rx_bufs_grow as usize, max_bufs));
     let release = Box::new(ReleaseDesc { base: uct_recv_desc_t { cb: Some(release_desc::<M>) },
                                          pool: &*pool as *const DescPool<M> });
     let mut elem_slot = Vec::with_capacity(fifo_size);

@@ -1985,6 +1985,12 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfa
         crate::error!("TCP transport does not support multi-threaded worker");
         return Err(UCS_ERR_INVALID_PARAM);
     }
+    // Buffers here belong to endpoints, not to shared pools, so these limits
+    // bound nothing; the values are still checked as UCX checks its pools
+    // (a grow of 0 means 32 there).
+    let or_32 = |g: libc::c_uint| if g == 0 { 32 } else { g };
+    crate::core::config::check_pool_limits("tcp tx buffers", or_32(c.tx_bufs_grow), c.tx_max_bufs)?;
+    crate::core::config::check_pool_limits("tcp rx buffers", or_32(c.rx_bufs_grow), c.rx_max_bufs)?;
     let tx_seg_size = c.tx_seg_size.saturating_add(wire::HDR_LEN);
     let rx_seg_size = c.rx_seg_size.saturating_add(wire::HDR_LEN);
     let max_iov = (c.max_iov as usize).saturating_add(ZCOPY_SERVICE_IOV).min(net::iov_max());

@@ -117,11 +117,11 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"SYN_CNT", c"auto", c"SYN retransmits before a connection attempt is abandoned (at most 255;\n\
                 auto: the system default)",
               offset_of!(TcpIfaceConfig, syn_cnt), parser::ulunits()),
-        field(c"TX_MAX_BUFS", c"-1", c"Most send buffers of the interface; -1 is unlimited.",
+        field(c"TX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least TX_BUFS_GROW); send buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, tx_max_bufs), parser::int()),
         field(c"TX_BUFS_GROW", c"8", c"Send buffers added when the pool grows (0: the transport chooses)",
               offset_of!(TcpIfaceConfig, tx_bufs_grow), parser::uint()),
-        field(c"RX_MAX_BUFS", c"-1", c"Most receive buffers of the interface; -1 is unlimited.",
+        field(c"RX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least RX_BUFS_GROW); receive buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, rx_max_bufs), parser::int()),
         field(c"RX_BUFS_GROW", c"8", c"Receive buffers added when the pool grows (0: the transport chooses)",
               offset_of!(TcpIfaceConfig, rx_bufs_grow), parser::uint()),
