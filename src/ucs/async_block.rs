@@ -15,7 +15,7 @@
 //! The union is 40 bytes (`pthread_mutex_t`) in a build without assertions
 //! and 56 bytes with them (the mutex then carries its owner and count), so
 //! `mode` is at 40 or 56. Which one is found once, on a context of our own
-//! in polling mode. Signal mode (`UCS_ASYNC_MODE_SIGNAL`, which libucp does
+//! in recursive-mutex mode (see `detect`). Signal mode (`UCS_ASYNC_MODE_SIGNAL`, which libucp does
 //! not use by default) is left unblocked.
 
 use crate::abi::ucs_async_context_t;
@@ -63,33 +63,25 @@ fn read_u32(ctx: *const ucs_async_context_t, offset: usize) -> u32 {
 }
 
 fn detect() -> Option<Layout> {
-    // Two polling contexts at once (so they are two allocations): the mode
-    // field reads 3 in both, the other candidate offset almost surely not.
-    let mut a = std::ptr::null_mut();
-    let mut b = std::ptr::null_mut();
-    // SAFETY: plain libucs calls; the contexts are destroyed below.
-    unsafe {
-        if ucs_async_context_create(MODE_POLL, &mut a) != crate::abi::UCS_OK {
-            return None;
-        }
-        if ucs_async_context_create(MODE_POLL, &mut b) != crate::abi::UCS_OK {
-            ucs_async_context_destroy(a);
-            return None;
-        }
+    // A context in recursive-mutex mode: every field in front of `mode` is
+    // then initialised (the mutex, and in a build with assertions its owner,
+    // set to "no thread", and count), so reading the candidates is defined.
+    // Without assertions, offset 40 holds the mode (2); with them, offset 40
+    // is the low half of the owner (all ones) and the mode is at 56.
+    let mut ctx = std::ptr::null_mut();
+    // SAFETY: a plain libucs call; the context is destroyed below.
+    if unsafe { ucs_async_context_create(MODE_THREAD_MUTEX, &mut ctx) } != crate::abi::UCS_OK {
+        return None;
     }
-    let at = |off: usize| read_u32(a, off) == MODE_POLL && read_u32(b, off) == MODE_POLL;
-    let layout = match (at(MODE_OFFSET_ASSERT), at(MODE_OFFSET_PLAIN)) {
-        (true, false) => Some(Layout { mode_offset: MODE_OFFSET_ASSERT }),
-        (false, true) => Some(Layout { mode_offset: MODE_OFFSET_PLAIN }),
-        // Ambiguous: Debian's libucs is built with assertions.
-        (true, true) => Some(Layout { mode_offset: MODE_OFFSET_ASSERT }),
-        (false, false) => None,
+    let layout = if read_u32(ctx, MODE_OFFSET_PLAIN) == MODE_THREAD_MUTEX {
+        Some(Layout { mode_offset: MODE_OFFSET_PLAIN })
+    } else if read_u32(ctx, MODE_OFFSET_ASSERT) == MODE_THREAD_MUTEX {
+        Some(Layout { mode_offset: MODE_OFFSET_ASSERT })
+    } else {
+        None
     };
     // SAFETY: ours, created above.
-    unsafe {
-        ucs_async_context_destroy(a);
-        ucs_async_context_destroy(b);
-    }
+    unsafe { ucs_async_context_destroy(ctx) };
     if layout.is_none() {
         crate::warn!("libucs async context layout not recognized: connection manager callbacks run unblocked");
     }
