@@ -4,11 +4,12 @@
 # ucx_perftest/ucx_info), a C toolchain, meson, and cbindgen for the header
 # check, and Open MPI and MPICH (both built with UCX: MPI and OpenSHMEM over
 # libucp, the clients tests/mpi-shmem.sh runs on our library; Open MPI stays
-# the default mpicc/mpirun, the tests name both explicitly). Safe to run again; does
+# the default mpicc/mpirun, the tests name both explicitly), and valgrind
+# (tests/memcheck.sh). Safe to run again; does
 # nothing that is already done.
 set -eu
 pkgs=(libucx-dev ucx-utils libucx0 gcc make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
-      openmpi-bin libopenmpi-dev mpich libmpich-dev)
+      openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -46,6 +46,7 @@ scripts=(
     "tests/mpi-shmem.sh"
     "tests/ucp-client-server.sh"
     "tests/io-demo.sh"
+    "tests/memcheck.sh"
     "suite-leftovers"
 )
 

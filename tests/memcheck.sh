@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Memory errors under the real clients: server and client under valgrind's
+# memcheck, LD_LIBRARY_PATH at LIBDIR, over every transport and the main
+# data paths (the unsafe code of this library: shared-memory FIFOs and
+# segments, process_vm_* transfers, socket buffers, iov handling, the
+# libucs structures it touches).
+#
+#   uct_hello_world   posix -z, sysv -b, tcp -z
+#   ucx_perftest      am_bw posix zcopy, am_lat sysv bcopy, put_bw cma
+#                     zcopy, am_bw tcp zcopy, put_bw tcp zcopy
+#   ucp_hello_world   tcp; sysv,cma -s 200000 (rendezvous)
+#   io_demo           -A (active messages, replies) over tcp,posix,self
+#
+# A case passes when both processes exit 0 and valgrind reports no error
+# in either (no "==PID== " line other than valgrind's own WARNING notes, no
+# exit status 99, valgrind's error exit code here).  Short runs: valgrind is 20-50 times slower.
+# Without valgrind (apt-get install valgrind) the test says so and fails:
+# scripts/setup-deps.sh installs it.
+# Usage: tests/memcheck.sh [LIBDIR]   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+. "$here/shm-common.sh"
+. "$here/shm-leftovers.sh"
+. "$here/ab-common.sh"
+
+resolve_libdir "$@"
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-240}
+make_workdir
+build_run_watch
+shm_snapshot "$T_WORK/shm.before"
+command -v valgrind >/dev/null || abort "valgrind" "not installed (apt-get install valgrind)"
+need_perftest
+need_hello
+build_ucp_example ucp_hello_world
+IO_DEMO=$(command -v io_demo) || abort "io_demo" "not installed (apt-get install ucx-utils)"
+VG=(valgrind -q --error-exitcode=99)
+
+# pair NAME TLS -- SERVER... -- CLIENT_EXTRA...: the server command gets
+# "-p PORT"; the client is the same command plus CLIENT_EXTRA (and -p PORT).
+# STOP=1: the server serves until stopped with SIGINT (io_demo).
+pair() {
+    local name=$1 tls=$2 port spid srv=() cli=() st_s st_c errs
+    shift 3
+    while [ "$1" != -- ]; do srv+=("$1"); shift; done
+    shift
+    cli=("${srv[@]}" "$@")
+    port=$(free_port)
+    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
+    env ${UCT_LIBDIR:+LD_LIBRARY_PATH=$UCT_LIBDIR} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+        "${VG[@]}" "${srv[@]}" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
+    spid=$!
+    T_CHILDREN=$spid
+    if ! wait_listening "$spid" "$port"; then
+        wait "$spid"
+        T_CHILDREN=
+        fail "$name" "the server did not listen: $(tail -n 2 "$T_WORK/srv.out" | tr '\n' ' ')"
+        return
+    fi
+    env ${UCT_LIBDIR:+LD_LIBRARY_PATH=$UCT_LIBDIR} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+        "${VG[@]}" "${cli[@]}" -p "$port" >"$T_WORK/cli.out" 2>&1 </dev/null
+    if [ "${STOP:-0}" = 1 ]; then
+        # SIGINT to the server itself (run_watch would answer it with SIGKILL)
+        local child
+        child=$(pgrep -P "$spid" | head -n 1)
+        [ -n "$child" ] && kill -INT "$child" 2>/dev/null
+    fi
+    wait "$spid"
+    T_CHILDREN=
+    st_s=$(status_of "$T_WORK/srv.st")
+    st_c=$(status_of "$T_WORK/cli.st")
+    # valgrind's own notes ("WARNING: valgrind ignores ...") are no errors
+    errs=$(grep -h '^==[0-9]*== ' "$T_WORK/srv.out" "$T_WORK/cli.out" | grep -v '== WARNING: ' | head -n 12)
+    if [ -n "$errs" ] || [ "$st_s" = "exit 99" ] || [ "$st_c" = "exit 99" ]; then
+        fail "$name" "valgrind reports (server $st_s, client $st_c):"
+        printf '%s\n' "$errs" | sed 's/^/      /'
+    elif [ "$st_s" != "exit 0" ] || [ "$st_c" != "exit 0" ]; then
+        fail "$name" "server $st_s, client $st_c: $(grep -h -m 1 'ERROR\|Assert\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out" | head -n 1)"
+    else
+        pass "$name: no memory error"
+    fi
+}
+
+P=(-n 300 -w 10)
+pair "uct_hello_world posix -z" x -- "$HELLO" -d memory -t posix -z -- -n 127.0.0.1
+pair "uct_hello_world sysv -b" x -- "$HELLO" -d memory -t sysv -b -- -n 127.0.0.1
+pair "uct_hello_world tcp -z" x -- "$HELLO" -d lo -t tcp -z -- -n 127.0.0.1
+pair "ucx_perftest am_bw posix zcopy 4000" x -- ucx_perftest -t am_bw -x posix -d memory -D zcopy -s 4000 "${P[@]}" -- 127.0.0.1
+pair "ucx_perftest am_lat sysv bcopy 4000" x -- ucx_perftest -t am_lat -x sysv -d memory -D bcopy -s 4000 "${P[@]}" -- 127.0.0.1
+pair "ucx_perftest put_bw cma zcopy 100000" x -- ucx_perftest -t put_bw -x cma -d memory -D zcopy -s 100000 "${P[@]}" -- 127.0.0.1
+pair "ucx_perftest am_bw tcp zcopy 60000" x -- ucx_perftest -t am_bw -x tcp -d lo -D zcopy -s 60000 "${P[@]}" -- 127.0.0.1
+pair "ucx_perftest put_bw tcp zcopy 100000" x -- ucx_perftest -t put_bw -x tcp -d lo -D zcopy -s 100000 "${P[@]}" -- 127.0.0.1
+pair "ucp_hello_world tcp" tcp -- "$T_WORK/ucp_hello_world" -- -n 127.0.0.1
+pair "ucp_hello_world sysv,cma -s 200000" sysv,cma -- "$T_WORK/ucp_hello_world" -s 200000 -- -n 127.0.0.1
+STOP=1 pair "io_demo -A tcp,posix,self" tcp,posix,self -- "$IO_DEMO" -q -A -o read,write -d 1:100000 -- -i 200 127.0.0.1
+
+shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
+finish
