@@ -3,8 +3,9 @@
  * messages of 1 B to 4 MiB both ways (eager and rendezvous) and check every
  * byte, then an allreduce, an MPI_Put through a window and a
  * MPI_Fetch_and_op, a 1 MiB broadcast, an all-to-all of 64 KiB per pair, a
- * strided (vector) datatype send, and a 1 MiB MPI_Get plus an
- * MPI_Accumulate. Rank 0 prints "mpi_check: OK" or "mpi_check: FAIL";
+ * strided (vector) datatype send, a 1 MiB MPI_Get plus an MPI_Accumulate,
+ * and a passive-target counter under a compare-and-swap lock (lock_all,
+ * flush). Rank 0 prints "mpi_check: OK" or "mpi_check: FAIL";
  * the exit status is 0 only when every check held on every rank.
  */
 #include <mpi.h>
@@ -108,6 +109,35 @@ int main(int argc, char **argv) {
             if (big[i] != i + (long)size * (size + 1) / 2) { errs++; break; }
     MPI_Win_free(&bwin);
     free(got);
+    /* passive target: a lock built from MPI_Compare_and_swap, counters
+     * updated with MPI_Accumulate and read back with MPI_Get under
+     * MPI_Win_lock_all / MPI_Win_flush */
+    long *pw; MPI_Win pwin;
+    MPI_Win_allocate(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &pw, &pwin);
+    pw[0] = 0; pw[1] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, pwin);
+    for (int it = 0; it < 50; it++) {
+        long unlocked = 0, me = rank + 1, prev = -1;
+        do {   /* take the lock word on rank 0 */
+            MPI_Compare_and_swap(&me, &unlocked, &prev, MPI_LONG, 0, 0, pwin);
+            MPI_Win_flush(0, pwin);
+        } while (prev != 0);
+        long cur = -1, one2 = 1;
+        MPI_Get(&cur, 1, MPI_LONG, 0, 1, 1, MPI_LONG, pwin);
+        MPI_Win_flush(0, pwin);
+        cur += one2;
+        MPI_Put(&cur, 1, MPI_LONG, 0, 1, 1, MPI_LONG, pwin);
+        MPI_Win_flush(0, pwin);
+        long zero = 0, dummy;
+        MPI_Fetch_and_op(&zero, &dummy, MPI_LONG, 0, 0, MPI_REPLACE, pwin);   /* unlock */
+        MPI_Win_flush(0, pwin);
+    }
+    MPI_Win_unlock_all(pwin);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* the read-modify-write under the lock lost no update */
+    if (rank == 0 && pw[1] != 50L * size) errs++;
+    MPI_Win_free(&pwin);
     int total = 0;
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("mpi_check: %s (%d errors)\n", total ? "FAIL" : "OK", total);
