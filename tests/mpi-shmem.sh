@@ -8,7 +8,8 @@
 #                           byte checked, allreduce, MPI_Put, fetch-and-op,
 #                           1 MiB bcast, alltoall, a vector datatype, 1 MiB
 #                           MPI_Get, MPI_Accumulate
-#   c-tests/shmem_check.c   put, get, atomic fetch-add and compare-swap
+#   c-tests/shmem_check.c   put, get, atomic fetch-add and compare-swap, 1 MiB
+#                           put/get, fence + wait_until, broadcast, sum
 #
 # over UCX_TLS=tcp, posix,self, sysv,cma,self and all (shmem: tcp and
 # posix,sysv,cma,self).  Each case runs on the system library first: a case
