@@ -7,7 +7,7 @@
 #   c-tests/mpi_check.c     send/recv 1 B .. 4 MiB both ways with every
 #                           byte checked, allreduce, MPI_Put, fetch-and-op,
 #                           1 MiB bcast, alltoall, a vector datatype, 1 MiB
-#                           MPI_Get, MPI_Accumulate
+#                           MPI_Get, MPI_Accumulate, a passive-target lock
 #   c-tests/shmem_check.c   put, get, atomic fetch-add and compare-swap, 1 MiB
 #                           put/get, fence + wait_until, broadcast, sum
 #
