@@ -11,7 +11,8 @@
 #   UCX_TLS   tcp, tcp,posix,self, tcp,sysv,cma,self
 #   modes     tag read+write 1 B-300 KB; AM read+write 1 B-300 KB;
 #             tag -z window 8 1 KB-1 MB; AM -z write 1 B-1 MB in 64 KB chunks
-#   more      one client over two servers (AM); a client killed with
+#   more      one client over two servers (AM); three clients at once
+#             (AM; tag -z); a client killed with
 #             SIGKILL in the middle of its traffic, then a second client on
 #             the same server (tag and AM)
 #
@@ -107,15 +108,34 @@ run_case() {
             sleep 0.1
         done
     fi
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
-        "$IO_DEMO" "$@" -i "$ITERS" "${addrs[@]}" >"$T_WORK/cli.out" 2>&1 </dev/null
-    cst=$(status_of "$T_WORK/cli.st")
+    # CLIENTS=N: that many clients at once (their outputs: cli.out, cli2.out, ...)
+    local k cpids=() out st
+    rm -f "$T_WORK"/cli*.out "$T_WORK"/cli*.st
+    for k in $(seq "${CLIENTS:-1}"); do
+        out=cli; [ "$k" -gt 1 ] && out=cli$k
+        env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/$out.st" \
+            "$IO_DEMO" "$@" -i "$ITERS" "${addrs[@]}" >"$T_WORK/$out.out" 2>&1 </dev/null &
+        cpids+=($!)
+    done
+    T_CHILDREN="${S_PIDS[*]} ${cpids[*]}"
+    wait "${cpids[@]}"
+    cst="exit 0"
+    local not_ok=
+    for k in $(seq "${CLIENTS:-1}"); do
+        out=cli; [ "$k" -gt 1 ] && out=cli$k
+        st=$(status_of "$T_WORK/$out.st")
+        if [ "$st" != "exit 0" ] && [ "$cst" = "exit 0" ]; then
+            cst=$st
+            cp "$T_WORK/$out.out" "$T_WORK/first-failed.out"
+        fi
+        grep -a -q "Client exit with status 'OK'" "$T_WORK/$out.out" || not_ok="$not_ok $out"
+    done
     stop_servers
     if [ "$cst" != "exit 0" ]; then
-        R_WHY="client $cst: $(grep -a -h -m 1 'Assert\|ERROR\|error\|failed' "$T_WORK/cli.out" | head -n 1)"
+        R_WHY="client $cst: $(grep -a -h -m 1 'Assert\|ERROR\|error\|failed' "$T_WORK/first-failed.out" | head -n 1)"
         case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
-    elif ! grep -a -q "Client exit with status 'OK'" "$T_WORK/cli.out"; then
-        R_WHY="the client did not report status OK: $(tail -n 1 "$T_WORK/cli.out")"
+    elif [ -n "$not_ok" ]; then
+        R_WHY="client(s)$not_ok did not report status OK: $(tail -n 1 "$T_WORK/cli.out")"
     elif [ -n "$R_SRV" ]; then
         R_WHY="$R_SRV: $(grep -a -h -m 1 'Assert\|ERROR\|signal' "$T_WORK"/srv*.out | head -n 1)"
         R_BAD=1
@@ -127,9 +147,9 @@ run_case() {
 # lines_of KILL OUT: the UCX lines of the run (see the header for KILL)
 lines_of() {
     if [ "$1" = 1 ]; then
-        ucx_lines "$T_WORK"/srv*.out "$T_WORK/cli.out" | grep -v 'unexpected tag-receive descriptor .* was not matched'
+        ucx_lines "$T_WORK"/srv*.out "$T_WORK"/cli*.out | grep -v 'unexpected tag-receive descriptor .* was not matched'
     else
-        ucx_lines "$T_WORK"/srv*.out "$T_WORK/cli.out"
+        ucx_lines "$T_WORK"/srv*.out "$T_WORK"/cli*.out
     fi >"$2"
     return 0
 }
@@ -164,6 +184,10 @@ for tls in tcp tcp,posix,self tcp,sysv,cma,self; do
 done
 ab "io_demo UCX_TLS=tcp,posix,self -q -A, one client over two servers" tcp,posix,self 2 0 \
     -q -A -o read,write -d 1:300000
+CLIENTS=3 ab "io_demo UCX_TLS=tcp,posix,self -q -A, three clients at once" tcp,posix,self 1 0 \
+    -q -A -o read,write -d 1:200000
+CLIENTS=3 ab "io_demo UCX_TLS=tcp,sysv,cma,self -q -z -w 8, three clients at once" tcp,sysv,cma,self 1 0 \
+    -q -z -o read,write -d 1000:1000000 -w 8
 for tls in tcp tcp,posix,self; do
     ab "io_demo UCX_TLS=$tls -q, first client killed mid-traffic" "$tls" 1 1 -q -o read,write -d 1:100000
     ab "io_demo UCX_TLS=$tls -q -A, first client killed mid-traffic" "$tls" 1 1 -q -A -o read,write -d 1:100000
