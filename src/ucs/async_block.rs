@@ -15,9 +15,11 @@
 //! The union is 40 bytes (`pthread_mutex_t`) in a build without assertions
 //! and 56 bytes with them (the mutex then carries its owner and count), so
 //! `mode` is at 40 or 56. Which one is found once, on a context of our own
-//! in recursive-mutex mode (see `detect`). Signal mode (`UCS_ASYNC_MODE_SIGNAL`, which libucp does
-//! not use by default) is left unblocked.
+//! in recursive-mutex mode (see `detect`). Signal mode
+//! (`UCS_ASYNC_MODE_SIGNAL`, which libucp does not use by default) is left
+//! unblocked.
 
+use super::{ucs_async_context_create, ucs_async_context_destroy};
 use crate::abi::ucs_async_context_t;
 use once_cell::sync::Lazy;
 
@@ -50,11 +52,6 @@ const MODE_OFFSET_ASSERT: usize = MUTEX_SIZE + 16;
 const MODE_OFFSET_PLAIN: usize = MUTEX_SIZE;
 
 static LAYOUT: Lazy<Option<Layout>> = Lazy::new(detect);
-
-extern "C" {
-    fn ucs_async_context_create(mode: u32, async_p: *mut *mut ucs_async_context_t) -> crate::abi::ucs_status_t;
-    fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
-}
 
 fn read_u32(ctx: *const ucs_async_context_t, offset: usize) -> u32 {
     // SAFETY: callers pass a live context and an offset inside it (both

@@ -41,6 +41,10 @@ extern "C" {
     pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int);
     pub fn ucs_callbackq_remove_if(cbq: *mut ucs_callbackq_t, pred: ucs_callbackq_predicate_t, arg: *mut c_void);
 
+    // async/async.h (contexts of our own, to learn their layout)
+    pub fn ucs_async_context_create(mode: c_uint, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
+    pub fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
+
     // config/parser.h
     pub fn ucs_config_parser_fill_opts(opts: *mut c_void, fields: *mut ucs_config_field_t, env_prefix: *const c_char,
                                        table_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
