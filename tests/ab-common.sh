@@ -1,8 +1,12 @@
 # shellcheck shell=bash
 # Helpers for the tests that run every case twice, on the system library
-# (the C original) and then on LIBDIR, and judge LIBDIR against it (sourced
-# after common.sh and make_workdir).
+# (the C original) and then on LIBDIR, and judge LIBDIR against it.
+# Sourcing this file brings common.sh, shm-common.sh and shm-leftovers.sh.
 #
+#   ab_begin ARGS...             the common start of such a test: LIBDIR
+#                                from ARGS (resolve_libdir), a work
+#                                directory, run_watch, and the shared-memory
+#                                state that shm_check compares at the end
 #   ucx_lines FILE... > OUT      the UCX warning/error messages of a run,
 #                                without time, pid and source position
 #   build_ucp_example NAME       compile libucx-dev's NAME.c (a libucp
@@ -19,6 +23,18 @@
 #       A case the original passes must pass; one it fails must not crash
 #       or hang; LIBDIR may print no UCX line the original does not.  FILEs:
 #       outputs whose tail is shown on failure; DETAIL goes into the pass line.
+
+_ab_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$_ab_dir/common.sh"
+. "$_ab_dir/shm-common.sh"
+. "$_ab_dir/shm-leftovers.sh"
+
+ab_begin() {
+    resolve_libdir "$@"
+    make_workdir
+    build_run_watch
+    shm_snapshot "$T_WORK/shm.before"
+}
 
 ucx_lines() {
     sed -n 's/^\[[0-9.]*\] *\[[^]]*\] *[^ ]* *UCX  *\(WARN\|ERROR\) *\(.*\)$/\1 \2/p' "$@" |

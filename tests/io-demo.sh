@@ -26,17 +26,10 @@
 # cancelled its receives is a race the original shows too.
 # Usage: tests/io-demo.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
-PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+ab_begin "$@"
 ITERS=${ITERS:-1000}
-make_workdir
-build_run_watch
-shm_snapshot "$T_WORK/shm.before"
 command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
 IO_DEMO=$(command -v io_demo) || abort "io_demo" "not installed (apt-get install ucx-utils)"
 OURS=$UCT_LIBDIR

@@ -19,16 +19,11 @@
 # scripts/setup-deps.sh installs it.
 # Usage: tests/memcheck.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
+# valgrind is slow: a longer limit per process than the helpers' 60 s
+: "${PAIR_TIMEOUT:=240}"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
-PAIR_TIMEOUT=${PAIR_TIMEOUT:-240}
-make_workdir
-build_run_watch
-shm_snapshot "$T_WORK/shm.before"
+ab_begin "$@"
 command -v valgrind >/dev/null || abort "valgrind" "not installed (apt-get install valgrind)"
 need_perftest
 need_hello

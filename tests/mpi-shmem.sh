@@ -23,13 +23,9 @@
 # fails: scripts/setup-deps.sh installs them.
 # Usage: tests/mpi-shmem.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-leftovers.sh"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
-make_workdir
-shm_snapshot "$T_WORK/shm.before"
+ab_begin "$@"
 for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; do
     command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)"
 done

@@ -21,17 +21,10 @@
 # line the original does not.
 # Usage: tests/ucp-client-server.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
-PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+ab_begin "$@"
 ITERS=3
-make_workdir
-build_run_watch
-shm_snapshot "$T_WORK/shm.before"
 command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
 
 build_ucp_example ucp_client_server

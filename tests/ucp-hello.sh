@@ -19,16 +19,9 @@
 # With an empty LIBDIR only the system runs are made (sanity run).
 # Usage: tests/ucp-hello.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
-PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
-make_workdir
-build_run_watch
-shm_snapshot "$T_WORK/shm.before"
+ab_begin "$@"
 
 build_ucp_example ucp_hello_world
 UCP_HELLO=$T_WORK/ucp_hello_world

@@ -17,18 +17,11 @@
 # With an empty LIBDIR only the system runs are made (sanity run).
 # Usage: tests/ucp-perftest.sh [LIBDIR]   (or UCT_LIBDIR; ITERS env: 2000)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
 . "$here/ab-common.sh"
 
-resolve_libdir "$@"
+ab_begin "$@"
 ITERS=${ITERS:-2000}
-PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
 need_perftest
-make_workdir
-build_run_watch
-shm_snapshot "$T_WORK/shm.before"
 OURS=$UCT_LIBDIR
 
 # run_case LIB TLS TEST SIZE ITERS -> R_OK, R_SRV, R_CLI, R_WHY, R_LAT
