@@ -10,7 +10,6 @@
 //! - [`transports`]: the transports themselves.
 //! - [`ucs`]: the few libucs services we reuse (callback queue, config parser,
 //!   logger), declared and wrapped in one place.
-#![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
 pub mod core;
