@@ -40,11 +40,11 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$top/tests/common.sh"
+. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 # Pin the two processes of a pair to different CPUs (PERF_PIN=0 to disable).
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/shm-common.sh"
+. "$top/tests/lib/two-proc.sh"
 
 libdir=${1:?usage: bench/shm-compare.sh LIBDIR [ROUNDS] [OUT.png]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2

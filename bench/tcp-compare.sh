@@ -3,7 +3,7 @@
 # as server + client against LIBDIR's libuct.so.0 ("ours") and against the
 # system UCX 1.13.1 ("ucx"), only LD_LIBRARY_PATH differs; ours and ucx
 # alternate within each round; the two processes of a pair are pinned to
-# different CPUs (PERF_PIN, as tests/shm-common.sh does; PERF_PIN=0 to
+# different CPUs (PERF_PIN, as tests/lib/two-proc.sh does; PERF_PIN=0 to
 # disable).  The table gives the median over ROUNDS and the ratio ours/ucx
 # (latency: lower is better; bandwidth: higher is better).
 #
@@ -24,10 +24,10 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$top/tests/common.sh"
+. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/shm-common.sh"
+. "$top/tests/lib/two-proc.sh"
 
 libdir=${1:?usage: bench/tcp-compare.sh LIBDIR [ROUNDS]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2

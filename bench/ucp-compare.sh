@@ -16,10 +16,10 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$top/tests/common.sh"
+. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/shm-common.sh"
+. "$top/tests/lib/two-proc.sh"
 
 libdir=${1:?usage: bench/ucp-compare.sh LIBDIR [ROUNDS]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2

@@ -5,7 +5,7 @@
 # identical result lines ("api: ...").
 # Usage: c-tests/api-self.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/common.sh"
+. "$here/../tests/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir

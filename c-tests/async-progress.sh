@@ -10,7 +10,7 @@
 # identical result lines.
 # Usage: c-tests/async-progress.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/common.sh"
+. "$here/../tests/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir

@@ -6,7 +6,7 @@
 # Usage: c-tests/bad-input.sh [LIBDIR] [-- CASE-FILTER...]
 #        (or UCT_LIBDIR=...; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/common.sh"
+. "$here/../tests/lib/common.sh"
 
 libarg=()
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then

@@ -7,7 +7,7 @@
 # /proc/self/maps inside the probe, and through LD_DEBUG=bindings).
 # Usage: c-tests/preload.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/common.sh"
+. "$here/../tests/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir

@@ -12,7 +12,7 @@
 # and the zcopy perf lines removed, and the md's reg_mem_types dropped.
 # Usage: c-tests/v2-probe.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/common.sh"
+. "$here/../tests/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir

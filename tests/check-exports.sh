@@ -10,7 +10,7 @@
 # Usage: tests/check-exports.sh [LIBFILE]
 #        default: $UCT_LIBDIR/libuct.so.0, or the system library.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 if [ $# -gt 0 ] && [ -n "$1" ]; then
     lib=$1

@@ -14,7 +14,7 @@
 # otherwise.
 # Usage: tests/cm-tcp.sh LIBDIR   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}

@@ -13,7 +13,7 @@
 # signal, no hang), and as failed when a process crashes or times out.
 # Usage: tests/hello-self.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}

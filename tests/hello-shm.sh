@@ -19,9 +19,9 @@
 # At the end no new /dev/shm file or SysV segment may be left over.
 # Usage: tests/hello-shm.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
+. "$here/lib/shm-leftovers.sh"
 
 resolve_libdir "$@"
 EXPECT_FAIL_CASES="${EXPECT_FAIL_CASES:-} ${EXPECT_FAIL_TLS:-}"

@@ -26,7 +26,7 @@
 # cancelled its receives is a race the original shows too.
 # Usage: tests/io-demo.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 ITERS=${ITERS:-1000}

@@ -40,8 +40,8 @@
 # Usage: tests/kill-peer.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/common.sh"
-. "$here/shm-leftovers.sh"
+. "$here/lib/common.sh"
+. "$here/lib/shm-leftovers.sh"
 
 resolve_libdir "$@"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}

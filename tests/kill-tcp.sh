@@ -28,7 +28,7 @@
 # Usage: tests/kill-tcp.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 KILL_TIMEOUT=${KILL_TIMEOUT:-10}

@@ -21,7 +21,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 # valgrind is slow: a longer limit per process than the helpers' 60 s
 : "${PAIR_TIMEOUT:=240}"
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 command -v valgrind >/dev/null || abort "valgrind" "not installed (apt-get install valgrind)"

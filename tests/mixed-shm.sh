@@ -20,9 +20,9 @@
 # Finally, no new /dev/shm file or SysV segment may be left over.
 # Usage: tests/mixed-shm.sh LIBDIR [ITERS]   (or UCT_LIBDIR; ITERS env too)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
+. "$here/lib/shm-leftovers.sh"
 
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 ITERS=${2:-${ITERS:-10000}}

@@ -16,8 +16,8 @@
 # EXPECT_FAIL_TLS containing "tcp" accepts clean failures (see mixed-shm.sh).
 # Usage: tests/mixed-tcp.sh LIBDIR [ITERS]   (or UCT_LIBDIR; ITERS env too)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
 
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 ITERS=${2:-${ITERS:-10000}}

@@ -23,7 +23,7 @@
 # fails: scripts/setup-deps.sh installs them.
 # Usage: tests/mpi-shmem.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; do

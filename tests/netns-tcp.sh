@@ -23,8 +23,8 @@
 # the last case checks `ip netns list` for them.
 # Usage: tests/netns-tcp.sh [LIBDIR]   (or UCT_LIBDIR; ITERS env, default 10000)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
 
 resolve_libdir "$@"
 ITERS=${ITERS:-10000}

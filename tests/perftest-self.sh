@@ -8,7 +8,7 @@
 # ending fails the row.  No timing is checked.
 # Usage: tests/perftest-self.sh [LIBDIR]   (or UCT_LIBDIR; ITERS=20000 default)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 ITERS=${ITERS:-20000}

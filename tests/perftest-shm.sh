@@ -16,16 +16,16 @@
 #   EXPECT_FAIL_ROWS="cma posix:*:zcopy sysv:*:zcopy"
 # (the transports in EXPECT_FAIL_TLS are added to it).
 # Such a row passes when it ends cleanly in any way (no signal, no hang; but
-# see pair_failed_cleanly in shm-common.sh for ucx_perftest's own SIGPIPE and
+# see pair_failed_cleanly in lib/two-proc.sh for ucx_perftest's own SIGPIPE and
 # wait when its peer gives up early), and reports XPASS when it already gives
 # the expected outcome.
 # At the end no new /dev/shm file or SysV segment may be left over.
 # Usage: tests/perftest-shm.sh [LIBDIR] [ITERS]   (or UCT_LIBDIR, ITERS;
 #        default 10000 iterations, WARMUP=100, PAIR_TIMEOUT=60 s per process)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
-. "$here/shm-common.sh"
-. "$here/shm-leftovers.sh"
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
+. "$here/lib/shm-leftovers.sh"
 
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 ITERS=${2:-${ITERS:-10000}}

@@ -8,7 +8,7 @@
 # (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
 # perftest-shm.sh, mixed-shm.sh, netns-tcp.sh).
 # The shared-memory state (/dev/shm, SysV segments) is recorded first; the
-# last step fails on anything the suite left behind (tests/shm-leftovers.sh).
+# last step fails on anything the suite left behind (tests/lib/shm-leftovers.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -32,7 +32,7 @@ scripts=(
     "tests/perftest-self.sh"
     "tests/ucx-info.sh"
     "tests/hello-self.sh"
-    "tests/shm-leftovers.sh"
+    "tests/lib/shm-leftovers.sh"
     "tests/hello-shm.sh"
     "tests/mixed-shm.sh"
     "tests/perftest-shm.sh"
@@ -56,18 +56,18 @@ report=()
 log=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all.XXXXXX")
 shm_before=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all-shm.XXXXXX")
 trap 'rm -f "$log" "$shm_before"' EXIT
-"$top/tests/shm-leftovers.sh" --snapshot "$shm_before" >/dev/null
+"$top/tests/lib/shm-leftovers.sh" --snapshot "$shm_before" >/dev/null
 
 for s in "${scripts[@]}"; do
     echo "=== $s"
     label=$s
     if [ "$s" = "tests/check-exports.sh" ]; then
         args=("${libdir:+$libdir/libuct.so.0}")
-    elif [ "$s" = "tests/shm-leftovers.sh" ]; then
+    elif [ "$s" = "tests/lib/shm-leftovers.sh" ]; then
         args=(--self-test)
         label="$s --self-test"
     elif [ "$s" = "suite-leftovers" ]; then   # nothing left by the suite
-        s=tests/shm-leftovers.sh
+        s=tests/lib/shm-leftovers.sh
         args=(--check "$shm_before")
     else
         args=("$libdir")

@@ -21,7 +21,7 @@
 # line the original does not.
 # Usage: tests/ucp-client-server.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 ITERS=3

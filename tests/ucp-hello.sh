@@ -19,7 +19,7 @@
 # With an empty LIBDIR only the system runs are made (sanity run).
 # Usage: tests/ucp-hello.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 

@@ -17,7 +17,7 @@
 # With an empty LIBDIR only the system runs are made (sanity run).
 # Usage: tests/ucp-perftest.sh [LIBDIR]   (or UCT_LIBDIR; ITERS env: 2000)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/ab-common.sh"
+. "$here/lib/ab-common.sh"
 
 ab_begin "$@"
 ITERS=${ITERS:-2000}

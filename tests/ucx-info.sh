@@ -9,7 +9,7 @@
 #    protocol thresholds) identical to the original's, see below.
 # Usage: tests/ucx-info.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared helpers for the uct-rs test scripts (sourced, not run).
+# Shared helpers for the uct-rs test scripts (sourced, not run; the other
+# shell libraries in tests/lib/ build on this one).
 #
 # Every script takes the library directory to test as its first argument or
 # as $UCT_LIBDIR: a directory holding our libuct.so.0.  Empty means "test the
@@ -98,7 +99,7 @@ build_c() {
 # or "timeout" in STATUSFILE (see the source for why a shell cannot).
 build_run_watch() {
     RUN_WATCH=$T_WORK/run_watch
-    "$CC" -O2 -Wall -o "$RUN_WATCH" "$(dirname "${BASH_SOURCE[0]}")/tools/run_watch.c" ||
+    "$CC" -O2 -Wall -o "$RUN_WATCH" "$(dirname "${BASH_SOURCE[0]}")/../tools/run_watch.c" ||
         abort "build run_watch"
 }
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Helpers for the tests that run every case twice, on the system library
 # (the C original) and then on LIBDIR, and judge LIBDIR against it.
-# Sourcing this file brings common.sh, shm-common.sh and shm-leftovers.sh.
+# Sourcing this file brings common.sh, two-proc.sh and shm-leftovers.sh (all
+# three in tests/lib/, next to this file).
 #
 #   ab_begin ARGS...             the common start of such a test: LIBDIR
 #                                from ARGS (resolve_libdir), a work
@@ -26,7 +27,7 @@
 
 _ab_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$_ab_dir/common.sh"
-. "$_ab_dir/shm-common.sh"
+. "$_ab_dir/two-proc.sh"
 . "$_ab_dir/shm-leftovers.sh"
 
 ab_begin() {

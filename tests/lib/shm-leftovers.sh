@@ -4,12 +4,12 @@
 # still there, unused, after it ended.
 #
 # Standalone:
-#   tests/shm-leftovers.sh [--] CMD [ARG...]   run CMD, then compare; fails on
-#                                   new leftovers and when CMD exits non-zero
-#   tests/shm-leftovers.sh --snapshot FILE     record the current state
-#   tests/shm-leftovers.sh --check FILE        compare with a snapshot
-#   tests/shm-leftovers.sh --self-test         creates a leftover file and a
-#                                   segment (ipcmk) and checks they are found
+#   tests/lib/shm-leftovers.sh [--] CMD [ARG...]  run CMD, then compare; fails
+#                                   on new leftovers and when CMD exits non-zero
+#   tests/lib/shm-leftovers.sh --snapshot FILE    record the current state
+#   tests/lib/shm-leftovers.sh --check FILE       compare with a snapshot
+#   tests/lib/shm-leftovers.sh --self-test        creates a leftover file and
+#                                   a segment (ipcmk) and checks they are found
 # Each prints "N passed, M failed" and exits non-zero on failure.
 #
 # Sourced (after common.sh): shm_snapshot FILE; shm_leftovers FILE (prints one

@@ -1,9 +1,12 @@
 # shellcheck shell=bash
-# Helpers for the two-process shared-memory tests (sourced after common.sh
-# and after make_workdir/build_run_watch): start a server and a client, each
-# with its own library directory ("" = the system UCX), on loopback, under
-# run_watch, and tell how each ended.
+# The two-process runner (sourced after common.sh and after
+# make_workdir/build_run_watch), used by the shared-memory and tcp tests and
+# by the benchmarks: start a server and a client, each with its own library
+# directory ("" = the system UCX), on loopback, under run_watch, and tell how
+# each ended.
 #
+#   free_port / port_listening PORT / wait_listening PID PORT
+#   wait_pair SPID SST CPID CST [PORT]; status_of STATUSFILE
 #   build_hello                 -> $HELLO (uct_hello_world from libucx-dev)
 #   run_hello_pair SRV_LIB CLI_LIB TL DEV MODE
 #   run_perf_pair SRV_LIB CLI_LIB TL DEV TEST LAYOUT SIZE ITERS [WARMUP]
