@@ -14,58 +14,21 @@
 # Usage: tests/hello-self.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
 
 resolve_libdir "$@"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
 HELLO_TIMEOUT=${HELLO_TIMEOUT:-30}
-[ -f "$UCX_EXAMPLES/uct_hello_world.c" ] ||
-    abort "uct_hello_world.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
+PAIR_TIMEOUT=$HELLO_TIMEOUT   # bounds wait_listening
 make_workdir
-
-cp "$UCX_EXAMPLES/uct_hello_world.c" "$UCX_EXAMPLES/hello_world_util.h" "$T_WORK/"
-if "$CC" -O2 -o "$T_WORK/uct_hello_world" "$T_WORK/uct_hello_world.c" \
-        -luct -lucs 2>"$T_WORK/cc.log"; then
-    pass "build uct_hello_world"
-else
-    cat "$T_WORK/cc.log"
-    abort "build uct_hello_world"
-fi
+need_hello
 build_run_watch
-
-# port_listening PORT: true when some socket listens on TCP port PORT.
-port_listening() {
-    local hex
-    hex=$(printf ':%04X' "$1")
-    awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 }
-                     END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-# free_port: a port below the kernel's ephemeral range (outgoing connections
-# take ports from that range and would make a server's bind fail at random).
-free_port() {
-    local port lo=32768 span
-    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-    span=$((lo - 10000))
-    [ $span -lt 1000 ] && span=20000
-    while :; do
-        port=$((10000 + (RANDOM * 32768 + RANDOM) % span))
-        port_listening "$port" || break
-    done
-    echo "$port"
-}
-
-# describe STATUSFILE: how a process ended ("exit 0", "signal 11", "timeout")
-describe() {
-    cat "$1" 2>/dev/null || echo "unknown"
-}
 
 expected_to_fail() {
     case " $EXPECT_FAIL_TLS " in *" $1 "*) return 0 ;; esac
     return 1
 }
 
-want=ABCDEFGHIJKLMNOPQRS
-hello=$T_WORK/uct_hello_world
 for c in "posix memory" "sysv memory" "tcp lo"; do
     set -- $c
     tl=$1 dev=$2
@@ -73,15 +36,13 @@ for c in "posix memory" "sysv memory" "tcp lo"; do
         name="$tl/$dev $mode"
         port=$(free_port)
         rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
-        "$RUN_WATCH" "$HELLO_TIMEOUT" "$T_WORK/srv.st" "${RUN[@]}" "$hello" \
+        "$RUN_WATCH" "$HELLO_TIMEOUT" "$T_WORK/srv.st" "${RUN[@]}" "$HELLO" \
             -t "$tl" -d "$dev" $mode -p "$port" -s 20 >"$T_WORK/srv" 2>&1 </dev/null &
         srv_pid=$!
         T_CHILDREN=$srv_pid
         # start the client once the server listens (or has given up)
-        while kill -0 "$srv_pid" 2>/dev/null && ! port_listening "$port"; do
-            sleep 0.05
-        done
-        "$RUN_WATCH" "$HELLO_TIMEOUT" "$T_WORK/cli.st" "${RUN[@]}" "$hello" \
+        wait_listening "$srv_pid" "$port"
+        "$RUN_WATCH" "$HELLO_TIMEOUT" "$T_WORK/cli.st" "${RUN[@]}" "$HELLO" \
             -t "$tl" -d "$dev" $mode -p "$port" -s 20 -n 127.0.0.1 \
             >"$T_WORK/cli" 2>&1 </dev/null
         crc=$?
@@ -92,10 +53,10 @@ for c in "posix memory" "sysv memory" "tcp lo"; do
         ok=0
         if [ $crc -eq 0 ] && [ $src -eq 0 ] &&
            grep -q 'UCT TEST SUCCESS' "$T_WORK/srv" &&
-           grep -q "sent $want (20 bytes)" "$T_WORK/srv"; then
+           grep -q "sent $HELLO_WANT (20 bytes)" "$T_WORK/srv"; then
             ok=1
         fi
-        how="server $(describe "$T_WORK/srv.st"), client $(describe "$T_WORK/cli.st")"
+        how="server $(status_of "$T_WORK/srv.st"), client $(status_of "$T_WORK/cli.st")"
         if expected_to_fail "$tl"; then
             if ended_badly "$T_WORK/srv.st" || ended_badly "$T_WORK/cli.st"; then
                 fail "$name (expected to fail cleanly)" "$how"
