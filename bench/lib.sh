@@ -1,6 +1,15 @@
 # shellcheck shell=bash
 # Shared by the side-by-side benchmarks (sourced): medians, ratios, and the
 # alternating ours/ucx rounds of one table cell.
+#
+# Of the test suite's shell libraries (tests/lib/) the benchmarks take only
+# the two pieces they run on: common.sh for the work directory, run_watch and
+# UCT_SYSTEM_LIB, and two-proc.sh for the server + client runner
+# (run_perf_pair, free_port, wait_listening, wait_pair, status_of).  Set
+# PAIR_TIMEOUT and PERF_PIN before sourcing this file.
+_bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$_bench_top/tests/lib/common.sh"
+. "$_bench_top/tests/lib/two-proc.sh"
 
 median() {
     sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else print a[int((NR + 1) / 2)] }'

@@ -39,12 +39,10 @@
 #      BENCH_PLOT=auto|gnuplot|matplotlib|none.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 # Pin the two processes of a pair to different CPUs (PERF_PIN=0 to disable).
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/lib/two-proc.sh"
+. "$here/lib.sh"
 
 libdir=${1:?usage: bench/shm-compare.sh LIBDIR [ROUNDS] [OUT.png]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2
@@ -115,8 +113,6 @@ run_one() {
         *) echo "fail ${PP_RESULT#* }" ;;
     esac
 }
-
-. "$here/lib.sh"
 
 # cell rows: "tl test layout size"
 plan() {

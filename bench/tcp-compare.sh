@@ -23,11 +23,9 @@
 # Env: BENCH_CSV=FILE (the table as CSV), PAIR_TIMEOUT (default 120 s).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/lib/two-proc.sh"
+. "$here/lib.sh"
 
 libdir=${1:?usage: bench/tcp-compare.sh LIBDIR [ROUNDS]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2
@@ -76,8 +74,6 @@ run_one() {
         esac
     )
 }
-
-. "$here/lib.sh"
 
 fmt='%-6s %-6s %6s %-9s | %9s %9s %6s | %10s %10s %6s\n'
 printf '# tcp/lo; ours: %s   ucx: %s   rounds: %s   pinned: %s\n' \

@@ -15,11 +15,9 @@
 #      PAIR_TIMEOUT (per process, default 120 s).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-. "$top/tests/lib/common.sh"
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
 export PERF_PIN=${PERF_PIN:-1}
-. "$top/tests/lib/two-proc.sh"
+. "$here/lib.sh"
 
 libdir=${1:?usage: bench/ucp-compare.sh LIBDIR [ROUNDS]}
 libdir=$(cd "$libdir" && pwd -P) || exit 2
@@ -81,8 +79,6 @@ run_one() {
         echo "fail server $(status_of "$T_WORK/srv.st"), client $(status_of "$T_WORK/cli.st")"
     fi
 }
-
-. "$here/lib.sh"
 
 fmt='%-11s %-11s %8s | %9s %9s %6s | %10s %10s %6s\n'
 printf '# UCP over libuct; ours: %s   ucx: %s   rounds: %s   pinned: %s\n' \
