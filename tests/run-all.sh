@@ -1,17 +1,37 @@
 #!/usr/bin/env bash
 # Run every uct-rs C/shell test against LIBDIR (a directory holding our
 # libuct.so.0; empty or absent = the system UCX) and print the combined
-# "N passed, M failed".  Exits non-zero on any failure.
+# "N passed, M failed".  Exits non-zero on any failure.  The suites and
+# their order come from tests/suites.txt (the list meson.build reads too).
 # Usage: tests/run-all.sh [LIBDIR]    (or UCT_LIBDIR=...)
+#        tests/run-all.sh --list      (the suites: name and script)
 # Environment passed through: EXPECT_FAIL_TLS (hello-self.sh, hello-shm.sh,
 # mixed-shm.sh, mixed-tcp.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
 # (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
 # perftest-shm.sh, mixed-shm.sh, netns-tcp.sh).
-# The shared-memory state (/dev/shm, SysV segments) is recorded first; the
-# last step fails on anything the suite left behind (tests/lib/shm-leftovers.sh).
+# The shared-memory state (/dev/shm, SysV segments) is recorded first, and
+# the leftover checker tests itself; the last step fails on anything the
+# suites left behind (tests/lib/shm-leftovers.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
+suites=$here/suites.txt
+leftovers=tests/lib/shm-leftovers.sh
+
+# One "SCRIPT ARGKIND" per suite, from suites.txt.  Extra steps around them:
+# "self-test" (the leftover checker on itself) and "suite-leftovers".
+steps=("$leftovers self-test")
+while read -r name script argkind; do
+    case $name in "" | "#"*) continue ;; esac
+    if [ "${1-}" = --list ]; then
+        printf '%-20s %s\n' "$name" "$script"
+        continue
+    fi
+    steps+=("$script ${argkind:-libdir}")
+done <"$suites"
+[ "${1-}" = --list ] && exit 0
+steps+=("$leftovers suite-leftovers")
+
 libdir=${1-${UCT_LIBDIR:-}}
 if [ -n "$libdir" ]; then
     libdir=$(cd "$libdir" 2>/dev/null && pwd -P) || {
@@ -22,56 +42,29 @@ if [ -n "$libdir" ]; then
 fi
 export UCT_LIBDIR=$libdir
 
-scripts=(
-    "tests/check-exports.sh"
-    "c-tests/api-self.sh"
-    "c-tests/v2-probe.sh"
-    "c-tests/async-progress.sh"
-    "c-tests/preload.sh"
-    "c-tests/bad-input.sh"
-    "tests/perftest-self.sh"
-    "tests/ucx-info.sh"
-    "tests/hello-self.sh"
-    "tests/lib/shm-leftovers.sh"
-    "tests/hello-shm.sh"
-    "tests/mixed-shm.sh"
-    "tests/perftest-shm.sh"
-    "tests/kill-peer.sh"
-    "tests/mixed-tcp.sh"
-    "tests/netns-tcp.sh"
-    "tests/kill-tcp.sh"
-    "tests/cm-tcp.sh"
-    "tests/ucp-hello.sh"
-    "tests/ucp-perftest.sh"
-    "tests/mpi-shmem.sh"
-    "tests/ucp-client-server.sh"
-    "tests/io-demo.sh"
-    "tests/memcheck.sh"
-    "suite-leftovers"
-)
-
 total_pass=0
 total_fail=0
 report=()
 log=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all.XXXXXX")
 shm_before=$(mktemp "${TMPDIR:-/tmp}/uct-rs-run-all-shm.XXXXXX")
 trap 'rm -f "$log" "$shm_before"' EXIT
-"$top/tests/lib/shm-leftovers.sh" --snapshot "$shm_before" >/dev/null
+"$top/$leftovers" --snapshot "$shm_before" >/dev/null
 
-for s in "${scripts[@]}"; do
-    echo "=== $s"
+for step in "${steps[@]}"; do
+    s=${step% *}
+    kind=${step##* }
     label=$s
-    if [ "$s" = "tests/check-exports.sh" ]; then
-        args=("${libdir:+$libdir/libuct.so.0}")
-    elif [ "$s" = "tests/lib/shm-leftovers.sh" ]; then
-        args=(--self-test)
-        label="$s --self-test"
-    elif [ "$s" = "suite-leftovers" ]; then   # nothing left by the suite
-        s=tests/lib/shm-leftovers.sh
-        args=(--check "$shm_before")
-    else
-        args=("$libdir")
-    fi
+    case $kind in
+        libfile) args=("${libdir:+$libdir/libuct.so.0}") ;;
+        self-test)
+            args=(--self-test)
+            label="$s --self-test" ;;
+        suite-leftovers)   # nothing left by the suites
+            args=(--check "$shm_before")
+            label=suite-leftovers ;;
+        *) args=("$libdir") ;;
+    esac
+    echo "=== $label"
     "$top/$s" "${args[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
@@ -86,7 +79,7 @@ for s in "${scripts[@]}"; do
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
-    report+=("$(printf '%-34s %4d passed, %3d failed' "$label" "$p" "$f")")
+    report+=("$(printf '%-40s %4d passed, %3d failed' "$label" "$p" "$f")")
 done
 
 echo "=== summary (${libdir:-system library})"
