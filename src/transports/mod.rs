@@ -4,5 +4,4 @@ pub mod cma;
 pub mod mm;
 pub mod self_;
 pub mod sm;
-pub mod tcp_sockcm;
 pub mod tcp;

@@ -11,10 +11,11 @@
 //! - [`iface`]: the interface, endpoints, connections and their state machine.
 //!
 //! The component's connection manager (sockcm, `UCX_TCP_CM_*`) lives in
-//! `transports::tcp_sockcm`.
+//! [`sockcm`].
 
 pub mod iface;
 pub mod net;
+pub mod sockcm;
 pub mod wire;
 
 use crate::abi::*;
@@ -253,11 +254,11 @@ pub static COMPONENT: Component = Component {
     flags: UCT_COMPONENT_FLAG_CM,
     md_config: ConfigDesc { name: c"TCP memory domain", prefix: c"TCP_", table: &MD_TABLE,
                             size: std::mem::size_of::<TcpMdConfig>() },
-    cm_config: Some(ConfigDesc { name: crate::transports::tcp_sockcm::CM_CONFIG.name,
-                                 prefix: crate::transports::tcp_sockcm::CM_CONFIG.prefix,
-                                 table: crate::transports::tcp_sockcm::CM_CONFIG.table,
-                                 size: crate::transports::tcp_sockcm::CM_CONFIG.size }),
-    cm_open: Some(crate::transports::tcp_sockcm::open),
+    cm_config: Some(ConfigDesc { name: crate::transports::tcp::sockcm::CM_CONFIG.name,
+                                 prefix: crate::transports::tcp::sockcm::CM_CONFIG.prefix,
+                                 table: crate::transports::tcp::sockcm::CM_CONFIG.table,
+                                 size: crate::transports::tcp::sockcm::CM_CONFIG.size }),
+    cm_open: Some(crate::transports::tcp::sockcm::open),
     md_resources,
     md_open,
     tls: &TLS,

@@ -1,0 +1,196 @@
+//! The connection manager object: its `UCX_TCP_CM_*` configuration,
+//! `uct_cm_open` (the CM's internal iface and its progress callback on the
+//! worker), `uct_cm_query`, the dispatch of `uct_ep_create` and
+//! `uct_listener_create`, and closing.
+
+use super::ep::INTERNAL;
+use super::progress::progress_cb;
+use super::state::{free_internal, st, CmIface, CmState, SockCmTl};
+use super::wire::HDR_LEN;
+use crate::abi::*;
+use crate::core::cm::{CmImpl, ListenerImpl};
+use crate::core::component::Component;
+use crate::core::config::{field, parser, ConfigDesc, Table};
+use crate::core::iface::{Iface, IfaceHeader, IFACE_MAGIC};
+use crate::core::stubs::unsupported_ops;
+use crate::core::worker::WorkerObj;
+use crate::ucs;
+use libc::{c_char, c_int, c_ulong, c_void};
+use once_cell::sync::Lazy;
+use std::mem::offset_of;
+use std::sync::Mutex;
+
+// ---------------------------------------------------------------------------
+// Configuration (`UCX_TCP_CM_*`), UCX's names, order and defaults.
+
+/// The parsed settings; same layout as the C original's config struct.
+#[repr(C)]
+pub struct SockCmConfig {
+    pub failure: c_int,
+    pub reuse_addr: c_int,
+    pub priv_data_len: usize,
+    pub sndbuf: usize,
+    pub rcvbuf: usize,
+    pub syn_cnt: c_ulong,
+}
+
+static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        field(c"FAILURE", c"diag", c"Log level of network errors seen by the connection manager",
+              offset_of!(SockCmConfig, failure),
+              parser::enumeration(std::ptr::addr_of!(crate::ucs::ucs_log_level_names) as *const *const c_char)),
+        field(c"REUSEADDR", c"no", c"Let listeners bind to an address that is still in use",
+              offset_of!(SockCmConfig, reuse_addr), parser::boolean()),
+    ])
+});
+
+static TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        field(c"CM_", c"", c"", 0, parser::table(&BASE_TABLE)),
+        field(c"PRIV_DATA_LEN", c"2048", c"Most private data a connection message of the tcp CM carries",
+              offset_of!(SockCmConfig, priv_data_len), parser::memunits()),
+        field(c"SNDBUF", c"auto", c"Socket send buffer size", offset_of!(SockCmConfig, sndbuf), parser::memunits()),
+        field(c"RCVBUF", c"auto", c"Socket receive buffer size", offset_of!(SockCmConfig, rcvbuf), parser::memunits()),
+        field(c"SYN_CNT", c"auto", c"SYN retransmits before a connection attempt is given up (at most 255;\n\
+                auto: the system default)",
+              offset_of!(SockCmConfig, syn_cnt), parser::ulunits()),
+    ])
+});
+
+/// The `TCP_CM_` configuration of the tcp component.
+pub static CM_CONFIG: ConfigDesc = ConfigDesc {
+    name: c"TCP-SOCKCM connection manager",
+    prefix: c"TCP_CM_",
+    table: &TABLE,
+    size: std::mem::size_of::<SockCmConfig>(),
+};
+
+// ---------------------------------------------------------------------------
+// The connection manager.
+
+/// The CM object behind a `uct_cm_h` of the tcp component: its internal
+/// iface (which holds the state) and its progress callback on the worker.
+pub(super) struct SockCm {
+    pub(super) iface: *mut CmIface,
+    worker: *mut WorkerObj,
+    prog_id: c_int,
+}
+
+impl SockCm {
+    pub(super) fn tl(&self) -> &SockCmTl {
+        // SAFETY: the iface lives as long as the CM.
+        unsafe { &(*self.iface).tl }
+    }
+}
+
+impl CmImpl for SockCm {
+    fn query(&self, attr: &mut uct_cm_attr_t) -> ucs_status_t {
+        if attr.field_mask & UCT_CM_ATTR_FIELD_MAX_CONN_PRIV != 0 {
+            attr.max_conn_priv = self.tl().priv_data_len;
+        }
+        UCS_OK
+    }
+
+    fn listener_create(&self, _cm: uct_cm_h, addr: *const libc::sockaddr, len: libc::socklen_t,
+                       params: &uct_listener_params_t, listener: uct_listener_h)
+                       -> Result<Box<dyn ListenerImpl>, ucs_status_t> {
+        self.create_listener(addr, len, params, listener)
+    }
+
+    fn ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+        if params.field_mask & UCT_EP_PARAM_FIELD_SOCKADDR != 0 {
+            self.client_ep_create(params)
+        } else if params.field_mask & UCT_EP_PARAM_FIELD_CONN_REQUEST != 0 {
+            self.server_ep_create(params)
+        } else {
+            crate::error!("tcp sockcm: either UCT_EP_PARAM_FIELD_SOCKADDR or UCT_EP_PARAM_FIELD_CONN_REQUEST is needed");
+            Err(UCS_ERR_INVALID_PARAM)
+        }
+    }
+}
+
+impl Drop for SockCm {
+    fn drop(&mut self) {
+        // SAFETY: the worker outlives the CMs opened on it; prog_id came
+        // from the same queue.
+        unsafe {
+            let q = std::ptr::addr_of_mut!((*self.worker).base.progress_q);
+            ucs::ucs_callbackq_remove_safe(q, self.prog_id);
+        }
+        let tl = self.tl();
+        let user_eps = {
+            let mut s = tl.lock();
+            s.closed = true;
+            // Connections the user never saw go with the CM.
+            let internal: Vec<u64> = s.eps.iter()
+                .filter(|(_, e)| e.flags & (st::SERVER_CREATED | st::CLIENT) == 0)
+                .map(|(&id, _)| id)
+                .collect();
+            for id in internal {
+                free_internal(&mut s, id);
+            }
+            s.listeners.clear();
+            s.eps.len()
+        };
+        if user_eps > 0 {
+            // Their handles still point at this iface: keep it (leaked) so
+            // that uct_ep_destroy stays safe.
+            crate::warn!("tcp sockcm: CM closed with {} endpoints not destroyed", user_eps);
+            return;
+        }
+        // SAFETY: boxed in `open`, freed once, no endpoint refers to it.
+        unsafe { drop(Box::from_raw(self.iface)) };
+    }
+}
+
+/// `cm_open` of the tcp component.
+pub fn open(_component: &'static Component, worker: &mut WorkerObj, config: *const c_void)
+            -> Result<Box<dyn CmImpl>, ucs_status_t> {
+    if config.is_null() {
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    // SAFETY: the generic open hands us this component's parsed CM config.
+    let cfg = unsafe { &*(config as *const SockCmConfig) };
+    let tl = SockCmTl {
+        priv_data_len: cfg.priv_data_len.saturating_add(HDR_LEN),
+        sndbuf: cfg.sndbuf as u64,
+        rcvbuf: cfg.rcvbuf as u64,
+        syn_cnt: cfg.syn_cnt,
+        reuse_addr: cfg.reuse_addr != 0,
+        state: Mutex::new(CmState::default()),
+    };
+    let wp = worker as *mut WorkerObj;
+    let mut am = [IfaceHeader::stub_handler(0); UCT_AM_ID_MAX];
+    for (id, h) in am.iter_mut().enumerate() {
+        *h = IfaceHeader::stub_handler(id as u8);
+    }
+    let hdr = IfaceHeader {
+        base: uct_iface_t { ops: unsupported_ops() },
+        magic: IFACE_MAGIC,
+        md: std::ptr::null(),
+        worker: wp,
+        internal: &INTERNAL,
+        am,
+        am_tracer: None,
+        am_tracer_arg: std::ptr::null_mut(),
+        err_handler: None,
+        err_handler_arg: std::ptr::null_mut(),
+        err_handler_flags: 0,
+        progress_flags: 0,
+        prog_id: UCS_CALLBACKQ_ID_NULL,
+        max_num_eps: usize::MAX,
+        alloc_methods: Vec::new(),
+        rx_headroom: 0,
+        has_progress: false,
+    };
+    let iface = Iface::into_handle(hdr, tl) as *mut CmIface;
+    // SAFETY: the worker's queue is live; add_safe may be called from any
+    // thread; the callback is removed before the iface is freed.
+    let prog_id = unsafe {
+        ucs::ucs_callbackq_add_safe(std::ptr::addr_of_mut!((*wp).base.progress_q), Some(progress_cb),
+                                    iface as *mut c_void, 0)
+    };
+    crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes)", iface,
+                  cfg.priv_data_len.saturating_add(HDR_LEN));
+    Ok(Box::new(SockCm { iface, worker: wp, prog_id }))
+}

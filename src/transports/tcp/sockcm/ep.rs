@@ -1,0 +1,465 @@
+//! Endpoints of both sides: creating a client endpoint (from a server
+//! address) and a server endpoint (from a connection request); the state
+//! machine (how a failure is reported to the upper layer, what a received
+//! message means to a client or a server, a client's finished connection
+//! attempt); the callback checks shared by both kinds of endpoint; and the
+//! endpoint operations of the CM's iface (`uct_ep_connect`,
+//! `uct_ep_disconnect`, `uct_cm_client_ep_conn_notify`, query, destroy).
+
+use super::cm::SockCm;
+use super::sock;
+use super::state::{free_internal, next_id, pending, st, Call, Callbacks, CmEp, CmIface, CmState, EpState, SockCmEp,
+                   SockCmTl};
+use super::wire::{device_addr_of, hdr_status, HDR_LEN};
+use crate::abi::*;
+use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
+use libc::c_int;
+
+impl SockCmTl {
+    /// The endpoint failed (peer closed, reset, rejected, local error):
+    /// stop watching it and tell the upper layer through whichever callback
+    /// is pending, as the C original does.
+    pub(super) fn fail(&self, state: &mut CmState, id: u64, status: ucs_status_t) -> Call {
+        let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
+        crate::debug!("tcp sockcm: {} ep {:p} (fd {}) failed: {}", ep.side(), ep.handle, ep.fd(),
+                      crate::core::log::status_str(status));
+        if ep.flags & (st::SERVER | st::SERVER_CREATED | st::CONN_REQ_GIVEN) == st::SERVER {
+            // A connection nobody has seen yet: just drop it.
+            free_internal(state, id);
+            return Call::None;
+        }
+        ep.polled = false;
+        let mut call = Call::None;
+        if ep.flags & st::UPPER_CB_FAILED == 0 && ep.flags & (st::SERVER_CREATED | st::CLIENT) != 0 {
+            let (handle, cbs) = (ep.handle, ep.cbs);
+            if ep.connected() {
+                ep.flags |= st::DISCONNECTED;
+                call = Call::Disconnect { handle, cbs };
+            } else if ep.flags & st::CLIENT != 0 {
+                if ep.flags & st::RESOLVED != 0 || cbs.resolve.is_none() {
+                    ep.flags |= st::CLIENT_CONNECTED;
+                    call = Call::ClientConnect { handle, cbs, remote: None, status };
+                } else {
+                    ep.flags |= st::RESOLVED;
+                    let dev = sock::ifname_of(ep.fd()).unwrap_or_default();
+                    call = Call::Resolve { handle, cbs, dev, status, id };
+                }
+            } else {
+                ep.flags |= st::SERVER_NOTIFIED;
+                call = Call::ServerNotify { handle, cbs, status };
+            }
+        }
+        ep.flags |= st::FAILED;
+        call
+    }
+
+    /// A whole message is in `rx`.
+    pub(super) fn on_message(&self, state: &mut CmState, id: u64) -> Call {
+        let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
+        let msg = std::mem::take(&mut ep.rx);
+        let status = hdr_status(&msg);
+        let data = msg[HDR_LEN..].to_vec();
+        ep.flags |= st::DATA_RECEIVED;
+        if ep.flags & st::REJECT_CALLED != 0 {
+            return Call::None;
+        }
+        if ep.flags & st::SERVER != 0 {
+            if ep.flags & st::DATA_SENT != 0 && ep.flags & st::SERVER_CREATED != 0 {
+                if ep.flags & st::SERVER_NOTIFIED != 0 {
+                    crate::error!("tcp sockcm: server ep {:p} got an unexpected message", ep.handle);
+                    return self.fail(state, id, UCS_ERR_IO_ERROR);
+                }
+                ep.flags |= st::SERVER_NOTIFIED;
+                return Call::ServerNotify { handle: ep.handle, cbs: ep.cbs, status };
+            }
+            if ep.flags & (st::SERVER_CREATED | st::CONN_REQ_GIVEN) == 0 {
+                let fd = ep.fd();
+                let handle = ep.handle;
+                let lid = ep.listener;
+                let Some(l) = state.listeners.get(&lid) else {
+                    crate::debug!("tcp sockcm: connection request on a destroyed listener dropped");
+                    free_internal(state, id);
+                    return Call::None;
+                };
+                let (listener, cb, user_data) = (l.handle, l.conn_request_cb, l.user_data);
+                let dev = match sock::ifname_of(fd) {
+                    Ok(d) => d,
+                    Err(s) => return self.fail(state, id, s),
+                };
+                let Ok(peer) = sock::peer_addr(fd) else {
+                    return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
+                };
+                let Some(dev_addr) = device_addr_of(&peer.0) else {
+                    return self.fail(state, id, UCS_ERR_INVALID_PARAM);
+                };
+                if let Some(ep) = state.eps.get_mut(&id) {
+                    ep.flags |= st::CONN_REQ_GIVEN;
+                }
+                return Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data, peer };
+            }
+            crate::error!("tcp sockcm: server ep {:p} got a message in an unexpected state 0x{:x}", ep.handle, ep.flags);
+            return self.fail(state, id, UCS_ERR_IO_ERROR);
+        }
+        // Client.
+        if status == UCS_ERR_REJECTED {
+            crate::debug!("tcp sockcm: client ep {:p} was rejected by the server", ep.handle);
+            return self.fail(state, id, UCS_ERR_REJECTED);
+        }
+        if ep.flags & st::CLIENT_CONNECTED != 0 {
+            crate::error!("tcp sockcm: client ep {:p} got an unexpected message", ep.handle);
+            return self.fail(state, id, UCS_ERR_IO_ERROR);
+        }
+        let remote = sock::peer_addr(ep.fd()).ok().and_then(|p| device_addr_of(&p.0));
+        let Some(dev_addr) = remote else {
+            return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
+        };
+        ep.flags |= st::CLIENT_CONNECTED;
+        Call::ClientConnect { handle: ep.handle, cbs: ep.cbs, remote: Some((dev_addr, data)), status }
+    }
+
+    /// A client's connection attempt finished (writable or error).
+    pub(super) fn on_connected(&self, state: &mut CmState, id: u64) -> Call {
+        let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
+        let err = sock::so_error(ep.fd());
+        if err != 0 {
+            let status = match err {
+                libc::ECONNREFUSED => UCS_ERR_NOT_CONNECTED,
+                libc::EPIPE | libc::ECONNRESET => UCS_ERR_CONNECTION_RESET,
+                libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ETIMEDOUT => UCS_ERR_UNREACHABLE,
+                _ => UCS_ERR_IO_ERROR,
+            };
+            crate::diag!("tcp sockcm: client ep {:p} could not connect: {}", ep.handle, sock::errno_str(err));
+            return self.fail(state, id, status);
+        }
+        let dev = match sock::ifname_of(ep.fd()) {
+            Ok(d) => d,
+            Err(s) => return self.fail(state, id, s),
+        };
+        ep.flags |= st::RESOLVED;
+        let (handle, cbs) = (ep.handle, ep.cbs);
+        if cbs.resolve.is_some() {
+            Call::Resolve { handle, cbs, dev, status: UCS_OK, id }
+        } else {
+            Call::PackAndSend { handle, cbs, dev, id }
+        }
+    }
+}
+
+/// Whether `cbs` were set as UCX's common endpoint checks ask.
+pub(super) fn common_callbacks(params: &uct_ep_params_t, cbs: &mut Callbacks) -> Result<(), ucs_status_t> {
+    let m = params.field_mask;
+    if m & UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS == 0 || params.sockaddr_cb_flags & UCT_CB_FLAG_ASYNC == 0 {
+        crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS with UCT_CB_FLAG_ASYNC is required \
+                       (field_mask 0x{:x}, sockaddr_cb_flags 0x{:x})", m, params.sockaddr_cb_flags);
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    macro_rules! take {
+        ($flag:expr, $src:expr, $dst:expr, $name:literal) => {
+            if m & $flag != 0 {
+                if $src.is_none() {
+                    crate::error!("tcp sockcm: {} is set but the callback is NULL", $name);
+                    return Err(UCS_ERR_INVALID_PARAM);
+                }
+                $dst = $src;
+            }
+        };
+    }
+    take!(UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB, params.sockaddr_pack_cb, cbs.pack, "UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB");
+    take!(UCT_EP_PARAM_FIELD_CM_RESOLVE_CB, params.cm_resolve_cb, cbs.resolve, "UCT_EP_PARAM_FIELD_CM_RESOLVE_CB");
+    take!(UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB, params.disconnect_cb, cbs.disconnect,
+          "UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB");
+    cbs.user_data = if m & UCT_EP_PARAM_FIELD_USER_DATA != 0 { params.user_data } else { std::ptr::null_mut() };
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Endpoint creation (`uct_ep_create` with `UCT_EP_PARAM_FIELD_CM`).
+
+impl SockCm {
+    /// A client endpoint: a non-blocking connection to the server's address.
+    pub(super) fn client_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+        let tl = self.tl();
+        let mut cbs = Callbacks::NONE;
+        common_callbacks(params, &mut cbs)?;
+        let m = params.field_mask;
+        if m & UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT != 0 {
+            if params.sockaddr_cb_client.is_none() {
+                crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT is set but the callback is NULL");
+                return Err(UCS_ERR_INVALID_PARAM);
+            }
+            cbs.client_connect = params.sockaddr_cb_client;
+        }
+        if cbs.resolve.is_some() == cbs.pack.is_some() {
+            crate::error!("tcp sockcm: a client needs exactly one of UCT_EP_PARAM_FIELD_CM_RESOLVE_CB and \
+                           UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        if params.sockaddr.is_null() {
+            crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_SOCKADDR with a NULL sockaddr");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        // SAFETY: checked non-NULL; a ucs_sock_addr_t of the caller.
+        let sa = unsafe { &*params.sockaddr };
+        let (server, slen) = sock::copy_sockaddr(sa.addr, sa.addrlen)?;
+        let sk = sock::stream_socket(server.ss_family as c_int)?;
+        sock::apply_sockopts(sk.0, tl.sndbuf, tl.rcvbuf, tl.syn_cnt)?;
+        if m & UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR != 0 {
+            if params.local_sockaddr.is_null() {
+                crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR with a NULL sockaddr");
+                return Err(UCS_ERR_INVALID_PARAM);
+            }
+            // SAFETY: checked non-NULL.
+            let la = unsafe { &*params.local_sockaddr };
+            let (local, llen) = sock::copy_sockaddr(la.addr, la.addrlen)?;
+            if let Err(e) = sock::bind(sk.0, &local, llen) {
+                crate::diag!("tcp sockcm: binding the client socket failed: {}", e);
+                return Err(UCS_ERR_IO_ERROR);
+            }
+        }
+        if let Err(e) = sock::connect(sk.0, &server, slen) {
+            crate::diag!("tcp sockcm: connect failed: {}", sock::errno_str(e));
+            return Err(match e {
+                libc::ECONNREFUSED => UCS_ERR_NOT_CONNECTED,
+                libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ETIMEDOUT => UCS_ERR_UNREACHABLE,
+                _ => UCS_ERR_IO_ERROR,
+            });
+        }
+        let id = next_id();
+        let handle = tl.new_ep_handle(id);
+        crate::debug!("tcp sockcm: client ep {:p} (fd {}) connecting", handle, sk.0);
+        tl.lock().eps.insert(id, EpState {
+            handle,
+            sock: sk,
+            flags: st::CLIENT,
+            cbs,
+            listener: 0,
+            tx: Vec::new(),
+            tx_off: 0,
+            rx: Vec::new(),
+            polled: true,
+        });
+        Ok(handle)
+    }
+
+    /// A server endpoint from a connection request the listener's callback
+    /// was given; it answers with its private data at once.
+    pub(super) fn server_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+        let handle = params.conn_request as uct_ep_h;
+        let Some(origin) = pending().remove(&(handle as usize)) else {
+            crate::error!("tcp sockcm: {:p} is not a pending connection request", params.conn_request);
+            return Err(UCS_ERR_INVALID_PARAM);
+        };
+        // SAFETY: pending requests are live endpoints of a live CM iface.
+        let (origin, id) = unsafe { (&*(origin as *const CmIface), (*(handle as *const CmEp)).tl.id) };
+        let tl = self.tl();
+        // Move the endpoint over when it is created on another CM.
+        if !std::ptr::eq(&origin.tl, tl) {
+            let moved = origin.tl.lock().eps.remove(&id);
+            let Some(e) = moved else { return Err(UCS_ERR_INVALID_PARAM) };
+            tl.lock().eps.insert(id, e);
+            // SAFETY: the endpoint is ours; it now belongs to this CM's iface.
+            unsafe { (*(handle as *mut CmEp)).base.iface = self.iface as uct_iface_h };
+        }
+        let fail = |st: ucs_status_t| {
+            let mut s = tl.lock();
+            free_internal(&mut s, id);
+            Err(st)
+        };
+        let (fd, flags) = match tl.lock().eps.get(&id) {
+            Some(e) => (e.fd(), e.flags),
+            None => return Err(UCS_ERR_INVALID_PARAM),
+        };
+        if flags & st::FAILED != 0 {
+            return fail(UCS_ERR_CONNECTION_RESET);
+        }
+        let mut cbs = Callbacks::NONE;
+        if let Err(st) = common_callbacks(params, &mut cbs) {
+            return fail(st);
+        }
+        if params.field_mask & UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER != 0 {
+            if params.sockaddr_cb_server.is_none() {
+                crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER is set but the callback is NULL");
+                return fail(UCS_ERR_INVALID_PARAM);
+            }
+            cbs.server_notify = params.sockaddr_cb_server;
+        }
+        let m = params.field_mask;
+        let data = if m & (UCT_EP_PARAM_FIELD_PRIV_DATA | UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH)
+            == (UCT_EP_PARAM_FIELD_PRIV_DATA | UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH)
+        {
+            let len = params.private_data_length;
+            if len > tl.priv_data_len {
+                crate::error!("tcp sockcm: {} bytes of private data, at most {}", len, tl.priv_data_len);
+                return fail(UCS_ERR_BUFFER_TOO_SMALL);
+            }
+            if len > 0 && params.private_data.is_null() {
+                crate::error!("tcp sockcm: NULL private data of {} bytes", len);
+                return fail(UCS_ERR_INVALID_PARAM);
+            }
+            if len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: the caller passes `len` readable bytes (checked non-NULL).
+                unsafe { std::slice::from_raw_parts(params.private_data as *const u8, len) }.to_vec()
+            }
+        } else if m & UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB != 0 {
+            let dev = match sock::ifname_of(fd) {
+                Ok(d) => d,
+                Err(st) => return fail(st),
+            };
+            match tl.invoke_pack(cbs, &dev) {
+                Ok(d) => d,
+                Err(st) => return fail(st),
+            }
+        } else {
+            Vec::new()
+        };
+        let mut s = tl.lock();
+        let Some(e) = s.eps.get_mut(&id) else { return Err(UCS_ERR_CONNECTION_RESET) };
+        e.cbs = cbs;
+        e.flags |= st::SERVER_CREATED | st::PACKED;
+        crate::debug!("tcp sockcm: server ep {:p} (fd {}) created, answering with {} bytes", handle, fd, data.len());
+        // A broken connection shows on the next poll (notify callback).
+        let _ = tl.queue_msg(&mut s, id, &data, UCS_OK);
+        Ok(handle)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The vtable side (endpoint operations of the CM's iface).
+
+impl Transport for SockCmTl {
+    type Ep = SockCmEp;
+    const OPS: u64 = op(slot::EP_CONNECT) | op(slot::EP_DISCONNECT) | op(slot::CM_EP_CONN_NOTIFY);
+    const HAS_PROGRESS: bool = false;
+
+    fn query(_iface: &Iface<Self>, _attr: &mut uct_iface_attr_t) {}
+
+    fn ep_create(_iface: &Iface<Self>, _params: &EpParams<'_>) -> Result<SockCmEp, ucs_status_t> {
+        crate::error!("tcp sockcm: endpoints are created with UCT_EP_PARAM_FIELD_CM, not on the CM's iface");
+        Err(UCS_ERR_UNSUPPORTED)
+    }
+
+    fn ep_destroy(iface: &Iface<Self>, ep: &mut Ep<Self>) {
+        let mut s = iface.tl.lock();
+        if let Some(e) = s.eps.remove(&ep.tl.id) {
+            pending().remove(&(e.handle as usize));
+            crate::debug!("tcp sockcm: {} ep {:p} (fd {}) destroyed", e.side(), e.handle, e.fd());
+        }
+    }
+
+    fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {
+        let s = iface.tl.lock();
+        let Some(e) = s.eps.get(&ep.tl.id) else { return UCS_ERR_INVALID_PARAM };
+        if attr.field_mask & UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR != 0 {
+            match sock::local_addr(e.fd()) {
+                Ok((ss, _)) => attr.local_address = ss,
+                Err(err) => {
+                    crate::error!("tcp sockcm: getsockname failed: {}", err);
+                    return UCS_ERR_IO_ERROR;
+                }
+            }
+        }
+        if attr.field_mask & UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR != 0 {
+            match sock::peer_addr(e.fd()) {
+                Ok((ss, _)) => attr.remote_address = ss,
+                Err(err) => {
+                    crate::debug!("tcp sockcm: getpeername failed: {}", err);
+                    return UCS_ERR_NOT_CONNECTED;
+                }
+            }
+        }
+        UCS_OK
+    }
+
+    fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
+        let (data, len) = match params {
+            Some(p) => (
+                if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
+                if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
+            ),
+            None => (std::ptr::null(), 0),
+        };
+        let tl = &iface.tl;
+        let mut s = tl.lock();
+        let id = ep.tl.id;
+        let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
+        if e.flags & st::CLIENT == 0 || e.flags & st::PACKED != 0 {
+            crate::error!("tcp sockcm: uct_ep_connect on {} ep {:p} that {}", e.side(), e.handle,
+                          if e.flags & st::CLIENT == 0 { "is not a client" } else { "already sent its data" });
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if len > tl.priv_data_len {
+            crate::error!("tcp sockcm: {} bytes of private data, at most {}", len, tl.priv_data_len);
+            e.flags |= st::UPPER_CB_FAILED;
+            return UCS_ERR_BUFFER_TOO_SMALL;
+        }
+        if len > 0 && data.is_null() {
+            crate::error!("tcp sockcm: NULL private data of {} bytes", len);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        let bytes = if len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the caller passes `len` readable bytes at `data` (checked non-NULL).
+            unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec()
+        };
+        e.flags |= st::PACKED;
+        // A broken connection shows on the next poll and is reported there.
+        let _ = tl.queue_msg(&mut s, id, &bytes, UCS_OK);
+        UCS_OK
+    }
+
+    fn ep_disconnect(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32) -> ucs_status_t {
+        let mut s = iface.tl.lock();
+        let Some(e) = s.eps.get_mut(&ep.tl.id) else { return UCS_ERR_INVALID_PARAM };
+        if e.flags & st::FAILED != 0 && e.flags & st::DISCONNECTED == 0 {
+            return UCS_ERR_NOT_CONNECTED;
+        }
+        if e.flags & st::DISCONNECTING != 0 {
+            if e.flags & st::DISCONNECTED != 0 {
+                crate::error!("tcp sockcm: uct_ep_disconnect called twice on disconnected ep {:p}", e.handle);
+                return UCS_ERR_NOT_CONNECTED;
+            }
+            crate::debug!("tcp sockcm: ep {:p} is already disconnecting", e.handle);
+            return UCS_INPROGRESS;
+        }
+        if !e.connected() {
+            crate::debug!("tcp sockcm: uct_ep_disconnect on ep {:p} that is not connected yet", e.handle);
+            return UCS_ERR_BUSY;
+        }
+        e.flags |= st::DISCONNECTING;
+        // SAFETY: shutting down our own socket.
+        if unsafe { libc::shutdown(e.fd(), libc::SHUT_WR) } < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::ENOTCONN) {
+                crate::debug!("tcp sockcm: ep {:p}: shutdown: {} (ignored)", e.handle, err);
+                return UCS_OK;
+            }
+            crate::error!("tcp sockcm: ep {:p}: shutdown failed: {}", e.handle, err);
+            return UCS_ERR_IO_ERROR;
+        }
+        crate::debug!("tcp sockcm: {} ep {:p} (fd {}) disconnecting", e.side(), e.handle, e.fd());
+        UCS_OK
+    }
+
+    fn cm_ep_conn_notify(iface: &Iface<Self>, ep: &Ep<Self>) -> ucs_status_t {
+        let tl = &iface.tl;
+        let mut s = tl.lock();
+        let id = ep.tl.id;
+        let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
+        if e.flags & (st::DISCONNECTING | st::FAILED) != 0 {
+            return UCS_ERR_NOT_CONNECTED;
+        }
+        if e.flags & st::CLIENT == 0 || e.flags & st::CLIENT_CONNECTED == 0 || e.flags & st::NOTIFY_CALLED != 0 {
+            crate::error!("tcp sockcm: uct_cm_client_ep_conn_notify on ep {:p} in state 0x{:x}", e.handle, e.flags);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        e.flags |= st::NOTIFY_CALLED;
+        let _ = tl.queue_msg(&mut s, id, &[], UCS_OK);
+        UCS_OK
+    }
+}
+
+/// The internal operations of the CM's iface.
+pub(super) static INTERNAL: InternalOps = Internal::<SockCmTl>::OPS;

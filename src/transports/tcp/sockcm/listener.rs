@@ -1,0 +1,169 @@
+//! Listeners: creating the listening socket (`uct_listener_create`),
+//! accepting connections as server endpoints that wait for the client's
+//! private data, and the listener object the generic CM layer holds
+//! (query, `uct_listener_reject`, destroy).
+
+use super::sock;
+use super::state::{free_internal, next_id, pending, st, Callbacks, CmEp, CmIface, EpState, ListenerState, SockCmTl};
+use super::cm::SockCm;
+use crate::abi::*;
+use crate::core::cm::ListenerImpl;
+use libc::c_int;
+
+impl SockCm {
+    /// The listening socket and its state for `uct_listener_create`.
+    pub(super) fn create_listener(&self, addr: *const libc::sockaddr, len: libc::socklen_t,
+                                  params: &uct_listener_params_t, listener: uct_listener_h)
+                                  -> Result<Box<dyn ListenerImpl>, ucs_status_t> {
+        if params.field_mask & UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB == 0 || params.conn_request_cb.is_none() {
+            crate::error!("tcp sockcm: a listener needs UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        let max = sock::max_backlog();
+        let backlog = if params.field_mask & UCT_LISTENER_PARAM_FIELD_BACKLOG != 0 {
+            if params.backlog > max {
+                crate::diag!("tcp sockcm: backlog {} is more than the system's {}; using {}", params.backlog, max, max);
+                max
+            } else {
+                params.backlog
+            }
+        } else {
+            max
+        };
+        if backlog <= 0 {
+            crate::error!("tcp sockcm: backlog ({}) must be a positive number", backlog);
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        let (ss, slen) = sock::copy_sockaddr(addr, len)?;
+        let tl = self.tl();
+        let sk = sock::stream_socket(ss.ss_family as c_int)?;
+        if tl.reuse_addr {
+            sock::set_reuseaddr(sk.0)?;
+        }
+        if let Err(e) = sock::bind(sk.0, &ss, slen) {
+            let busy = e.raw_os_error() == Some(libc::EADDRINUSE);
+            crate::error!("tcp sockcm: bind(fd {}) failed: {}", sk.0, e);
+            return Err(if busy { UCS_ERR_BUSY } else { UCS_ERR_IO_ERROR });
+        }
+        if let Err(e) = sock::listen(sk.0, backlog) {
+            crate::error!("tcp sockcm: listen(fd {}, backlog {}) failed: {}", sk.0, backlog, e);
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        let id = next_id();
+        crate::debug!("tcp sockcm: listener {:p} listening on fd {}", listener, sk.0);
+        tl.lock().listeners.insert(id, ListenerState {
+            handle: listener,
+            sock: sk,
+            conn_request_cb: params.conn_request_cb,
+            user_data: if params.field_mask & UCT_LISTENER_PARAM_FIELD_USER_DATA != 0 {
+                params.user_data
+            } else {
+                std::ptr::null_mut()
+            },
+        });
+        Ok(Box::new(SockListener { iface: self.iface, id }))
+    }
+}
+
+impl SockCmTl {
+    /// Accept every connection waiting on listener `lid`, each as a new
+    /// server endpoint that waits for the client's private data.
+    pub(super) fn accept_all(&self, lid: u64) {
+        loop {
+            let mut s = self.lock();
+            let Some(l) = s.listeners.get(&lid) else { return };
+            let sock = match sock::accept(l.sock.0) {
+                Ok(Some(sk)) => sk,
+                Ok(None) => return,
+                Err(e) => {
+                    crate::error!("tcp sockcm: accept on listener {:p} failed: {}", l.handle, sock::errno_str(e));
+                    return;
+                }
+            };
+            let listener_iface = self as *const SockCmTl;
+            if let Err(st) = sock::apply_sockopts(sock.0, self.sndbuf, self.rcvbuf, self.syn_cnt) {
+                crate::error!("tcp sockcm: could not set up an accepted socket: {}", crate::core::log::status_str(st));
+                continue;
+            }
+            let id = next_id();
+            let handle = self.new_ep_handle(id);
+            crate::debug!("tcp sockcm: listener accepted fd {} as server ep {:p} (cm {:p})", sock.0, handle, listener_iface);
+            s.eps.insert(id, EpState {
+                handle,
+                sock,
+                flags: st::SERVER,
+                cbs: Callbacks::NONE,
+                listener: lid,
+                tx: Vec::new(),
+                tx_off: 0,
+                rx: Vec::new(),
+                polled: true,
+            });
+        }
+    }
+}
+
+/// The listener object behind a `uct_listener_h`: its key in the CM's state.
+struct SockListener {
+    iface: *mut CmIface,
+    id: u64,
+}
+
+impl SockListener {
+    fn tl(&self) -> &SockCmTl {
+        // SAFETY: listeners are destroyed before their CM.
+        unsafe { &(*self.iface).tl }
+    }
+}
+
+impl ListenerImpl for SockListener {
+    fn query(&self, attr: &mut uct_listener_attr_t) -> ucs_status_t {
+        if attr.field_mask & UCT_LISTENER_ATTR_FIELD_SOCKADDR != 0 {
+            let s = self.tl().lock();
+            let Some(l) = s.listeners.get(&self.id) else { return UCS_ERR_INVALID_PARAM };
+            match sock::local_addr(l.sock.0) {
+                Ok((ss, _)) => attr.sockaddr = ss,
+                Err(e) => {
+                    crate::error!("tcp sockcm: getsockname on listener {:p} failed: {}", l.handle, e);
+                    return UCS_ERR_IO_ERROR;
+                }
+            }
+        }
+        UCS_OK
+    }
+
+    fn reject(&self, conn_request: uct_conn_request_h) -> ucs_status_t {
+        let handle = conn_request as uct_ep_h;
+        let Some(origin) = pending().remove(&(handle as usize)) else {
+            crate::error!("tcp sockcm: {:p} is not a pending connection request", conn_request);
+            return UCS_ERR_INVALID_PARAM;
+        };
+        // SAFETY: pending requests are live endpoints of a live CM iface.
+        let (origin, id) = unsafe { (&*(origin as *const CmIface), (*(handle as *const CmEp)).tl.id) };
+        let tl = &origin.tl;
+        let mut s = tl.lock();
+        let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
+        if e.flags & st::FAILED != 0 {
+            free_internal(&mut s, id);
+            return UCS_ERR_NOT_CONNECTED;
+        }
+        e.flags |= st::REJECT_CALLED;
+        crate::debug!("tcp sockcm: rejecting connection request {:p} (fd {})", handle, e.fd());
+        match tl.queue_msg(&mut s, id, &[], UCS_ERR_REJECTED) {
+            Ok(()) => UCS_OK,
+            Err(st) => {
+                free_internal(&mut s, id);
+                st
+            }
+        }
+    }
+}
+
+impl Drop for SockListener {
+    fn drop(&mut self) {
+        let mut s = self.tl().lock();
+        if let Some(l) = s.listeners.remove(&self.id) {
+            crate::debug!("tcp sockcm: listener {:p} (fd {}) destroyed", l.handle, l.sock.0);
+        }
+    }
+}

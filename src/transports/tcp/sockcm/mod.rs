@@ -1,0 +1,42 @@
+//! The tcp socket connection manager ("sockcm") of UCX 1.13.1, on the wire
+//! identical to the C original (`src/uct/tcp/sockcm/` in UCX): one TCP
+//! connection per client/server pair, every message a 16-byte header
+//! (`length` as a native size_t at offset 0, `status` as one byte at offset
+//! 8, padding up to 16) followed by `length` bytes of private data.
+//!
+//! Exchange: the client connects (non-blocking), reports the local device
+//! through `cm_resolve_cb` (or packs at once with `sockaddr_pack_cb`) and
+//! sends {len, OK}+data; the server accepts, reads it and hands a connection
+//! request to the listener's callback; the server's `uct_ep_create` answers
+//! {len, OK}+data (or `uct_listener_reject` answers {0, REJECTED}); the
+//! client reports the answer through its connect callback and confirms with
+//! `uct_cm_client_ep_conn_notify` ({0, OK}), which the server reports
+//! through its notify callback. `uct_ep_disconnect` is `shutdown(SHUT_WR)`;
+//! the peer sees the end of the stream and calls its disconnect callback.
+//!
+//! Everything runs from the worker's progress: the CM keeps one callback on
+//! the worker while it lives, which polls its sockets without blocking.
+//! State is kept under one mutex per CM that is never held while a user
+//! callback runs, so callbacks may call back into the CM (create, destroy,
+//! reject, connect, notify) freely.
+//!
+//! - `cm`: configuration, `uct_cm_open`, `uct_cm_query`, closing.
+//! - `listener`: listening sockets, accepting, rejecting.
+//! - `ep`: endpoint creation (client and server), the endpoint state
+//!   machine and the endpoint operations.
+//! - `wire`: the message header and the private-data exchange.
+//! - `progress`: polling the sockets and running the user callbacks.
+//! - `state`: the CM's tables of endpoints and listeners, state flags.
+//! - `sock`: socket helpers.
+
+mod cm;
+mod ep;
+mod listener;
+mod progress;
+mod sock;
+mod state;
+mod wire;
+
+pub use cm::{open, SockCmConfig, CM_CONFIG};
+pub use state::{SockCmEp, SockCmTl};
+pub use wire::HDR_LEN;

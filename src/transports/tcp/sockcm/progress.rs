@@ -1,0 +1,236 @@
+//! Event handling: the CM's progress callback on the worker polls every
+//! listener and endpoint socket without blocking, turns what it sees into
+//! state changes under the lock, and then runs the user callbacks those
+//! changes call for with no lock held.
+
+use super::state::{pending, st, Call, CmIface, SockCmTl};
+use super::wire::dev_name_array;
+use crate::abi::*;
+use libc::{c_uint, c_void};
+
+impl SockCmTl {
+    /// Run a deferred call with no lock held.
+    pub(super) fn run(&self, call: Call) {
+        match call {
+            Call::None => {}
+            Call::Resolve { handle, cbs, dev, status, id } => {
+                let args = uct_cm_ep_resolve_args_t {
+                    field_mask: UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME | UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS,
+                    dev_name: dev_name_array(&dev),
+                    status,
+                };
+                let Some(cb) = cbs.resolve else { return };
+                crate::debug!("tcp sockcm: client ep {:p} resolved on {} ({})", handle, dev,
+                              crate::core::log::status_str(status));
+                // SAFETY: the user's callback with its own argument; `args`
+                // lives across the call.
+                let r = unsafe { cb(cbs.user_data, &args) };
+                if r != UCS_OK {
+                    crate::diag!("tcp sockcm: resolve callback failed: {}", crate::core::log::status_str(r));
+                    let mut s = self.lock();
+                    if let Some(ep) = s.eps.get_mut(&id) {
+                        ep.flags |= st::UPPER_CB_FAILED | st::FAILED;
+                        ep.polled = false;
+                    }
+                }
+            }
+            Call::PackAndSend { handle, cbs, dev, id } => {
+                let r = self.invoke_pack(cbs, &dev);
+                let call = {
+                    let mut s = self.lock();
+                    match r {
+                        Ok(data) => match self.queue_msg(&mut s, id, &data, UCS_OK) {
+                            Ok(()) => {
+                                if let Some(ep) = s.eps.get_mut(&id) {
+                                    ep.flags |= st::PACKED;
+                                }
+                                Call::None
+                            }
+                            Err(st) => self.fail(&mut s, id, st),
+                        },
+                        Err(_) => {
+                            if let Some(ep) = s.eps.get_mut(&id) {
+                                ep.flags |= st::UPPER_CB_FAILED | st::FAILED;
+                                ep.polled = false;
+                            }
+                            Call::None
+                        }
+                    }
+                };
+                let _ = handle;
+                self.run(call);
+            }
+            Call::ClientConnect { handle, cbs, remote, status } => {
+                let Some(cb) = cbs.client_connect else { return };
+                let mut rd = uct_cm_remote_data_t {
+                    field_mask: 0,
+                    dev_addr: std::ptr::null(),
+                    dev_addr_length: 0,
+                    conn_priv_data: std::ptr::null(),
+                    conn_priv_data_length: 0,
+                };
+                if let Some((dev_addr, data)) = &remote {
+                    rd.field_mask = UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
+                        | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
+                    rd.dev_addr = dev_addr.as_ptr() as *const uct_device_addr_t;
+                    rd.dev_addr_length = dev_addr.len();
+                    rd.conn_priv_data = data.as_ptr() as *const c_void;
+                    rd.conn_priv_data_length = data.len();
+                }
+                let args = uct_cm_ep_client_connect_args_t {
+                    field_mask: UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA | UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS,
+                    remote_data: &rd,
+                    status,
+                };
+                // SAFETY: the user's callback; everything it is given lives
+                // across the call.
+                unsafe { cb(handle, cbs.user_data, &args) };
+            }
+            Call::ServerNotify { handle, cbs, status } => {
+                let Some(cb) = cbs.server_notify else { return };
+                let args = uct_cm_ep_server_conn_notify_args_t {
+                    field_mask: UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS,
+                    status,
+                };
+                // SAFETY: the user's callback with its own argument.
+                unsafe { cb(handle, cbs.user_data, &args) };
+            }
+            Call::Disconnect { handle, cbs } => {
+                if let Some(cb) = cbs.disconnect {
+                    // SAFETY: the user's callback with its own argument.
+                    unsafe { cb(handle, cbs.user_data) };
+                }
+            }
+            Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data, peer } => {
+                let rd = uct_cm_remote_data_t {
+                    field_mask: UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
+                        | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH,
+                    dev_addr: dev_addr.as_ptr() as *const uct_device_addr_t,
+                    dev_addr_length: dev_addr.len(),
+                    conn_priv_data: data.as_ptr() as *const c_void,
+                    conn_priv_data_length: data.len(),
+                };
+                let args = uct_cm_listener_conn_request_args_t {
+                    field_mask: UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME
+                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST
+                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA
+                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CLIENT_ADDR,
+                    dev_name: dev_name_array(&dev),
+                    conn_request: handle as uct_conn_request_h,
+                    remote_data: &rd,
+                    client_address: ucs_sock_addr_t { addr: &peer.0 as *const _ as *const libc::sockaddr, addrlen: peer.1 },
+                };
+                // SAFETY: the ep's iface is this CM's; remember the request
+                // so that uct_ep_create/uct_listener_reject can check it.
+                let iface = unsafe { (*handle).iface } as usize;
+                pending().insert(handle as usize, iface);
+                crate::debug!("tcp sockcm: connection request {:p} on {} with {} bytes of private data",
+                              handle, dev, data.len());
+                if let Some(cb) = cb {
+                    // SAFETY: the user's callback; all it is given lives
+                    // across the call.
+                    unsafe { cb(listener, user_data, &args) };
+                }
+            }
+        }
+    }
+
+    /// One round of socket polling. Events are handled, and the user's
+    /// callbacks called, with the worker's async context blocked by this
+    /// thread, as UCX's CM does from its async handlers (libucp asserts it).
+    pub(super) fn progress(&self, async_ctx: *mut ucs_async_context_t) -> u32 {
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut keys: Vec<(bool, u64)> = Vec::new();
+        {
+            let s = self.lock();
+            if s.eps.is_empty() && s.listeners.is_empty() {
+                return 0;
+            }
+            for (&id, l) in &s.listeners {
+                fds.push(libc::pollfd { fd: l.sock.0, events: libc::POLLIN, revents: 0 });
+                keys.push((true, id));
+            }
+            for (&id, ep) in &s.eps {
+                if !ep.polled {
+                    continue;
+                }
+                let mut ev = 0;
+                if ep.flags & st::CLIENT != 0 && ep.flags & st::RESOLVED == 0 {
+                    ev |= libc::POLLOUT;
+                } else {
+                    ev |= libc::POLLIN;
+                    if ep.tx_pending() {
+                        ev |= libc::POLLOUT;
+                    }
+                }
+                fds.push(libc::pollfd { fd: ep.fd(), events: ev, revents: 0 });
+                keys.push((false, id));
+            }
+        }
+        if fds.is_empty() {
+            return 0;
+        }
+        // SAFETY: `fds` is a valid array of its length; timeout 0 never blocks.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n <= 0 {
+            return 0;
+        }
+        let _blocked = crate::ucs::async_block::AsyncBlock::new(async_ctx);
+        let mut count = 0;
+        for (pfd, &(is_listener, id)) in fds.iter().zip(keys.iter()) {
+            if pfd.revents == 0 {
+                continue;
+            }
+            count += 1;
+            if is_listener {
+                self.accept_all(id);
+            } else {
+                self.ep_event(id, pfd.revents);
+            }
+        }
+        count
+    }
+
+    /// Handle what polling saw on endpoint `id`.
+    fn ep_event(&self, id: u64, revents: libc::c_short) {
+        let call = {
+            let mut s = self.lock();
+            let Some(ep) = s.eps.get(&id) else { return };
+            if !ep.polled {
+                return;
+            }
+            if ep.flags & st::CLIENT != 0 && ep.flags & st::RESOLVED == 0 {
+                self.on_connected(&mut s, id)
+            } else if revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0 {
+                self.on_readable(&mut s, id)
+            } else if revents & libc::POLLOUT != 0 {
+                match self.flush_tx(&mut s, id) {
+                    Ok(()) => Call::None,
+                    Err(st) => self.fail(&mut s, id, st),
+                }
+            } else {
+                Call::None
+            }
+        };
+        self.run(call);
+    }
+}
+
+/// The CM's callback on the worker's progress queue (registered by `open`).
+///
+/// # Safety
+///
+/// `arg` must be the CM's iface (a boxed `Iface<SockCmTl>`) that is still
+/// alive, on a worker that is still alive; `open` registers it so and the
+/// CM removes the callback before the iface goes.
+pub(super) unsafe extern "C" fn progress_cb(arg: *mut c_void) -> c_uint {
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: `arg` is the CM's iface, alive until the callback is
+        // removed (when the CM closes).
+        let iface = unsafe { &*(arg as *const CmIface) };
+        // SAFETY: the worker outlives the CMs opened on it.
+        let async_ctx = unsafe { (*iface.hdr.worker).async_ctx };
+        iface.tl.progress(async_ctx)
+    });
+    r.unwrap_or(0)
+}

@@ -1,0 +1,180 @@
+//! The state a connection manager keeps: its endpoints and listeners, keyed
+//! by id, behind one mutex; the endpoint state flags; the connection requests
+//! waiting for an answer; and the deferred user callbacks (`Call`) that run
+//! once the lock is released.
+
+use super::sock::Sock;
+use crate::abi::*;
+use crate::core::iface::{Ep, Iface};
+use libc::c_void;
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::mem::offset_of;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Endpoint state flags (`EpState::flags`).
+pub(super) mod st {
+    pub const SERVER: u32 = 1 << 0;
+    pub const CLIENT: u32 = 1 << 1;
+    pub const SERVER_CREATED: u32 = 1 << 2;
+    pub const PACKED: u32 = 1 << 3;
+    pub const DATA_SENT: u32 = 1 << 5;
+    pub const DATA_RECEIVED: u32 = 1 << 6;
+    pub const CLIENT_CONNECTED: u32 = 1 << 7;
+    pub const SERVER_NOTIFIED: u32 = 1 << 8;
+    pub const NOTIFY_CALLED: u32 = 1 << 9;
+    pub const DISCONNECTING: u32 = 1 << 11;
+    pub const DISCONNECTED: u32 = 1 << 12;
+    pub const FAILED: u32 = 1 << 13;
+    pub const UPPER_CB_FAILED: u32 = 1 << 15;
+    pub const REJECT_CALLED: u32 = 1 << 16;
+    pub const RESOLVED: u32 = 1 << 19;
+    pub const CONN_REQ_GIVEN: u32 = 1 << 20;
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(super) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Callbacks {
+    pub(super) user_data: *mut c_void,
+    pub(super) resolve: uct_cm_ep_resolve_callback_t,
+    pub(super) pack: uct_cm_ep_priv_data_pack_callback_t,
+    pub(super) client_connect: uct_cm_ep_client_connect_callback_t,
+    pub(super) server_notify: uct_cm_ep_server_conn_notify_callback_t,
+    pub(super) disconnect: uct_ep_disconnect_cb_t,
+}
+
+impl Callbacks {
+    pub(super) const NONE: Callbacks = Callbacks {
+        user_data: std::ptr::null_mut(),
+        resolve: None,
+        pack: None,
+        client_connect: None,
+        server_notify: None,
+        disconnect: None,
+    };
+}
+
+pub(super) struct EpState {
+    pub(super) handle: uct_ep_h,
+    pub(super) sock: Sock,
+    pub(super) flags: u32,
+    pub(super) cbs: Callbacks,
+    /// Listener that accepted it (server side).
+    pub(super) listener: u64,
+    pub(super) tx: Vec<u8>,
+    pub(super) tx_off: usize,
+    pub(super) rx: Vec<u8>,
+    /// Still watched by progress (cleared once the endpoint failed).
+    pub(super) polled: bool,
+}
+
+impl EpState {
+    pub(super) fn fd(&self) -> RawFd {
+        self.sock.0
+    }
+    pub(super) fn connected(&self) -> bool {
+        self.flags & (st::CLIENT_CONNECTED | st::SERVER_NOTIFIED) != 0
+    }
+    pub(super) fn tx_pending(&self) -> bool {
+        self.tx_off < self.tx.len()
+    }
+    pub(super) fn side(&self) -> &'static str {
+        if self.flags & st::SERVER != 0 { "server" } else { "client" }
+    }
+}
+
+pub(super) struct ListenerState {
+    pub(super) handle: uct_listener_h,
+    pub(super) sock: Sock,
+    pub(super) conn_request_cb: uct_cm_listener_conn_request_callback_t,
+    pub(super) user_data: *mut c_void,
+}
+
+#[derive(Default)]
+pub(super) struct CmState {
+    pub(super) eps: HashMap<u64, EpState>,
+    pub(super) listeners: HashMap<u64, ListenerState>,
+    pub(super) closed: bool,
+}
+
+// SAFETY: the raw pointers in the state are handles and user arguments that
+// are only passed back to their owner; the state is always behind the mutex.
+unsafe impl Send for CmState {}
+
+/// Connection requests handed to a listener callback and not yet consumed
+/// (by `uct_ep_create` or `uct_listener_reject`): endpoint handle -> the
+/// iface of the CM that holds its state.
+static PENDING_REQUESTS: Lazy<Mutex<HashMap<usize, usize>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+pub(super) fn pending() -> MutexGuard<'static, HashMap<usize, usize>> {
+    PENDING_REQUESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The transport behind the CM's endpoints (its vtable) and the CM's state.
+pub struct SockCmTl {
+    pub(super) priv_data_len: usize,
+    pub(super) sndbuf: u64,
+    pub(super) rcvbuf: u64,
+    pub(super) syn_cnt: u64,
+    pub(super) reuse_addr: bool,
+    pub(super) state: Mutex<CmState>,
+}
+
+/// The endpoint part of `Ep<SockCmTl>`: its key in the CM's state.
+pub struct SockCmEp {
+    pub(super) id: u64,
+}
+
+pub(super) type CmIface = Iface<SockCmTl>;
+pub(super) type CmEp = Ep<SockCmTl>;
+
+impl SockCmTl {
+    pub(super) fn lock(&self) -> MutexGuard<'_, CmState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What to do once the state lock is released.
+pub(super) enum Call {
+    None,
+    Resolve { handle: uct_ep_h, cbs: Callbacks, dev: String, status: ucs_status_t, id: u64 },
+    PackAndSend { handle: uct_ep_h, cbs: Callbacks, dev: String, id: u64 },
+    ClientConnect { handle: uct_ep_h, cbs: Callbacks, remote: Option<(Vec<u8>, Vec<u8>)>, status: ucs_status_t },
+    ServerNotify { handle: uct_ep_h, cbs: Callbacks, status: ucs_status_t },
+    Disconnect { handle: uct_ep_h, cbs: Callbacks },
+    ConnRequest { listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t, user_data: *mut c_void,
+                  handle: uct_ep_h, dev: String, dev_addr: Vec<u8>, data: Vec<u8>, peer: (libc::sockaddr_storage, libc::socklen_t) },
+}
+
+/// Free an endpoint the user never saw (or no longer owns).
+pub(super) fn free_internal(state: &mut CmState, id: u64) {
+    if let Some(ep) = state.eps.remove(&id) {
+        pending().remove(&(ep.handle as usize));
+        // SAFETY: internal endpoints were boxed by us and are not reachable
+        // by the user any more; dropping the state closes the socket.
+        unsafe { drop(Box::from_raw(ep.handle as *mut CmEp)) };
+    }
+}
+
+impl SockCmTl {
+    /// A boxed endpoint handle on this CM's iface. `self` is the `tl` of the
+    /// CM's boxed `Iface<SockCmTl>`.
+    pub(super) fn new_ep_handle(&self, id: u64) -> uct_ep_h {
+        let iface = self.iface_handle();
+        Box::into_raw(Box::new(CmEp { base: uct_ep_t { iface }, tl: SockCmEp { id } })) as uct_ep_h
+    }
+
+    pub(super) fn iface_handle(&self) -> uct_iface_h {
+        let off = offset_of!(CmIface, tl);
+        // SAFETY: every SockCmTl lives inside a boxed Iface<SockCmTl> (see
+        // `open`), so stepping back by the field offset finds the iface.
+        unsafe { (self as *const SockCmTl as *const u8).sub(off) as uct_iface_h }
+    }
+}
