@@ -5,6 +5,7 @@ pub mod log;
 pub mod cm;
 pub mod component;
 pub mod config;
+pub mod config_list;
 pub mod iface;
 pub mod md;
 pub mod mem;
