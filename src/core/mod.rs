@@ -7,8 +7,8 @@ pub mod component;
 pub mod config;
 pub mod config_list;
 pub mod iface;
+pub use iface::stubs; // TEMP: old path, until the sockcm move lands
 pub mod md;
 pub mod mem;
 pub mod ops;
-pub mod stubs;
 pub mod worker;
