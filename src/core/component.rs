@@ -23,7 +23,7 @@ pub struct TlDesc {
     pub config: ConfigDesc,
     pub query_devices: fn(&MdObj) -> Result<Vec<TlDevice>, ucs_status_t>,
     /// Open an interface; `config` points at this transport's parsed options.
-    pub iface_open: fn(&MdObj, &mut WorkerObj, &IfaceParams, *const c_void) -> Result<uct_iface_h, ucs_status_t>,
+    pub iface_open: fn(&MdObj, &WorkerObj, &IfaceParams, *const c_void) -> Result<uct_iface_h, ucs_status_t>,
 }
 
 /// Opens a memory domain; `config` points at the component's parsed options.

@@ -10,6 +10,7 @@ use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_int, c_uint, c_void};
+use std::cell::Cell;
 
 /// Marks objects made by this library ("uct-rs" iface).
 pub const IFACE_MAGIC: u64 = 0x7563_742d_7273_6966;
@@ -36,16 +37,17 @@ pub struct IfaceHeader {
     pub base: uct_iface_t,
     pub magic: u64,
     pub md: *const MdObj,
-    pub worker: *mut WorkerObj,
+    pub worker: *const WorkerObj,
     pub internal: &'static InternalOps,
-    pub am: [AmHandler; UCT_AM_ID_MAX],
-    pub am_tracer: uct_am_tracer_t,
-    pub am_tracer_arg: *mut c_void,
+    /// Set by `uct_iface_set_am_handler`, possibly from inside a callback
+    /// that holds a reference to this interface: hence cells.
+    am: [Cell<AmHandler>; UCT_AM_ID_MAX],
+    am_tracer: Cell<(uct_am_tracer_t, *mut c_void)>,
     pub err_handler: uct_error_handler_t,
     pub err_handler_arg: *mut c_void,
     pub err_handler_flags: u32,
-    pub progress_flags: u32,
-    pub prog_id: c_int,
+    progress_flags: Cell<u32>,
+    prog_id: Cell<c_int>,
     pub max_num_eps: usize,
     pub alloc_methods: Vec<uct_alloc_method_t>,
     pub rx_headroom: usize,
@@ -92,12 +94,8 @@ unsafe extern "C" fn stub_am_handler(arg: *mut c_void, _data: *mut c_void, lengt
 }
 
 impl IfaceHeader {
-    pub fn new(md: &MdObj, worker: *mut WorkerObj, params: &IfaceParams, base_cfg: &BaseIfaceConfig,
+    pub fn new(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base_cfg: &BaseIfaceConfig,
                internal: &'static InternalOps) -> IfaceHeader {
-        let mut am = [Self::stub_handler(0); UCT_AM_ID_MAX];
-        for (id, h) in am.iter_mut().enumerate() {
-            *h = Self::stub_handler(id as u8);
-        }
         let mut alloc_methods = Vec::new();
         for m in base_cfg.alloc_methods() {
             if !alloc_methods.contains(&m) {
@@ -105,24 +103,56 @@ impl IfaceHeader {
             }
         }
         IfaceHeader {
-            base: uct_iface_t { ops: unsupported_ops() },
-            magic: IFACE_MAGIC,
             md,
-            worker,
-            internal,
-            am,
-            am_tracer: None,
-            am_tracer_arg: std::ptr::null_mut(),
             err_handler: params.err_handler,
             err_handler_arg: params.err_handler_arg,
             err_handler_flags: params.err_handler_flags,
-            progress_flags: 0,
-            prog_id: UCS_CALLBACKQ_ID_NULL,
             max_num_eps: base_cfg.max_num_eps as usize,
             alloc_methods,
             rx_headroom: params.rx_headroom,
-            has_progress: true,
+            ..Self::bare(worker, internal)
         }
+    }
+
+    /// The header of an interface that belongs to no memory domain and has
+    /// no progress of its own (a connection manager's endpoints), with no
+    /// error handler.
+    pub fn bare(worker: &WorkerObj, internal: &'static InternalOps) -> IfaceHeader {
+        IfaceHeader {
+            base: uct_iface_t { ops: unsupported_ops() },
+            magic: IFACE_MAGIC,
+            md: std::ptr::null(),
+            worker,
+            internal,
+            am: std::array::from_fn(|id| Cell::new(Self::stub_handler(id as u8))),
+            am_tracer: Cell::new((None, std::ptr::null_mut())),
+            err_handler: None,
+            err_handler_arg: std::ptr::null_mut(),
+            err_handler_flags: 0,
+            progress_flags: Cell::new(0),
+            prog_id: Cell::new(UCS_CALLBACKQ_ID_NULL),
+            max_num_eps: usize::MAX,
+            alloc_methods: Vec::new(),
+            rx_headroom: 0,
+            has_progress: false,
+        }
+    }
+
+    /// Install the handler of active-message id `id` (`id` < `UCT_AM_ID_MAX`).
+    pub fn set_am_handler(&self, id: u8, h: AmHandler) {
+        if let Some(slot) = self.am.get(id as usize) {
+            slot.set(h);
+        }
+    }
+
+    /// Record the active-message tracer and its argument.
+    pub fn set_am_tracer(&self, tracer: uct_am_tracer_t, arg: *mut c_void) {
+        self.am_tracer.set((tracer, arg));
+    }
+
+    /// The progress flags currently enabled.
+    pub fn progress_flags(&self) -> u32 {
+        self.progress_flags.get()
     }
 
     /// The handler installed for ids nobody registered: it logs and drops.
@@ -134,15 +164,15 @@ impl IfaceHeader {
     ///
     /// # Safety
     /// `iface` must be null or point to at least a readable `uct_iface_t`.
-    pub unsafe fn from_handle<'a>(iface: uct_iface_h) -> Option<&'a mut IfaceHeader> {
+    pub unsafe fn from_handle<'a>(iface: uct_iface_h) -> Option<&'a IfaceHeader> {
         if iface.is_null() {
             return None;
         }
         // SAFETY: every iface this library creates starts with IfaceHeader;
         // a foreign object fails the magic test (objects smaller than the
-        // header are never handed to the four functions that use this, see
-        // the contract: libucp calls them on transport objects only).
-        let hdr = &mut *(iface as *mut IfaceHeader);
+        // header are never handed to the functions that use this: libucp
+        // calls them on transport interfaces only).
+        let hdr = unsafe { &*(iface as *const IfaceHeader) };
         (hdr.magic == IFACE_MAGIC).then_some(hdr)
     }
 
@@ -162,7 +192,7 @@ impl IfaceHeader {
     /// `UCT_CB_PARAM_FLAG_DESC`, until the handler releases it).
     #[inline(always)]
     pub unsafe fn invoke_am_raw(&self, id: u8, data: *mut c_void, length: usize, flags: u32) -> ucs_status_t {
-        let h = &self.am[(id as usize) & (UCT_AM_ID_MAX - 1)];
+        let h = self.am[(id as usize) & (UCT_AM_ID_MAX - 1)].get();
         match h.cb {
             // SAFETY: the handler was installed through uct_iface_set_am_handler
             // together with its argument; see the function contract for data.
@@ -208,10 +238,10 @@ impl IfaceHeader {
     }
 
     /// Add or remove this interface's progress callback on the worker.
-    pub fn progress_enable(&mut self, flags: u32) {
+    pub fn progress_enable(&self, flags: u32) {
         let thread_safe = flags & UCT_PROGRESS_THREAD_SAFE != 0;
         let flags = flags & !UCT_PROGRESS_THREAD_SAFE;
-        if self.has_progress && self.progress_flags == 0 && flags != 0 && self.prog_id == UCS_CALLBACKQ_ID_NULL {
+        if self.has_progress && self.progress_flags.get() == 0 && flags != 0 && self.prog_id.get() == UCS_CALLBACKQ_ID_NULL {
             let cb: ucs_callback_t = Some(unsafe {
                 // SAFETY: a `uct_iface_progress_func_t` takes the iface and
                 // returns unsigned, the exact shape of `ucs_callback_t` with
@@ -222,40 +252,48 @@ impl IfaceHeader {
                     self.base.ops.iface_progress.expect("progress slot is always set"))
             });
             let q = self.progress_q();
-            let me = self as *mut IfaceHeader as *mut c_void;
+            let me = self as *const IfaceHeader as *mut c_void;
             // SAFETY: the queue belongs to a live worker; the iface removes
             // its callback before it is freed (see iface close).
-            self.prog_id = unsafe {
+            self.prog_id.set(unsafe {
                 if thread_safe {
                     ucs::ucs_callbackq_add_safe(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 } else {
                     ucs::ucs_callbackq_add(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 }
-            };
+            });
         }
-        self.progress_flags |= flags;
+        self.progress_flags.set(self.progress_flags.get() | flags);
     }
 
-    pub fn progress_disable(&mut self, flags: u32) {
+    pub fn progress_disable(&self, flags: u32) {
         let thread_safe = flags & UCT_PROGRESS_THREAD_SAFE != 0;
         let flags = flags & !UCT_PROGRESS_THREAD_SAFE;
-        if self.progress_flags != 0 && self.progress_flags & !flags == 0 && self.prog_id != UCS_CALLBACKQ_ID_NULL {
+        let enabled = self.progress_flags.get();
+        if enabled != 0 && enabled & !flags == 0 && self.prog_id.get() != UCS_CALLBACKQ_ID_NULL {
             let q = self.progress_q();
             // SAFETY: prog_id was returned by the same queue.
             unsafe {
                 if thread_safe {
-                    ucs::ucs_callbackq_remove_safe(q, self.prog_id)
+                    ucs::ucs_callbackq_remove_safe(q, self.prog_id.get())
                 } else {
-                    ucs::ucs_callbackq_remove(q, self.prog_id)
+                    ucs::ucs_callbackq_remove(q, self.prog_id.get())
                 }
             }
-            self.prog_id = UCS_CALLBACKQ_ID_NULL;
+            self.prog_id.set(UCS_CALLBACKQ_ID_NULL);
         }
-        self.progress_flags &= !flags;
+        self.progress_flags.set(enabled & !flags);
     }
 
-    fn progress_q(&self) -> *mut ucs_callbackq_t {
-        // SAFETY: the worker outlives its interfaces.
-        unsafe { std::ptr::addr_of_mut!((*self.worker).base.progress_q) }
+    /// The progress queue of the interface's worker.
+    pub fn progress_q(&self) -> *mut ucs_callbackq_t {
+        self.worker().progress_q()
+    }
+
+    /// The worker the interface was opened on.
+    pub fn worker(&self) -> &WorkerObj {
+        // SAFETY: the worker outlives its interfaces (uct_worker_destroy
+        // after uct_iface_close is the documented order).
+        unsafe { &*self.worker }
     }
 }

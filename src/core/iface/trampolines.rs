@@ -360,11 +360,11 @@ unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_ui
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), (*(iface as *mut Iface<T>)).hdr.progress_enable(flags))
+    guard!((), iface_of::<T>(iface).hdr.progress_enable(flags))
 }
 
 unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), (*(iface as *mut Iface<T>)).hdr.progress_disable(flags))
+    guard!((), iface_of::<T>(iface).hdr.progress_disable(flags))
 }
 
 unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
@@ -396,7 +396,7 @@ unsafe extern "C" fn t_iface_close<T: Transport>(iface: uct_iface_h) {
         let mut b = Box::from_raw(iface as *mut Iface<T>);
         // Remove the progress callback at once (not deferred): the next
         // worker progress must not call into the freed interface.
-        let flags = b.hdr.progress_flags;
+        let flags = b.hdr.progress_flags();
         b.hdr.progress_disable(flags);
         T::close(&mut b);
         b.hdr.magic = 0;
