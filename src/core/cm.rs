@@ -37,12 +37,12 @@ pub trait ListenerImpl {
 pub struct CmObj {
     magic: u64,
     pub component: &'static Component,
-    pub worker: *mut WorkerObj,
+    pub worker: *const WorkerObj,
     pub imp: Box<dyn CmImpl>,
 }
 
 impl CmObj {
-    pub fn into_handle(component: &'static Component, worker: *mut WorkerObj, imp: Box<dyn CmImpl>) -> uct_cm_h {
+    pub fn into_handle(component: &'static Component, worker: *const WorkerObj, imp: Box<dyn CmImpl>) -> uct_cm_h {
         Box::into_raw(Box::new(CmObj { magic: CM_MAGIC, component, worker, imp })) as uct_cm_h
     }
 
@@ -70,24 +70,41 @@ impl CmObj {
 pub struct ListenerObj {
     pub base: uct_listener_t,
     magic: u64,
-    pub imp: Option<Box<dyn ListenerImpl>>,
+    /// Attached once, right after the transport created the listener
+    /// (the transport needs the handle first).
+    imp: std::cell::OnceCell<Box<dyn ListenerImpl>>,
 }
 
 impl ListenerObj {
     /// Allocate the listener first (its handle is needed by the transport),
     /// then attach the implementation.
     pub fn alloc(cm: uct_cm_h) -> *mut ListenerObj {
-        Box::into_raw(Box::new(ListenerObj { base: uct_listener_t { cm }, magic: LISTENER_MAGIC, imp: None }))
+        Box::into_raw(Box::new(ListenerObj { base: uct_listener_t { cm }, magic: LISTENER_MAGIC,
+                                           imp: std::cell::OnceCell::new() }))
     }
 
     /// # Safety
     /// `l` must be null or point to at least 16 readable bytes.
-    pub unsafe fn from_handle<'a>(l: uct_listener_h) -> Option<&'a mut ListenerObj> {
+    pub unsafe fn from_handle<'a>(l: uct_listener_h) -> Option<&'a ListenerObj> {
         if l.is_null() {
             return None;
         }
-        let o = &mut *(l as *mut ListenerObj);
+        // SAFETY: see the function contract; foreign objects fail the magic
+        // test.
+        let o = unsafe { &*(l as *const ListenerObj) };
         (o.magic == LISTENER_MAGIC).then_some(o)
+    }
+
+    /// Attach the transport's listener (once).
+    pub fn attach(&self, imp: Box<dyn ListenerImpl>) {
+        if self.imp.set(imp).is_err() {
+            crate::error!("listener {:p}: implementation attached twice", self);
+        }
+    }
+
+    /// The transport's listener, once attached.
+    pub fn imp(&self) -> Option<&dyn ListenerImpl> {
+        self.imp.get().map(|b| b.as_ref())
     }
 
     /// # Safety
@@ -111,4 +128,4 @@ pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
 
 /// Opens a connection manager on a worker, with the component's parsed CM
 /// configuration.
-pub type CmOpenFn = fn(&'static Component, &mut WorkerObj, *const c_void) -> Result<Box<dyn CmImpl>, ucs_status_t>;
+pub type CmOpenFn = fn(&'static Component, &WorkerObj, *const c_void) -> Result<Box<dyn CmImpl>, ucs_status_t>;

@@ -1,5 +1,6 @@
-//! The component registry: which components exist, in Debian's order, and
-//! what each one offers (memory domains, transports, configuration).
+//! What a component is: the memory domains, transports and configuration
+//! tables it offers. The list of components lives with the transports
+//! (`crate::transports::COMPONENTS`); core only ever receives it.
 
 use crate::abi::*;
 use crate::core::config::ConfigDesc;
@@ -22,7 +23,7 @@ pub struct TlDesc {
     pub config: ConfigDesc,
     pub query_devices: fn(&MdObj) -> Result<Vec<TlDevice>, ucs_status_t>,
     /// Open an interface; `config` points at this transport's parsed options.
-    pub iface_open: fn(&MdObj, &mut WorkerObj, &IfaceParams, *const c_void) -> Result<uct_iface_h, ucs_status_t>,
+    pub iface_open: fn(&MdObj, &WorkerObj, &IfaceParams, *const c_void) -> Result<uct_iface_h, ucs_status_t>,
 }
 
 /// Opens a memory domain; `config` points at the component's parsed options.
@@ -53,19 +54,25 @@ impl Component {
     }
 }
 
-/// Every component, in the order UCX 1.13.1 on Debian lists them (the
-/// transports that later issues bring are added here in place).
-pub static COMPONENTS: &[&Component] = &[
-    &crate::transports::self_::COMPONENT,
-    &crate::transports::tcp::COMPONENT,
-    &crate::transports::mm::SYSV_COMPONENT,
-    &crate::transports::mm::POSIX_COMPONENT,
-    &crate::transports::cma::COMPONENT,
-];
+/// The component of `list` behind a handle, if the handle is one of them.
+pub fn find(list: &[&'static Component], h: uct_component_h) -> Option<&'static Component> {
+    list.iter().copied().find(|c| c.handle() == h)
+}
 
-/// The component behind a handle, if the handle is one of ours.
-pub fn from_handle(h: uct_component_h) -> Option<&'static Component> {
-    COMPONENTS.iter().copied().find(|c| c.handle() == h)
+/// Every configuration table of the components of `list`: md, CM and each
+/// transport's, in list order.
+pub fn config_descs(list: &[&'static Component]) -> Vec<&'static ConfigDesc> {
+    let mut v = Vec::new();
+    for c in list {
+        v.push(&c.md_config);
+        if let Some(cm) = &c.cm_config {
+            v.push(cm);
+        }
+        for tl in c.tls {
+            v.push(&tl.config);
+        }
+    }
+    v
 }
 
 /// A single md resource named after the component.

@@ -213,7 +213,7 @@ fn deprecated(name: &'static CStr, doc: &'static CStr) -> ucs_config_field_t {
 static ALLOC_METHODS_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
     ArrayDesc(ucs_config_array_t {
         elem_size: std::mem::size_of::<uct_alloc_method_t>(),
-        parser: parser::enumeration(crate::ffi::data::alloc_method_names_ptr()),
+        parser: parser::enumeration(crate::core::mem::alloc_method_names_ptr()),
     })
 });
 

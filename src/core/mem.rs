@@ -6,6 +6,30 @@ use crate::abi::*;
 use crate::core::md::MdObj;
 use libc::c_void;
 
+/// An array of C string pointers that can live in a `static`.
+#[repr(transparent)]
+pub struct Names<const N: usize>(pub [*const std::ffi::c_char; N]);
+// SAFETY: the pointers are to immutable 'static string literals.
+unsafe impl<const N: usize> Sync for Names<N> {}
+
+/// Names of `uct_alloc_method_t` in enum order, NULL-terminated, as the
+/// exported `uct_alloc_method_names` and the `ALLOC` config parser use them.
+pub const ALLOC_METHOD_NAMES: Names<6> = Names([
+    c"thp".as_ptr(),
+    c"md".as_ptr(),
+    c"heap".as_ptr(),
+    c"mmap".as_ptr(),
+    c"huge".as_ptr(),
+    std::ptr::null(),
+]);
+
+static PARSER_ALLOC_METHOD_NAMES: Names<6> = ALLOC_METHOD_NAMES;
+
+/// The NULL-terminated name array for the config parser of alloc methods.
+pub fn alloc_method_names_ptr() -> *const *const std::ffi::c_char {
+    PARSER_ALLOC_METHOD_NAMES.0.as_ptr()
+}
+
 const CACHE_LINE: usize = 64;
 
 fn page_size() -> usize {

@@ -41,7 +41,7 @@ entry! {
             crate::error!("{}: {:p} is not a {} connection-manager config", FN, config, c.name);
             return UCS_ERR_INVALID_PARAM;
         }
-        let wp = w as *mut WorkerObj;
+        let wp = w as *const WorkerObj;
         match open(c, w, config as *const c_void) {
             Ok(imp) => {
                 // SAFETY: out-pointer checked above.
@@ -86,7 +86,7 @@ entry! {
         // SAFETY: checked non-NULL; `l` is our fresh listener.
         match c.imp.listener_create(cm, saddr, socklen, unsafe { &*params }, l as uct_listener_h) {
             Ok(imp) => unsafe {
-                (*l).imp = Some(imp);
+                (*l).attach(imp);
                 *listener_p = l as uct_listener_h;
                 UCS_OK
             },
@@ -116,7 +116,7 @@ entry! {
     fn uct_listener_query(listener: uct_listener_h, listener_attr: *mut uct_listener_attr_t) -> ucs_status_t {
         need!(listener_attr, "listener_attr");
         // SAFETY: validated by the magic test.
-        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp.as_ref()) {
+        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp()) {
             // SAFETY: checked non-NULL.
             Some(imp) => imp.query(unsafe { &mut *listener_attr }),
             None => {
@@ -131,7 +131,7 @@ entry! {
     fn uct_listener_reject(listener: uct_listener_h, conn_request: uct_conn_request_h) -> ucs_status_t {
         need!(conn_request, "conn_request");
         // SAFETY: validated by the magic test.
-        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp.as_ref()) {
+        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp()) {
             Some(imp) => imp.reject(conn_request),
             None => {
                 crate::error!("{}: {:p} is not a listener of this library", FN, listener);

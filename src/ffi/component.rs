@@ -2,7 +2,7 @@
 
 use super::{component_or_fail, entry, known_fields, need, opt_str};
 use crate::abi::*;
-use crate::core::component::COMPONENTS;
+use crate::transports::COMPONENTS;
 use crate::core::config;
 use crate::core::md::{write_name, MdObj};
 use libc::{c_char, c_uint, c_void};

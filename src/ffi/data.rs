@@ -1,23 +1,10 @@
 //! The exported data arrays, with the sizes of the C original.
 
-use std::ffi::c_char;
-
-/// An array of C string pointers that can live in a `static`.
-#[repr(transparent)]
-pub struct Names<const N: usize>(pub [*const c_char; N]);
-// SAFETY: the pointers are to immutable 'static string literals.
-unsafe impl<const N: usize> Sync for Names<N> {}
+use crate::core::mem::{Names, ALLOC_METHOD_NAMES};
 
 /// Names of `uct_alloc_method_t`, NULL-terminated (6 pointers, 48 bytes).
 #[no_mangle]
-pub static uct_alloc_method_names: Names<6> = Names([
-    c"thp".as_ptr(),
-    c"md".as_ptr(),
-    c"heap".as_ptr(),
-    c"mmap".as_ptr(),
-    c"huge".as_ptr(),
-    std::ptr::null(),
-]);
+pub static uct_alloc_method_names: Names<6> = ALLOC_METHOD_NAMES;
 
 /// Names of `uct_device_type_t` (4 pointers, 32 bytes, as in the original).
 #[no_mangle]
@@ -48,7 +35,3 @@ pub static uct_ep_operation_names: Names<16> = Names([
     c"atomic_fetch".as_ptr(),
     std::ptr::null(),
 ]);
-
-pub fn alloc_method_names_ptr() -> *const *const c_char {
-    uct_alloc_method_names.0.as_ptr()
-}

@@ -209,8 +209,7 @@ entry! {
             return UCS_ERR_INVALID_PARAM;
         }
         if cb.is_none() {
-            let base = IfaceHeader::stub_handler(id);
-            hdr.am[id as usize] = base;
+            hdr.set_am_handler(id, IfaceHeader::stub_handler(id));
             return UCS_OK;
         }
         if flags & UCT_CB_FLAG_RESERVED != 0 {
@@ -228,7 +227,7 @@ entry! {
             crate::error!("Synchronous callback requested, but not supported");
             return UCS_ERR_INVALID_PARAM;
         }
-        hdr.am[id as usize] = crate::core::iface::AmHandler { cb, arg, flags };
+        hdr.set_am_handler(id, crate::core::iface::AmHandler { cb, arg, flags });
         UCS_OK
     }
 }
@@ -240,8 +239,7 @@ entry! {
             crate::error!("{}: invalid interface {:p}", FN, iface);
             return UCS_ERR_INVALID_PARAM;
         };
-        hdr.am_tracer = tracer;
-        hdr.am_tracer_arg = arg;
+        hdr.set_am_tracer(tracer, arg);
         UCS_OK
     }
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod data;
 pub mod ep;
 pub mod iface;
+pub mod load;
 pub mod md;
 pub mod mem;
 pub mod worker;
@@ -91,7 +92,7 @@ pub(crate) use need;
 /// log line when the handle is not one of ours.
 macro_rules! component_or_fail {
     ($h:expr) => {
-        match crate::core::component::from_handle($h) {
+        match crate::core::component::find(crate::transports::COMPONENTS, $h) {
             Some(c) => c,
             None => {
                 crate::error!("{}: invalid component handle {:p}", FN, $h);

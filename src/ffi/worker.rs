@@ -31,7 +31,7 @@ entry! {
         // SAFETY: handle validated by the magic test.
         match unsafe { WorkerObj::from_handle(worker) } {
             // SAFETY: validated; destroying ends its life.
-            Some(w) => unsafe { WorkerObj::destroy(w) },
+            Some(_) => unsafe { WorkerObj::destroy(worker) },
             None => crate::error!("{}: invalid worker {:p}", FN, worker),
         }
     }
@@ -56,7 +56,7 @@ entry! {
         unsafe {
             if *id_p == UCS_CALLBACKQ_ID_NULL {
                 let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                *id_p = ucs::ucs_callbackq_add_safe(&mut w.base.progress_q, func, arg, flags);
+                *id_p = ucs::ucs_callbackq_add_safe(w.progress_q(), func, arg, flags);
             }
         }
     }
@@ -78,7 +78,7 @@ entry! {
             if *id_p != UCS_CALLBACKQ_ID_NULL {
                 {
                     let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                    ucs::ucs_callbackq_remove_safe(&mut w.base.progress_q, *id_p);
+                    ucs::ucs_callbackq_remove_safe(w.progress_q(), *id_p);
                 }
                 *id_p = UCS_CALLBACKQ_ID_NULL;
             }

@@ -11,7 +11,6 @@
 use crate::abi::*;
 
 pub mod async_block;
-pub mod registry;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 
 /// `ucs_log_component_config_t` (libucs `config/types.h`).
@@ -32,6 +31,10 @@ pub const UCS_SYS_NS_TYPE_PID: c_uint = 3;
 
 #[link(name = "ucs")]
 extern "C" {
+    // config/parser.h: the list of every configuration table, walked by
+    // `ucx_info -c` and the "unused variable" check.
+    pub static mut ucs_config_global_list: ucs_list_link_t;
+
     // datastruct/callbackq.h
     pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
     pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);

@@ -233,7 +233,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
     // its callback before it is freed (see `close`); add_safe is
     // thread-safe and allowed inside progress.
     unsafe {
-        ucs::ucs_callbackq_add_safe(std::ptr::addr_of_mut!((*hdr.worker).base.progress_q), cb, iface as *mut c_void,
+        ucs::ucs_callbackq_add_safe(hdr.progress_q(), cb, iface as *mut c_void,
                                     UCS_CALLBACKQ_FLAG_FAST)
     }
 }
@@ -241,7 +241,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
 fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
     // SAFETY: `id` came from this worker's queue; remove_safe is
     // thread-safe and allowed inside progress (even inside this callback).
-    unsafe { ucs::ucs_callbackq_remove_safe(std::ptr::addr_of_mut!((*hdr.worker).base.progress_q), id) };
+    unsafe { ucs::ucs_callbackq_remove_safe(hdr.progress_q(), id) };
 }
 
 impl Transport for CmaIface {
@@ -555,7 +555,7 @@ fn system_iov_max() -> usize {
 }
 
 /// Open a cma interface.
-pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, cfg: &CmaIfaceConfig)
+pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIfaceConfig)
             -> Result<uct_iface_h, ucs_status_t> {
     let c = &cfg.scopy;
     let any: &dyn std::any::Any = md.imp.as_ref();
@@ -582,7 +582,7 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, cfg: &CmaI
     crate::core::config::check_pool_limits("cma tx descriptors", c.tx_bufs_grow, c.tx_max_bufs)?;
     let max_bufs = c.tx_max_bufs as c_uint;
     let max_iov = (c.max_iov as usize).min(system_iov_max());
-    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &c.sm.base, &INTERNAL);
+    let hdr = IfaceHeader::new(md, worker, params, &c.sm.base, &INTERNAL);
     let tl = CmaIface {
         max_iov,
         seg_size: c.seg_size,

@@ -122,7 +122,7 @@ fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
                        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }])
 }
 
-fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
               -> Result<uct_iface_h, ucs_status_t> {
     // SAFETY: the generic open hands us this transport's parsed config.
     let cfg = unsafe { &*(config as *const CmaIfaceConfig) };

@@ -986,7 +986,7 @@ fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t),
 }
 
 /// Open a posix or sysv interface.
-pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void,
+pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void,
                        internal: &'static InternalOps) -> Result<uct_iface_h, ucs_status_t> {
     // SAFETY: the generic open hands us this transport's parsed config.
     let cfg = unsafe { &*(config as *const MmIfaceConfig) };
@@ -1086,7 +1086,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams,
     let spare = pool.get();
     let extra_flags = if cfg.error_handling != 0 { UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE } else { 0 };
     // SAFETY: the base config is the first member of the mm config.
-    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &cfg.sm.base, internal);
+    let hdr = IfaceHeader::new(md, worker, params, &cfg.sm.base, internal);
     crate::debug!("created mm iface FIFO id {:#x} size {} ({} x {} elems)", fifo_seg.seg_id, fifo_seg.length,
                   elem_size, fifo_size);
     let tl = MmIface {

@@ -98,7 +98,7 @@ fn posix_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> 
     Ok(Box::new(md::MmMd { mapper: posix::Posix::from_config(cfg)? }))
 }
 
-fn posix_iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn posix_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
                     -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
     iface::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
@@ -139,7 +139,7 @@ fn sysv_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> R
     Ok(Box::new(md::MmMd { mapper: sysv::Sysv::from_config(cfg)? }))
 }
 
-fn sysv_iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn sysv_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
                    -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
     iface::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)

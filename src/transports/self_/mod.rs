@@ -408,7 +408,7 @@ impl Transport for SelfIface {
 
 static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;
 
-fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
               -> Result<uct_iface_h, ucs_status_t> {
     // SAFETY: the generic open hands us this transport's parsed config.
     let cfg = unsafe { &*(config as *const SelfIfaceConfig) };
@@ -438,7 +438,7 @@ fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: 
     };
     // SAFETY: ucs_generate_uuid only mixes the seed with time and randomness.
     let id = unsafe { crate::ucs::ucs_generate_uuid(worker as *const WorkerObj as u64 ^ cfg as *const _ as u64) };
-    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &cfg.base, &INTERNAL);
+    let hdr = IfaceHeader::new(md, worker, params, &cfg.base, &INTERNAL);
     let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, primary: Cell::new(None),
                          pool: RefCell::new(Vec::new()) };
     crate::debug!("created self iface id {:#x} send_size {}", id, cfg.seg_size);

@@ -1975,7 +1975,7 @@ fn time_seconds(t: u64, auto: i32, max: i32) -> i32 {
 }
 
 /// Open a tcp interface on a network device.
-pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16])
+pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16])
             -> Result<uct_iface_h, ucs_status_t> {
     if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
         crate::error!("only UCT_IFACE_OPEN_MODE_DEVICE is supported");
@@ -2074,7 +2074,7 @@ pub fn open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, c: &TcpIfa
         keepalive,
         coalesce: c.tx_coalesce.min(1 << 24),
     };
-    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &c.base, &INTERNAL);
+    let hdr = IfaceHeader::new(md, worker, params, &c.base, &INTERNAL);
     let tl = TcpIface {
         cfg,
         if_name: params.dev_name.clone(),

@@ -227,7 +227,7 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
         .collect())
 }
 
-fn iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
+fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
               -> Result<uct_iface_h, ucs_status_t> {
     let Some(m) = tcp_md(md) else {
         crate::error!("tcp: memory domain {} is not a tcp memory domain", md.name);

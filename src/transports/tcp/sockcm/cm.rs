@@ -11,8 +11,7 @@ use crate::abi::*;
 use crate::core::cm::{CmImpl, ListenerImpl};
 use crate::core::component::Component;
 use crate::core::config::{field, parser, ConfigDesc, Table};
-use crate::core::iface::{Iface, IfaceHeader, IFACE_MAGIC};
-use crate::core::stubs::unsupported_ops;
+use crate::core::iface::{Iface, IfaceHeader};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_char, c_int, c_ulong, c_void};
@@ -72,7 +71,7 @@ pub static CM_CONFIG: ConfigDesc = ConfigDesc {
 /// iface (which holds the state) and its progress callback on the worker.
 pub(super) struct SockCm {
     pub(super) iface: *mut CmIface,
-    worker: *mut WorkerObj,
+    worker: *const WorkerObj,
     prog_id: c_int,
 }
 
@@ -114,7 +113,7 @@ impl Drop for SockCm {
         // SAFETY: the worker outlives the CMs opened on it; prog_id came
         // from the same queue.
         unsafe {
-            let q = std::ptr::addr_of_mut!((*self.worker).base.progress_q);
+            let q = (*self.worker).progress_q();
             ucs::ucs_callbackq_remove_safe(q, self.prog_id);
         }
         let tl = self.tl();
@@ -144,7 +143,7 @@ impl Drop for SockCm {
 }
 
 /// `cm_open` of the tcp component.
-pub fn open(_component: &'static Component, worker: &mut WorkerObj, config: *const c_void)
+pub fn open(_component: &'static Component, worker: &WorkerObj, config: *const c_void)
             -> Result<Box<dyn CmImpl>, ucs_status_t> {
     if config.is_null() {
         return Err(UCS_ERR_INVALID_PARAM);
@@ -159,35 +158,13 @@ pub fn open(_component: &'static Component, worker: &mut WorkerObj, config: *con
         reuse_addr: cfg.reuse_addr != 0,
         state: Mutex::new(CmState::default()),
     };
-    let wp = worker as *mut WorkerObj;
-    let mut am = [IfaceHeader::stub_handler(0); UCT_AM_ID_MAX];
-    for (id, h) in am.iter_mut().enumerate() {
-        *h = IfaceHeader::stub_handler(id as u8);
-    }
-    let hdr = IfaceHeader {
-        base: uct_iface_t { ops: unsupported_ops() },
-        magic: IFACE_MAGIC,
-        md: std::ptr::null(),
-        worker: wp,
-        internal: &INTERNAL,
-        am,
-        am_tracer: None,
-        am_tracer_arg: std::ptr::null_mut(),
-        err_handler: None,
-        err_handler_arg: std::ptr::null_mut(),
-        err_handler_flags: 0,
-        progress_flags: 0,
-        prog_id: UCS_CALLBACKQ_ID_NULL,
-        max_num_eps: usize::MAX,
-        alloc_methods: Vec::new(),
-        rx_headroom: 0,
-        has_progress: false,
-    };
+    let wp = worker as *const WorkerObj;
+    let hdr = IfaceHeader::bare(worker, &INTERNAL);
     let iface = Iface::into_handle(hdr, tl) as *mut CmIface;
     // SAFETY: the worker's queue is live; add_safe may be called from any
     // thread; the callback is removed before the iface is freed.
     let prog_id = unsafe {
-        ucs::ucs_callbackq_add_safe(std::ptr::addr_of_mut!((*wp).base.progress_q), Some(progress_cb),
+        ucs::ucs_callbackq_add_safe(worker.progress_q(), Some(progress_cb),
                                     iface as *mut c_void, 0)
     };
     crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes)", iface,

@@ -1,0 +1,500 @@
+//! The `extern "C"` functions C reaches through the vtable, one per slot,
+//! generic over the transport: each turns raw arguments into the safe
+//! handles of `core::ops` and calls the [`Transport`] method.
+
+use super::header::InternalOps;
+use super::stubs::unsupported_ops;
+use super::transport::*;
+use crate::abi::*;
+use crate::core::ops::*;
+use libc::{c_int, c_uint, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+// ---------------------------------------------------------------------------
+// Trampolines: C calls these through the vtable.
+
+macro_rules! guard {
+    ($fail:expr, $body:expr) => {
+        match catch_unwind(AssertUnwindSafe(|| $body)) {
+            Ok(v) => v,
+            Err(_) => {
+                crate::error!("internal error in {}", std::any::type_name::<T>());
+                $fail
+            }
+        }
+    };
+}
+
+/// The data path runs without `catch_unwind`: a landing pad costs saved
+/// registers (stores that a following locked instruction must drain) on
+/// every call. A panic there is still never unwound into C: Rust aborts the
+/// process when a panic reaches an `extern "C"` frame. The data path is
+/// written not to panic (no indexing or arithmetic that can fail on caller
+/// input).
+macro_rules! hot {
+    ($body:expr) => {
+        $body
+    };
+}
+
+/// # Safety
+/// `ep` must be an endpoint created by `Iface<T>` (the vtable slot that
+/// leads here is only ever installed in `Iface<T>`'s vtable).
+#[inline(always)]
+unsafe fn parts<'a, T: Transport>(ep: uct_ep_h) -> (&'a Iface<T>, &'a Ep<T>) {
+    let ep = &*(ep as *const Ep<T>);
+    (&*(ep.base.iface as *const Iface<T>), ep)
+}
+
+#[inline(always)]
+unsafe fn iface_of<'a, T: Transport>(iface: uct_iface_h) -> &'a Iface<T> {
+    &*(iface as *const Iface<T>)
+}
+
+unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_void, length: c_uint,
+                                               remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::put_short(i, e, bytes(buffer, length as usize), Remote::new(remote_addr, rkey))
+    })
+}
+
+unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_callback_t, arg: *mut c_void,
+                                               remote_addr: u64, rkey: uct_rkey_t) -> isize {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match Pack::new(pack_cb, arg) {
+            Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
+            None => UCS_ERR_INVALID_PARAM as isize,
+        }
+    })
+}
+
+unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                               remote_addr: u64, rkey: uct_rkey_t,
+                                               comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
+        let (i, e) = parts::<T>(ep);
+        T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+    })
+}
+
+unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                               remote_addr: u64, rkey: uct_rkey_t,
+                                               comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
+        let (i, e) = parts::<T>(ep);
+        T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+    })
+}
+
+unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *const c_void, header_length: c_uint,
+                                              iov: *const uct_iov_t, iovcnt: usize, flags: c_uint,
+                                              comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
+        let (i, e) = parts::<T>(ep);
+        T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, comp)
+    })
+}
+
+unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpack_callback_t, arg: *mut c_void,
+                                               length: usize, remote_addr: u64, rkey: uct_rkey_t,
+                                               comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match Unpack::new(unpack_cb, arg) {
+            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp),
+            None => UCS_ERR_INVALID_PARAM,
+        }
+    })
+}
+
+unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64, payload: *const c_void,
+                                              length: c_uint) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::am_short(i, e, id, header, bytes(payload, length as usize))
+    })
+}
+
+unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *const uct_iov_t,
+                                                  iovcnt: usize) -> ucs_status_t {
+    hot!({
+        if iov.is_null() && iovcnt != 0 {
+            return null_iov();
+        }
+        let (i, e) = parts::<T>(ep);
+        T::am_short_iov(i, e, id, iov_slice(iov, iovcnt))
+    })
+}
+
+unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct_pack_callback_t, arg: *mut c_void,
+                                              flags: c_uint) -> isize {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match Pack::new(pack_cb, arg) {
+            Some(p) => T::am_bcopy(i, e, id, p, flags),
+            None => UCS_ERR_INVALID_PARAM as isize,
+        }
+    })
+}
+
+unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u64, remote_addr: u64,
+                                             rkey: uct_rkey_t, result: *mut u64,
+                                             comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
+                        FetchResult::U64(result), comp)
+    })
+}
+
+unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u32, remote_addr: u64,
+                                             rkey: uct_rkey_t, result: *mut u32,
+                                             comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
+                        Remote::new(remote_addr, rkey), FetchResult::U32(result), comp)
+    })
+}
+
+unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, remote_addr: u64,
+                                                   rkey: uct_rkey_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match AtomicOp::post(opcode) {
+            Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
+            None => bad_opcode(opcode),
+        }
+    })
+}
+
+unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, remote_addr: u64,
+                                                   rkey: uct_rkey_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match AtomicOp::post(opcode) {
+            Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
+            None => bad_opcode(opcode),
+        }
+    })
+}
+
+unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, result: *mut u32,
+                                                    remote_addr: u64, rkey: uct_rkey_t,
+                                                    comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match AtomicOp::fetch(opcode) {
+            Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
+                                       FetchResult::U32(result), comp),
+            None => bad_opcode(opcode),
+        }
+    })
+}
+
+unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, result: *mut u64,
+                                                    remote_addr: u64, rkey: uct_rkey_t,
+                                                    comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        match AtomicOp::fetch(opcode) {
+            Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
+                                       FetchResult::U64(result), comp),
+            None => bad_opcode(opcode),
+        }
+    })
+}
+
+// Cold paths are `extern "C"` (they cannot unwind), so the trampolines need
+// no landing pad and tail-call them.
+#[cold]
+#[inline(never)]
+extern "C" fn null_iov() -> ucs_status_t {
+    crate::error!("iov is NULL but iovcnt is not zero");
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
+}
+
+#[cold]
+#[inline(never)]
+extern "C" fn bad_opcode(opcode: u32) -> ucs_status_t {
+    crate::error!("unsupported atomic opcode {}", opcode);
+    // Opaque to the optimiser, so callers can tail-call this cold path
+    // instead of keeping a stack frame on the hot one.
+    std::hint::black_box(UCS_ERR_UNSUPPORTED)
+}
+
+unsafe extern "C" fn t_pending_add<T: Transport>(ep: uct_ep_h, req: *mut uct_pending_req_t,
+                                                 flags: c_uint) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        if req.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        T::pending_add(i, e, PendingReq(req), flags)
+    })
+}
+
+unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending_purge_callback_t,
+                                                   arg: *mut c_void) {
+    guard!((), {
+        let (i, e) = parts::<T>(ep);
+        T::pending_purge(i, e, PurgeCb::new(cb, arg))
+    })
+}
+
+unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::ep_flush(i, e, flags, comp)
+    })
+}
+
+unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
+    hot!({
+        let (i, e) = parts::<T>(ep);
+        T::ep_fence(i, e, flags)
+    })
+}
+
+unsafe extern "C" fn t_ep_check<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_check(i, e, flags, comp)
+    })
+}
+
+unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, ep_p: *mut uct_ep_h) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        if params.is_null() || ep_p.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        let p = &*params;
+        let iface = iface_of::<T>(p.iface);
+        let m = p.field_mask;
+        let ep_params = EpParams {
+            raw: p,
+            dev_addr: if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 { p.dev_addr } else { std::ptr::null() },
+            iface_addr: if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 { p.iface_addr } else { std::ptr::null() },
+        };
+        match T::ep_create(iface, &ep_params) {
+            Ok(tl) => {
+                let ep = Box::into_raw(Box::new(Ep::<T> { base: uct_ep_t { iface: p.iface }, tl }));
+                T::ep_init(iface, &*ep);
+                *ep_p = ep as uct_ep_h;
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    })
+}
+
+unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
+    guard!((), {
+        let iface = iface_of::<T>((*ep).iface);
+        // A peer-failure report still queued for this endpoint must not
+        // run after it is gone.
+        iface.hdr.cancel_ep_err(ep);
+        // SAFETY: the ep was boxed by t_ep_create and is destroyed once.
+        let mut ep = Box::from_raw(ep as *mut Ep<T>);
+        T::ep_destroy(iface, &mut ep);
+    })
+}
+
+unsafe extern "C" fn t_ep_connect<T: Transport>(ep: uct_ep_h, params: *const uct_ep_connect_params_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_connect(i, e, params.as_ref())
+    })
+}
+
+unsafe extern "C" fn t_ep_disconnect<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_disconnect(i, e, flags)
+    })
+}
+
+unsafe extern "C" fn t_cm_ep_conn_notify<T: Transport>(ep: uct_ep_h) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::cm_ep_conn_notify(i, e)
+    })
+}
+
+unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct_ep_addr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        match AddrOut::new(addr as *mut u8) {
+            Some(out) => T::ep_get_address(i, e, out),
+            None => UCS_ERR_INVALID_PARAM,
+        }
+    })
+}
+
+unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const uct_device_addr_t,
+                                                      ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_connect_to_ep(i, e, dev, ep_addr)
+    })
+}
+
+unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
+                                                 comp: *mut uct_completion_t) -> ucs_status_t {
+    hot!(T::iface_flush(iface_of::<T>(iface), flags, comp))
+}
+
+unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
+    hot!(T::iface_fence(iface_of::<T>(iface), flags))
+}
+
+unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
+    guard!((), iface_of::<T>(iface).hdr.progress_enable(flags))
+}
+
+unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
+    guard!((), iface_of::<T>(iface).hdr.progress_disable(flags))
+}
+
+unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
+    hot!(T::progress(iface_of::<T>(iface)))
+}
+
+unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        if fd_p.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        match T::event_fd_get(iface_of::<T>(iface)) {
+            Ok(fd) => {
+                *fd_p = fd;
+                UCS_OK
+            }
+            Err(s) => s,
+        }
+    })
+}
+
+unsafe extern "C" fn t_event_arm<T: Transport>(iface: uct_iface_h, events: c_uint) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, T::event_arm(iface_of::<T>(iface), events))
+}
+
+unsafe extern "C" fn t_iface_close<T: Transport>(iface: uct_iface_h) {
+    guard!((), {
+        // SAFETY: boxed by Iface::into_handle, closed once.
+        let mut b = Box::from_raw(iface as *mut Iface<T>);
+        // Remove the progress callback at once (not deferred): the next
+        // worker progress must not call into the freed interface.
+        let flags = b.hdr.progress_flags();
+        b.hdr.progress_disable(flags);
+        T::close(&mut b);
+        b.hdr.magic = 0;
+    })
+}
+
+unsafe extern "C" fn t_iface_query<T: Transport>(iface: uct_iface_h, attr: *mut uct_iface_attr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        if attr.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *attr = query_attr(iface_of::<T>(iface));
+        UCS_OK
+    })
+}
+
+unsafe extern "C" fn t_get_device_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_device_addr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, match AddrOut::new(addr as *mut u8) {
+        Some(out) => T::get_device_address(iface_of::<T>(iface), out),
+        None => UCS_OK, // a zero-length address may be requested with NULL
+    })
+}
+
+unsafe extern "C" fn t_get_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_iface_addr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, match AddrOut::new(addr as *mut u8) {
+        Some(out) => T::get_address(iface_of::<T>(iface), out),
+        None => UCS_ERR_INVALID_PARAM,
+    })
+}
+
+unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *const uct_device_addr_t,
+                                                  addr: *const uct_iface_addr_t) -> c_int {
+    guard!(0, T::is_reachable(iface_of::<T>(iface), dev, addr) as c_int)
+}
+
+unsafe fn internal_estimate_perf<T: Transport>(iface: uct_iface_h, attr: *mut uct_perf_attr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, T::estimate_perf(iface_of::<T>(iface), &mut *attr))
+}
+
+unsafe fn internal_ep_query<T: Transport>(ep: uct_ep_h, attr: *mut uct_ep_attr_t) -> ucs_status_t {
+    guard!(UCS_ERR_IO_ERROR, {
+        let (i, e) = parts::<T>(ep);
+        T::ep_query(i, e, &mut *attr)
+    })
+}
+
+/// The internal hooks of transport `T`.
+pub struct Internal<T>(std::marker::PhantomData<T>);
+impl<T: Transport> Internal<T> {
+    pub const OPS: InternalOps = InternalOps {
+        estimate_perf: internal_estimate_perf::<T>,
+        ep_query: internal_ep_query::<T>,
+    };
+}
+
+/// The vtable of transport `T`.
+pub fn build_ops<T: Transport>() -> uct_iface_ops_t {
+    let mut o = unsupported_ops();
+    let has = |s: u32| T::OPS & op(s) != 0;
+    if has(slot::EP_PUT_SHORT) { o.ep_put_short = Some(t_put_short::<T>); }
+    if has(slot::EP_PUT_BCOPY) { o.ep_put_bcopy = Some(t_put_bcopy::<T>); }
+    if has(slot::EP_GET_BCOPY) { o.ep_get_bcopy = Some(t_get_bcopy::<T>); }
+    if has(slot::EP_PUT_ZCOPY) { o.ep_put_zcopy = Some(t_put_zcopy::<T>); }
+    if has(slot::EP_GET_ZCOPY) { o.ep_get_zcopy = Some(t_get_zcopy::<T>); }
+    if has(slot::EP_AM_ZCOPY) { o.ep_am_zcopy = Some(t_am_zcopy::<T>); }
+    if has(slot::EP_AM_SHORT) { o.ep_am_short = Some(t_am_short::<T>); }
+    if has(slot::EP_AM_SHORT_IOV) { o.ep_am_short_iov = Some(t_am_short_iov::<T>); }
+    if has(slot::EP_AM_BCOPY) { o.ep_am_bcopy = Some(t_am_bcopy::<T>); }
+    if has(slot::EP_ATOMIC_CSWAP64) { o.ep_atomic_cswap64 = Some(t_cswap64::<T>); }
+    if has(slot::EP_ATOMIC_CSWAP32) { o.ep_atomic_cswap32 = Some(t_cswap32::<T>); }
+    if has(slot::EP_ATOMIC32_POST) { o.ep_atomic32_post = Some(t_atomic32_post::<T>); }
+    if has(slot::EP_ATOMIC64_POST) { o.ep_atomic64_post = Some(t_atomic64_post::<T>); }
+    if has(slot::EP_ATOMIC32_FETCH) { o.ep_atomic32_fetch = Some(t_atomic32_fetch::<T>); }
+    if has(slot::EP_ATOMIC64_FETCH) { o.ep_atomic64_fetch = Some(t_atomic64_fetch::<T>); }
+    if has(slot::EP_PENDING_ADD) { o.ep_pending_add = Some(t_pending_add::<T>); }
+    if has(slot::EP_PENDING_PURGE) { o.ep_pending_purge = Some(t_pending_purge::<T>); }
+    if has(slot::EP_CHECK) { o.ep_check = Some(t_ep_check::<T>); }
+    if has(slot::EP_GET_ADDRESS) { o.ep_get_address = Some(t_ep_get_address::<T>); }
+    if has(slot::EP_CONNECT_TO_EP) { o.ep_connect_to_ep = Some(t_ep_connect_to_ep::<T>); }
+    if has(slot::EP_CONNECT) { o.ep_connect = Some(t_ep_connect::<T>); }
+    if has(slot::EP_DISCONNECT) { o.ep_disconnect = Some(t_ep_disconnect::<T>); }
+    if has(slot::CM_EP_CONN_NOTIFY) { o.cm_ep_conn_notify = Some(t_cm_ep_conn_notify::<T>); }
+    if has(slot::IFACE_EVENT_FD_GET) { o.iface_event_fd_get = Some(t_event_fd_get::<T>); }
+    if has(slot::IFACE_EVENT_ARM) { o.iface_event_arm = Some(t_event_arm::<T>); }
+    // Slots every transport has.
+    o.ep_flush = Some(t_ep_flush::<T>);
+    o.ep_fence = Some(t_ep_fence::<T>);
+    o.ep_create = Some(t_ep_create::<T>);
+    o.ep_destroy = Some(t_ep_destroy::<T>);
+    o.iface_flush = Some(t_iface_flush::<T>);
+    o.iface_fence = Some(t_iface_fence::<T>);
+    o.iface_progress_enable = Some(t_progress_enable::<T>);
+    o.iface_progress_disable = Some(t_progress_disable::<T>);
+    o.iface_progress = Some(t_progress::<T>);
+    o.iface_close = Some(t_iface_close::<T>);
+    o.iface_query = Some(t_iface_query::<T>);
+    o.iface_get_device_address = Some(t_get_device_address::<T>);
+    o.iface_get_address = Some(t_get_address::<T>);
+    o.iface_is_reachable = Some(t_is_reachable::<T>);
+    o
+}

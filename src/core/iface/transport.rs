@@ -1,0 +1,291 @@
+//! What a transport implements ([`Transport`]), the generic objects that hold
+//! it ([`Iface`], [`Ep`]), and the capability rules: a flag is reported only
+//! when the slot it needs is implemented.
+
+use super::header::IfaceHeader;
+use super::trampolines::build_ops;
+use crate::abi::*;
+use crate::core::ops::*;
+use libc::{c_int, c_void};
+
+/// Slot numbers of `uct_iface_ops_t`, in header order.
+pub mod slot {
+    pub const EP_PUT_SHORT: u32 = 0;
+    pub const EP_PUT_BCOPY: u32 = 1;
+    pub const EP_PUT_ZCOPY: u32 = 2;
+    pub const EP_GET_SHORT: u32 = 3;
+    pub const EP_GET_BCOPY: u32 = 4;
+    pub const EP_GET_ZCOPY: u32 = 5;
+    pub const EP_AM_SHORT: u32 = 6;
+    pub const EP_AM_SHORT_IOV: u32 = 7;
+    pub const EP_AM_BCOPY: u32 = 8;
+    pub const EP_AM_ZCOPY: u32 = 9;
+    pub const EP_ATOMIC_CSWAP64: u32 = 10;
+    pub const EP_ATOMIC_CSWAP32: u32 = 11;
+    pub const EP_ATOMIC32_POST: u32 = 12;
+    pub const EP_ATOMIC64_POST: u32 = 13;
+    pub const EP_ATOMIC32_FETCH: u32 = 14;
+    pub const EP_ATOMIC64_FETCH: u32 = 15;
+    pub const EP_PENDING_ADD: u32 = 24;
+    pub const EP_PENDING_PURGE: u32 = 25;
+    pub const EP_CHECK: u32 = 28;
+    pub const EP_CONNECT: u32 = 30;
+    pub const EP_DISCONNECT: u32 = 31;
+    pub const CM_EP_CONN_NOTIFY: u32 = 32;
+    pub const EP_GET_ADDRESS: u32 = 34;
+    pub const EP_CONNECT_TO_EP: u32 = 35;
+    pub const IFACE_EVENT_FD_GET: u32 = 43;
+    pub const IFACE_EVENT_ARM: u32 = 44;
+}
+
+/// Bit of a slot in [`Transport::OPS`].
+pub const fn op(slot: u32) -> u64 {
+    1u64 << slot
+}
+
+/// Interface capability flags and the slot each one needs.
+const FLAG_NEEDS: &[(u64, u32)] = &[
+    (UCT_IFACE_FLAG_AM_SHORT, slot::EP_AM_SHORT),
+    (UCT_IFACE_FLAG_AM_BCOPY, slot::EP_AM_BCOPY),
+    (UCT_IFACE_FLAG_AM_ZCOPY, slot::EP_AM_ZCOPY),
+    (UCT_IFACE_FLAG_PENDING, slot::EP_PENDING_ADD),
+    (UCT_IFACE_FLAG_PUT_SHORT, slot::EP_PUT_SHORT),
+    (UCT_IFACE_FLAG_PUT_BCOPY, slot::EP_PUT_BCOPY),
+    (UCT_IFACE_FLAG_PUT_ZCOPY, slot::EP_PUT_ZCOPY),
+    (UCT_IFACE_FLAG_GET_SHORT, slot::EP_GET_SHORT),
+    (UCT_IFACE_FLAG_GET_BCOPY, slot::EP_GET_BCOPY),
+    (UCT_IFACE_FLAG_GET_ZCOPY, slot::EP_GET_ZCOPY),
+    (UCT_IFACE_FLAG_EP_CHECK, slot::EP_CHECK),
+    (UCT_IFACE_FLAG_CONNECT_TO_EP, slot::EP_CONNECT_TO_EP),
+];
+
+/// Capability flags allowed by the set of implemented slots.
+pub fn honest_flags(flags: u64, ops: u64) -> u64 {
+    let mut out = flags;
+    for &(flag, needed) in FLAG_NEEDS {
+        if ops & op(needed) == 0 {
+            out &= !flag;
+        }
+    }
+    if ops & (op(slot::EP_ATOMIC32_POST) | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH)
+        | op(slot::EP_ATOMIC64_FETCH)) == 0
+    {
+        out &= !(UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE);
+    }
+    out
+}
+
+/// Interface parameters with the field mask applied (unset = default).
+pub struct IfaceParams {
+    pub open_mode: u64,
+    pub tl_name: String,
+    pub dev_name: String,
+    pub rx_headroom: usize,
+    pub err_handler: uct_error_handler_t,
+    pub err_handler_arg: *mut c_void,
+    pub err_handler_flags: u32,
+    pub am_alignment: Option<usize>,
+    pub am_align_offset: usize,
+    pub features: u64,
+    pub cpu_mask: Option<ucs_cpu_set_t>,
+    pub keepalive_interval: u64,
+    pub async_event_cb: uct_async_event_cb_t,
+    pub async_event_arg: *mut c_void,
+}
+
+/// An endpoint: the interface pointer C reads, then the transport's state.
+#[repr(C)]
+pub struct Ep<T: Transport> {
+    pub base: uct_ep_t,
+    pub tl: T::Ep,
+}
+
+/// An interface: vtable and common header, then the transport's state.
+#[repr(C)]
+pub struct Iface<T: Transport> {
+    pub hdr: IfaceHeader,
+    pub tl: T,
+}
+
+impl<T: Transport> Iface<T> {
+    /// Box the interface, install its vtable and hand C its handle.
+    pub fn into_handle(mut hdr: IfaceHeader, tl: T) -> uct_iface_h {
+        hdr.base.ops = build_ops::<T>();
+        hdr.has_progress = T::HAS_PROGRESS;
+        Box::into_raw(Box::new(Iface { hdr, tl })) as uct_iface_h
+    }
+    pub fn handle(&self) -> uct_iface_h {
+        self as *const Self as uct_iface_h
+    }
+}
+
+/// Connection parameters handed to [`Transport::ep_create`].
+pub struct EpParams<'a> {
+    pub raw: &'a uct_ep_params_t,
+    pub dev_addr: *const uct_device_addr_t,
+    pub iface_addr: *const uct_iface_addr_t,
+}
+
+/// What a transport implements. Every method has a default, so a transport
+/// writes only what it supports and lists those slots in `OPS`.
+#[allow(unused_variables)]
+pub trait Transport: Sized + 'static {
+    type Ep: 'static;
+    /// Bitmask of implemented slots (see [`op`]).
+    const OPS: u64;
+    /// Whether [`Transport::progress`] has work to do.
+    const HAS_PROGRESS: bool = true;
+
+    fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t);
+    fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<Self::Ep, ucs_status_t>;
+    /// Called once the endpoint has its final address (after `ep_create`),
+    /// for transports that need the `uct_ep_h` later (error reports).
+    fn ep_init(iface: &Iface<Self>, ep: &Ep<Self>) {}
+    fn ep_destroy(iface: &Iface<Self>, ep: &mut Ep<Self>) {}
+    fn close(iface: &mut Iface<Self>) {}
+    fn get_device_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
+    fn get_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
+    fn is_reachable(iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool { false }
+    fn progress(iface: &Iface<Self>) -> u32 { 0 }
+    fn iface_flush(iface: &Iface<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t { UCS_OK }
+    fn iface_fence(iface: &Iface<Self>, flags: u32) -> ucs_status_t {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        UCS_OK
+    }
+    fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> { Err(UCS_ERR_UNSUPPORTED) }
+    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t { UCS_ERR_UNSUPPORTED }
+    fn estimate_perf(iface: &Iface<Self>, attr: &mut uct_perf_attr_t) -> ucs_status_t {
+        default_estimate_perf(iface, attr)
+    }
+
+    fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
+        UCS_ERR_UNSUPPORTED as isize
+    }
+    fn put_short(iface: &Iface<Self>, ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Zero-copy put: the iov may be reused once the operation completes
+    /// (UCS_OK now, or `comp` later after UCS_INPROGRESS).
+    fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Zero-copy active message: `header` is copied before the call returns.
+    #[allow(clippy::too_many_arguments)]
+    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
+                comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn put_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+        UCS_ERR_UNSUPPORTED as isize
+    }
+    fn get_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                 comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn atomic_post(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                   remote: Remote) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Fetching atomics, cswap included (`compare` is used by cswap only).
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_fetch(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
+                    remote: Remote, result: FetchResult, comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, flags: u32) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {}
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_OK
+    }
+    fn ep_fence(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32) -> ucs_status_t {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        UCS_OK
+    }
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn ep_get_address(iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: *const uct_device_addr_t,
+                        ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    /// Connection-manager endpoints: send the private data (client).
+    fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn ep_disconnect(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+    fn cm_ep_conn_notify(iface: &Iface<Self>, ep: &Ep<Self>) -> ucs_status_t {
+        UCS_ERR_UNSUPPORTED
+    }
+}
+
+/// The attributes of an interface: common defaults, then the transport's
+/// answer, masked by the operations it really has.
+pub fn query_attr<T: Transport>(iface: &Iface<T>) -> uct_iface_attr_t {
+    // SAFETY: all-zero is a valid uct_iface_attr_t (numbers and nullable
+    // pointers only).
+    let mut a: uct_iface_attr_t = unsafe { std::mem::zeroed() };
+    a.max_num_eps = iface.hdr.max_num_eps;
+    a.dev_num_paths = 1;
+    T::query(iface, &mut a);
+    a.cap.flags = honest_flags(a.cap.flags, T::OPS);
+    if T::OPS & op(slot::EP_ATOMIC32_POST) == 0 {
+        a.cap.atomic32.op_flags = 0;
+    }
+    if T::OPS & op(slot::EP_ATOMIC64_POST) == 0 {
+        a.cap.atomic64.op_flags = 0;
+    }
+    if T::OPS & op(slot::EP_ATOMIC32_FETCH) == 0 {
+        a.cap.atomic32.fop_flags = 0;
+    }
+    if T::OPS & op(slot::EP_ATOMIC64_FETCH) == 0 {
+        a.cap.atomic64.fop_flags = 0;
+    }
+    a
+}
+
+/// `uct_iface_estimate_perf` for transports whose costs do not depend on the
+/// operation: everything comes from the interface attributes.
+pub fn default_estimate_perf<T: Transport>(iface: &Iface<T>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+    let attr = query_attr(iface);
+    let m = perf.field_mask;
+    if m & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD != 0 {
+        perf.send_pre_overhead = attr.overhead;
+    }
+    if m & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD != 0 {
+        perf.send_post_overhead = 0.0;
+    }
+    if m & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD != 0 {
+        perf.recv_overhead = attr.overhead;
+    }
+    if m & UCT_PERF_ATTR_FIELD_BANDWIDTH != 0 {
+        perf.bandwidth = attr.bandwidth;
+    }
+    if m & UCT_PERF_ATTR_FIELD_LATENCY != 0 {
+        perf.latency = attr.latency;
+    }
+    if m & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS != 0 {
+        perf.max_inflight_eps = usize::MAX;
+    }
+    UCS_OK
+}
