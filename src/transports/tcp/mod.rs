@@ -8,14 +8,26 @@
 //!
 //! - [`wire`]: frames, connection packets, put protocol, address codecs.
 //! - [`net`]: network devices, socket addresses, sockets and epoll.
-//! - [`iface`]: the interface, endpoints, connections and their state machine.
+//! - [`iface`]: the interface (settings, open, attributes, addresses) and
+//!   its `Transport` implementation, which calls into the parts below.
+//! - `conn`: connections (UCX's tcp endpoints), their table and state.
+//! - `connect`: connecting, accepting, the connection protocol and the
+//!   matching of simultaneous connections.
+//! - `tx`: the send path (active messages, coalescing, pending requests).
+//! - `rx`: the receive path and the interface's progress.
+//! - `put`: put zero-copy, both sides, and endpoint flush.
 //!
 //! The component's connection manager (sockcm, `UCX_TCP_CM_*`) lives in
 //! [`sockcm`].
 
+mod conn;
+mod connect;
 pub mod iface;
 pub mod net;
+mod put;
+mod rx;
 pub mod sockcm;
+mod tx;
 pub mod wire;
 
 use crate::abi::*;

@@ -1,0 +1,537 @@
+//! Connection establishment: creating, connecting and accepting sockets,
+//! the connection protocol (the magic number a connecting side sends first,
+//! connection requests, acknowledgements and FIN), the matching of
+//! simultaneous connections, and the endpoint operations built on them
+//! (creation, CONNECT_TO_EP, destruction).
+
+use super::conn::*;
+use super::iface::{TcpEp, TcpIface, I, LISTEN_TAG};
+use super::net::{self, Io, SockAddr, EV_READ, EV_WRITE};
+use super::wire;
+use super::UNITS_AUTO;
+use crate::abi::*;
+use crate::core::iface::EpParams;
+use crate::core::ops::*;
+use libc::c_void;
+use std::rc::Rc;
+
+/// What a connection packet did to the connection being read.
+pub(super) enum Next {
+    /// Keep reading on this connection (possibly another one than before:
+    /// the socket moved to it).
+    Continue(Rc<Conn>),
+    /// The connection is gone.
+    Stop,
+}
+
+impl TcpIface {
+    // -----------------------------------------------------------------------
+    // Sockets and connecting.
+
+    fn set_sockopt(&self, fd: i32, set_nb: bool) -> Result<(), ucs_status_t> {
+        if set_nb && !net::set_nonblock(fd) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if !net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, self.cfg.nodelay as i32) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if self.cfg.sndbuf != UNITS_AUTO && !net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, self.cfg.sndbuf as i32) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if self.cfg.rcvbuf != UNITS_AUTO && !net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, self.cfg.rcvbuf as i32) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if self.cfg.syn_cnt != UNITS_AUTO {
+            // Best effort, as in UCX.
+            net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_SYNCNT, self.cfg.syn_cnt as i32);
+        }
+        Ok(())
+    }
+
+    fn keepalive_enable(&self, fd: i32) -> Result<(), ucs_status_t> {
+        let Some((idle, cnt, intvl)) = self.cfg.keepalive else { return Ok(()) };
+        let ok = net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, intvl)
+            && cnt.is_none_or(|c| net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, c))
+            && net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)
+            && net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+        if ok { Ok(()) } else { Err(UCS_ERR_IO_ERROR) }
+    }
+
+    pub(super) fn create_socket_and_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
+        let r = self.socket_and_connect(iface, conn);
+        if r.is_err() && conn.retries.get() > 1 {
+            self.set_failed(iface, conn);
+        }
+        r
+    }
+
+    fn socket_and_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
+        let Some(peer) = conn.peer.get() else { return Err(UCS_ERR_INVALID_PARAM) };
+        let fd = net::socket(peer.family)?;
+        conn.fd.set(fd);
+        self.set_sockopt(fd, self.cfg.conn_nb)?;
+        self.keepalive_enable(fd)?;
+        conn.retries.set(conn.retries.get() + 1);
+        if conn.retries.get() > self.cfg.max_conn_retries {
+            crate::error!("tcp_ep {:p}: reached maximum number of connection retries ({})", Rc::as_ptr(conn),
+                          self.cfg.max_conn_retries);
+            return Err(UCS_ERR_TIMED_OUT);
+        }
+        self.set_state(conn, State::Connecting);
+        if !net::connect(fd, &peer)? {
+            self.mod_events(conn, EV_WRITE, 0);
+            return Ok(());
+        }
+        if !self.cfg.conn_nb && !net::set_nonblock(fd) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        self.conn_complete(iface, conn);
+        Ok(())
+    }
+
+    /// The socket is connected: introduce ourselves.
+    pub(super) fn conn_complete(&self, iface: &I, conn: &Rc<Conn>) {
+        if self.send_event(iface, conn, wire::EV_CONN_REQ) != UCS_OK {
+            return;
+        }
+        if conn.has(F_CONNECT_TO_EP) {
+            self.set_connected(iface, conn);
+        } else {
+            self.set_state(conn, State::WaitingAck);
+        }
+        self.mod_events(conn, EV_READ, 0);
+    }
+
+    /// Connect a user endpoint (CONNECT_TO_IFACE, or the connecting side
+    /// of CONNECT_TO_EP).
+    fn ep_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
+        self.set_state(conn, State::Connecting);
+        let self_conn = self.is_self(conn);
+        if self_conn || conn.has(F_CONNECT_TO_EP) {
+            self.create_socket_and_connect(iface, conn)?;
+        } else {
+            let peer = conn.peer.get();
+            let sn = conn.cm_id.get();
+            let found = self.find_conn(|c| {
+                c.queue.get() == Some(Queue::Unexp) && c.cm_id.get() == sn
+                    && c.peer.get().zip(peer).is_some_and(|(a, b)| a.same(&b))
+            });
+            match found {
+                None => self.create_socket_and_connect(iface, conn)?,
+                Some(rx_conn) => {
+                    // The peer connected to us first: take its socket.
+                    rx_conn.queue.set(None);
+                    rx_conn.remove_cap(CAP_RX);
+                    conn.add_cap(CAP_RX);
+                    self.replace(iface, conn, &rx_conn);
+                    self.set_state(conn, State::WaitingAck);
+                    self.send_event(iface, conn, wire::EV_CONN_REQ);
+                }
+            }
+        }
+        conn.add_cap(CAP_TX);
+        if !self_conn && !conn.has(F_CONNECT_TO_EP) {
+            conn.queue.set(Some(Queue::Exp));
+        }
+        if conn.state.get() == State::Connected {
+            self.dispatch_pending(iface, conn);
+        }
+        Ok(())
+    }
+
+    /// Move the socket (and what was received or is being sent on it) from
+    /// `from` to `to`; `from` goes away.
+    fn replace(&self, iface: &I, to: &Rc<Conn>, from: &Rc<Conn>) {
+        let events = from.events.get();
+        self.mod_events(from, 0, events);
+        self.mod_events(to, 0, to.events.get());
+        net::close(to.fd.replace(from.fd.replace(-1)));
+        self.mod_events(to, events, 0);
+        to.retries.set(to.retries.get() + 1);
+        if let (Ok(mut f), Ok(mut t)) = (from.rx.try_borrow_mut(), to.rx.try_borrow_mut()) {
+            if f.off < f.len {
+                std::mem::swap(&mut *f, &mut *t);
+            }
+        }
+        if let (Ok(mut f), Ok(mut t)) = (from.tx.try_borrow_mut(), to.tx.try_borrow_mut()) {
+            if f.busy() {
+                std::mem::swap(&mut *f, &mut *t);
+            }
+        }
+        let moved: Vec<_> = from.pending.borrow_mut().drain(..).collect();
+        to.pending.borrow_mut().extend(moved);
+        let moved: Vec<_> = from.put_comps.borrow_mut().drain(..).collect();
+        to.put_comps.borrow_mut().extend(moved);
+        to.set(from.flags.get() & (F_PUT_TX_WAITING_ACK | F_PUT_RX_SENDING_ACK | F_NEED_FLUSH));
+        if let Some(p) = from.put_rx.take() {
+            to.put_rx.set(Some(p));
+        }
+        to.rx_put_sn.set(from.rx_put_sn.get());
+        from.caps.set(0);
+        self.set_failed(iface, from);
+    }
+
+    pub(super) fn accept_all(&self) {
+        loop {
+            let lfd = self.listen_fd.get();
+            if lfd < 0 {
+                return;
+            }
+            match net::accept(lfd) {
+                Ok(Some((fd, peer))) => {
+                    if !net::is_connected(fd) {
+                        crate::warn!("tcp_iface {}: connection establishment for socket fd {} from {} was \
+                                      unsuccessful", self.if_name, fd, peer.map(|p| p.to_string()).unwrap_or_default());
+                        net::close(fd);
+                        continue;
+                    }
+                    if self.set_sockopt(fd, false).is_err() {
+                        net::close(fd);
+                        continue;
+                    }
+                    let conn = self.new_conn(fd, None);
+                    self.set_state(&conn, State::RecvMagic);
+                    self.mod_events(&conn, EV_READ, 0);
+                    crate::debug!("tcp_iface {}: accepted connection from {} on {} to tcp_ep {:p} (fd {})",
+                                  self.if_name, peer.map(|p| p.to_string()).unwrap_or_default(), self.ifaddr,
+                                  Rc::as_ptr(&conn), fd);
+                }
+                Ok(None) => return,
+                Err(_) => {
+                    net::epoll_set(self.epfd, lfd, EV_READ, 0, LISTEN_TAG);
+                    net::close(self.listen_fd.replace(-1));
+                    return;
+                }
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // The connection protocol.
+
+    /// Send a connection event (with the magic number first when this is
+    /// the request of a fresh socket).
+    pub(super) fn send_event(&self, iface: &I, conn: &Rc<Conn>, event: u32) -> ucs_status_t {
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
+        if tx.busy() {
+            conn.cm_pending.set(conn.cm_pending.get() | event);
+            return UCS_OK;
+        }
+        let mut pkt = Vec::with_capacity(64);
+        if event == wire::EV_CONN_REQ {
+            if conn.state.get() == State::Connecting {
+                pkt.extend_from_slice(&wire::MAGIC.to_ne_bytes());
+            }
+            let flags = if conn.has(F_CONNECT_TO_EP) { wire::REQ_FLAG_CONNECT_TO_EP } else { 0 };
+            let at = pkt.len();
+            pkt.extend_from_slice(&[0u8; wire::HDR_LEN]);
+            wire::encode_conn_req(&mut pkt, flags, conn.cm_id.get(), &self.ifaddr);
+            let body = (pkt.len() - at - wire::HDR_LEN) as u32;
+            wire::put_hdr(&mut pkt[at..], wire::AM_ID_CM, body);
+        } else {
+            pkt.extend_from_slice(&[0u8; wire::HDR_LEN]);
+            wire::put_hdr(&mut pkt, wire::AM_ID_CM, wire::EVENT_LEN as u32);
+            pkt.extend_from_slice(&event.to_ne_bytes());
+        }
+        let at = tx.held;
+        tx.buf[at..at + pkt.len()].copy_from_slice(&pkt);
+        tx.push_head(at + pkt.len());
+        let s = self.flush_tx(iface, conn, tx, false);
+        if s != UCS_OK {
+            crate::diag!("tcp_ep {:p}: unable to send connection event {} to {}", Rc::as_ptr(conn), event,
+                         conn.peer.get().map(|p| p.to_string()).unwrap_or_default());
+        }
+        s
+    }
+
+    pub(super) fn magic_rx(&self, conn: &Rc<Conn>) -> u32 {
+        let mut rx = conn.rx.borrow_mut();
+        if rx.buf.len() < wire::MAGIC_LEN {
+            rx.buf = vec![0u8; self.cfg.rx_seg_size];
+        }
+        let have = rx.len;
+        match net::recv(conn.fd.get(), &mut rx.buf[have..wire::MAGIC_LEN]) {
+            Io::Done(n) => rx.len += n,
+            Io::Again => return 0,
+            Io::Closed | Io::Err(_) => {
+                drop(rx);
+                crate::debug!("tcp_ep {:p}: connection dropped by the peer before the magic number",
+                              Rc::as_ptr(conn));
+                self.destroy_conn(conn);
+                return 0;
+            }
+        }
+        if rx.len < wire::MAGIC_LEN {
+            return 1;
+        }
+        let mut m = [0u8; 8];
+        m.copy_from_slice(&rx.buf[..8]);
+        rx.len = 0;
+        rx.off = 0;
+        drop(rx);
+        if u64::from_ne_bytes(m) != wire::MAGIC {
+            crate::debug!("tcp_iface {}: received wrong magic number {:#x} on fd {}", self.if_name,
+                          u64::from_ne_bytes(m), conn.fd.get());
+            self.destroy_conn(conn);
+            return 0;
+        }
+        self.set_state(conn, State::Accepting);
+        1
+    }
+
+    pub(super) fn handle_conn_pkt(&self, iface: &I, conn: &Rc<Conn>, body: &[u8]) -> Next {
+        match wire::conn_event(body) {
+            Some(wire::EV_CONN_REQ) => match wire::decode_conn_req(body) {
+                Some(req) => self.handle_conn_req(iface, conn, &req),
+                None => {
+                    crate::error!("tcp_ep {:p}: malformed connection request ({} bytes)", Rc::as_ptr(conn), body.len());
+                    Next::Continue(conn.clone())
+                }
+            },
+            Some(ev @ (wire::EV_CONN_ACK | wire::EV_CONN_ACK_WITH_REQ)) => {
+                if ev == wire::EV_CONN_ACK_WITH_REQ {
+                    conn.add_cap(CAP_RX);
+                }
+                net::close(conn.stale_fd.replace(-1));
+                if conn.state.get() != State::Connected {
+                    self.set_connected(iface, conn);
+                }
+                Next::Continue(conn.clone())
+            }
+            Some(wire::EV_CONN_FIN) => {
+                if conn.caps.get() == CAP_RX {
+                    self.destroy_conn(conn);
+                    Next::Stop
+                } else {
+                    conn.remove_cap(CAP_RX);
+                    Next::Continue(conn.clone())
+                }
+            }
+            ev => {
+                crate::error!("tcp_ep {:p}: unknown CM event received {:?}", Rc::as_ptr(conn), ev);
+                Next::Continue(conn.clone())
+            }
+        }
+    }
+
+    fn handle_conn_req(&self, iface: &I, conn: &Rc<Conn>, req: &wire::ConnReq) -> Next {
+        let to_ep = req.flags & wire::REQ_FLAG_CONNECT_TO_EP != 0;
+        if conn.state.get() == State::Accepting {
+            conn.peer.set(Some(req.addr));
+            conn.cm_id.set(req.cm_id);
+            if to_ep {
+                conn.set(F_CONNECT_TO_EP);
+            }
+        }
+        crate::trace!("tcp_ep {:p}: CONN_REQ received from {}:{}", Rc::as_ptr(conn), req.addr, req.cm_id);
+        conn.add_cap(CAP_RX);
+        if conn.state.get() == State::Connected {
+            // The peer opens its direction on our connection.
+            if !to_ep && self.send_event(iface, conn, wire::EV_CONN_ACK) != UCS_OK {
+                return self.drop_internal(conn);
+            }
+            return Next::Continue(conn.clone());
+        }
+        let connect_to_self = self.is_self(conn);
+        if !connect_to_self {
+            if !to_ep {
+                let sn = req.cm_id;
+                let addr = req.addr;
+                let peer_conn = self.find_conn(|c| {
+                    !std::ptr::eq(c, &**conn) && c.caps.get() & CAP_TX != 0 && c.queue.get() == Some(Queue::Exp)
+                        && c.cm_id.get() == sn && c.peer.get().is_some_and(|p| p.same(&addr))
+                });
+                if let Some(peer_conn) = peer_conn {
+                    return self.handle_simult_conn(iface, conn, &peer_conn);
+                }
+            } else {
+                let key = req.cm_id;
+                let Some(user) = self.find_conn(|c| c.on_ptr_map.get() && c.cm_id.get() == key) else {
+                    crate::debug!("tcp_ep {:p}: no endpoint with key {:#x} (destroyed?), dropping the connection",
+                                  Rc::as_ptr(conn), key);
+                    return self.drop_internal(conn);
+                };
+                user.on_ptr_map.set(false);
+                user.peer.set(conn.peer.get());
+                user.retries.set(user.retries.get() + 1);
+                user.add_cap(CAP_TX | CAP_RX);
+                conn.remove_cap(CAP_RX);
+                self.replace(iface, &user, conn);
+                self.set_connected(iface, &user);
+                return if user.alive.get() { Next::Continue(user) } else { Next::Stop };
+            }
+            conn.queue.set(Some(Queue::Unexp));
+        }
+        self.set_connected(iface, conn);
+        if !to_ep && self.send_event(iface, conn, wire::EV_CONN_ACK) != UCS_OK {
+            return self.drop_internal(conn);
+        }
+        Next::Continue(conn.clone())
+    }
+
+    fn drop_internal(&self, conn: &Rc<Conn>) -> Next {
+        if conn.caps.get() & CAP_TX == 0 {
+            self.destroy_conn(conn);
+            return Next::Stop;
+        }
+        if conn.alive.get() { Next::Continue(conn.clone()) } else { Next::Stop }
+    }
+
+    /// Both sides connected at once: the side with the greater address
+    /// takes the peer's socket, the other keeps its own (UCX's rule).
+    fn handle_simult_conn(&self, iface: &I, accepted: &Rc<Conn>, mine: &Rc<Conn>) -> Next {
+        if !self.accept_conn(mine) {
+            accepted.remove_cap(CAP_RX);
+            mine.add_cap(CAP_RX);
+            self.mod_events(mine, EV_READ, 0);
+            if mine.state.get() != State::Connected {
+                self.mod_events(accepted, 0, accepted.events.get());
+                net::close(mine.stale_fd.replace(accepted.fd.replace(-1)));
+            }
+            self.destroy_conn(accepted);
+            return Next::Stop;
+        }
+        // Take the accepted socket and drop ours.
+        self.mod_events(mine, 0, mine.events.get());
+        self.mod_events(accepted, 0, accepted.events.get());
+        net::close(mine.fd.replace(accepted.fd.replace(-1)));
+        mine.tx.borrow_mut().reset();
+        accepted.remove_cap(CAP_RX);
+        mine.add_cap(CAP_RX);
+        let rx = std::mem::take(&mut *accepted.rx.borrow_mut());
+        drop(rx);
+        self.destroy_conn(accepted);
+        let mut ev = wire::EV_CONN_ACK;
+        if matches!(mine.state.get(), State::Connecting | State::WaitingAck) {
+            ev |= wire::EV_CONN_REQ;
+        }
+        // The request on a fresh socket carries the magic number only in
+        // state CONNECTING; ACK|REQ never does.
+        if self.send_event(iface, mine, ev) != UCS_OK {
+            return if mine.alive.get() { Next::Continue(mine.clone()) } else { Next::Stop };
+        }
+        self.mod_events(mine, EV_READ, 0);
+        self.set_connected(iface, mine);
+        if mine.alive.get() { Next::Continue(mine.clone()) } else { Next::Stop }
+    }
+
+    // -----------------------------------------------------------------------
+    // Endpoint operations.
+
+    /// A new user endpoint: connected to the peer's interface, or (without
+    /// an interface address) waiting for `connect_to_ep`.
+    pub(super) fn create_ep(&self, iface: &I, params: &EpParams<'_>) -> Result<TcpEp, ucs_status_t> {
+        if !params.dev_addr.is_null() && !params.iface_addr.is_null() {
+            let dest = dest_addr(params.dev_addr as *const u8, params.iface_addr as *const u8)?;
+            let conn = self.new_conn(-1, Some(dest));
+            conn.cm_id.set(self.next_conn_sn(&dest));
+            if let Err(e) = self.ep_connect(iface, &conn) {
+                self.destroy_conn(&conn);
+                return Err(e);
+            }
+            Ok(TcpEp { conn })
+        } else {
+            let conn = self.new_conn(-1, None);
+            conn.set(F_CONNECT_TO_EP);
+            let key = self.next_key.get();
+            self.next_key.set(key + 2);
+            conn.cm_id.set(key);
+            conn.on_ptr_map.set(true);
+            Ok(TcpEp { conn })
+        }
+    }
+
+    /// The user endpoint goes away. A connection the peer also sends on
+    /// stays, RX only, until the peer closes its direction.
+    pub(super) fn destroy_ep(&self, iface: &I, conn: &Rc<Conn>) {
+        let conn = conn.clone();
+        self.release_held(iface, &conn);
+        conn.owner.set(std::ptr::null_mut());
+        conn.pending.borrow_mut().clear();
+        if !conn.alive.get() {
+            return;
+        }
+        if !conn.has(F_CONNECT_TO_EP) && conn.state.get() == State::Connected && conn.caps.get() == CAP_TX | CAP_RX {
+            // Keep receiving: the peer may still send on this connection.
+            conn.remove_cap(CAP_TX);
+            self.purge(&conn, UCS_ERR_CANCELED);
+            conn.queue.set(Some(Queue::Unexp));
+            if self.send_event(iface, &conn, wire::EV_CONN_FIN) == UCS_OK && conn.alive.get() {
+                return;
+            }
+        }
+        self.destroy_conn(&conn);
+    }
+
+    /// CONNECT_TO_EP: the side with the lower address connects, the other
+    /// waits for the connection request that names its endpoint key.
+    pub(super) fn connect_to_ep(&self, iface: &I, conn: &Rc<Conn>, dev: *const uct_device_addr_t,
+                                ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+        if conn.state.get() == State::Connected {
+            return UCS_OK;
+        }
+        if !conn.on_ptr_map.get() {
+            return UCS_ERR_CONNECTION_RESET;
+        }
+        // SAFETY: a tcp endpoint address is 10 bytes long.
+        let Some(a) = (unsafe { read_addr::<{ wire::EP_ADDR_LEN }>(ep_addr as *const c_void) }) else {
+            return UCS_ERR_INVALID_PARAM;
+        };
+        let Some((_, key)) = wire::decode_ep_addr(&a) else { return UCS_ERR_INVALID_PARAM };
+        let dest = match dest_addr(dev as *const u8, ep_addr as *const u8) {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        conn.peer.set(Some(dest));
+        if !self.accept_conn(conn) {
+            conn.add_cap(CAP_RX);
+            conn.on_ptr_map.set(false);
+            conn.cm_id.set(key);
+            return match self.ep_connect(iface, conn) {
+                Ok(()) => UCS_OK,
+                Err(e) => e,
+            };
+        }
+        self.set_state(conn, State::Accepting);
+        UCS_OK
+    }
+}
+
+/// The peer's socket address from its device address and the port at the
+/// start of its iface or endpoint address.
+fn dest_addr(dev: *const u8, port_addr: *const u8) -> Result<SockAddr, ucs_status_t> {
+    // SAFETY: tcp device addresses start with their 2-byte head.
+    let head = unsafe { read_addr::<2>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+    // SAFETY: tcp iface and ep addresses start with the 2-byte port.
+    let pa = unsafe { read_addr::<2>(port_addr as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+    let port = wire::decode_iface_addr(&pa).ok_or(UCS_ERR_INVALID_PARAM)?;
+    let (flags, family) = (head[0], head[1] as u16);
+    let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
+    match family {
+        net::AF_INET => {
+            let ip = if loopback {
+                [127, 0, 0, 1]
+            } else {
+                // SAFETY: an IPv4 device address is 6 bytes long.
+                let a = unsafe { read_addr::<6>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+                [a[2], a[3], a[4], a[5]]
+            };
+            Ok(SockAddr::v4(ip, port))
+        }
+        net::AF_INET6 => {
+            let mut ip = [0u8; 16];
+            if loopback {
+                ip[15] = 1;
+            } else {
+                // SAFETY: an IPv6 device address is 18 bytes long.
+                let a = unsafe { read_addr::<18>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+                ip.copy_from_slice(&a[2..]);
+            }
+            Ok(SockAddr::v6(ip, port))
+        }
+        f => {
+            crate::error!("tcp: device address of unknown family {}", f);
+            Err(UCS_ERR_INVALID_PARAM)
+        }
+    }
+}

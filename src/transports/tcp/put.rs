@@ -1,0 +1,174 @@
+//! Put zero-copy over the stream, both sides: the initiator sends a
+//! PUT_REQ frame (remote address, length, sequence number) followed by the
+//! data; the target receives the data straight into the named address and
+//! answers with a PUT_ACK carrying the sequence number, which completes the
+//! initiator's flushes. An endpoint flush that has sent anything since the
+//! last one posts an empty put to learn when the peer has received it all.
+
+use super::conn::*;
+use super::iface::{iov_error, TcpIface, I, ZCOPY_SERVICE_IOV};
+use super::net::{self, Io};
+use super::wire::{self, PutReq};
+use crate::abi::*;
+use crate::core::ops::*;
+use std::rc::Rc;
+
+impl TcpIface {
+    // -----------------------------------------------------------------------
+    // Target side.
+
+    /// A PUT_REQ frame was read from `rx` (its body at `body`, `len`
+    /// bytes): the data that came with it in the buffer goes to the target
+    /// now. Returns true when more data is still to come on the socket (the
+    /// rest of the buffer must wait until the put is received).
+    #[inline]
+    pub(super) fn put_req_rx(&self, iface: &I, conn: &Rc<Conn>, rx: &mut Rx, body: usize, len: usize) -> bool {
+        let Some(mut p) = wire::decode_put_req(&rx.buf[body..body + len]) else { return false };
+        let extra = (rx.len - rx.off).min(p.length as usize);
+        if extra > 0 {
+            // SAFETY: the target of the put, as in `put_rx`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(rx.buf.as_ptr().add(rx.off), p.addr as usize as *mut u8, extra)
+            };
+        }
+        rx.off += extra;
+        p.addr += extra as u64;
+        p.length -= extra as u64;
+        conn.rx_put_sn.set(p.sn);
+        conn.clear(F_PUT_RX_SENDING_ACK);
+        if p.length == 0 {
+            self.post_put_ack(iface, conn);
+            false
+        } else {
+            conn.put_rx.set(Some(p));
+            true
+        }
+    }
+
+    /// Receive the rest of a put's data straight into its target; the
+    /// acknowledgement goes out once all of it is there.
+    pub(super) fn put_rx(&self, iface: &I, conn: &Rc<Conn>, mut p: PutReq) -> u32 {
+        // SAFETY: the peer named this target of `length` bytes through the
+        // put protocol; as in UCX, the remote address is trusted (the rkey
+        // of the tcp md carries no access control).
+        let r = unsafe { net::recv_raw(conn.fd.get(), p.addr as usize as *mut u8, p.length as usize) };
+        match r {
+            Io::Done(n) => {
+                self.last_rx.set(n);
+                p.addr += n as u64;
+                p.length -= n as u64;
+                if p.length == 0 {
+                    conn.put_rx.set(None);
+                    self.post_put_ack(iface, conn);
+                } else {
+                    conn.put_rx.set(Some(p));
+                }
+                1
+            }
+            Io::Again => 0,
+            Io::Closed => {
+                self.handle_recv_err(iface, conn, UCS_ERR_NOT_CONNECTED);
+                0
+            }
+            Io::Err(s) => {
+                self.handle_recv_err(iface, conn, s);
+                0
+            }
+        }
+    }
+
+    /// Acknowledge the last put received, now or once the send context is
+    /// free.
+    pub(super) fn post_put_ack(&self, iface: &I, conn: &Rc<Conn>) {
+        if self.check_tx(conn) != UCS_OK {
+            conn.set(F_PUT_RX_SENDING_ACK);
+            return;
+        }
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else {
+            conn.set(F_PUT_RX_SENDING_ACK);
+            return;
+        };
+        let sn = conn.rx_put_sn.get();
+        let at = tx.held + wire::HDR_LEN;
+        tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
+        conn.clear(F_PUT_RX_SENDING_ACK);
+        self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN, false);
+    }
+
+    // -----------------------------------------------------------------------
+    // Initiator side.
+
+    /// The peer acknowledged put `sn`: complete the flushes waiting for it
+    /// (and for the puts before it).
+    pub(super) fn handle_put_ack(&self, conn: &Conn, sn: u32) {
+        if sn == conn.tx_put_sn.get() {
+            conn.clear(F_PUT_TX_WAITING_ACK);
+        }
+        loop {
+            let next = {
+                let mut q = conn.put_comps.borrow_mut();
+                match q.front() {
+                    Some(&(wait, _)) if wire::sn_le(wait, sn) => q.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some((_, comp)) = next else { break };
+            // SAFETY: flush completions are the user's until completed.
+            unsafe { complete(comp, UCS_OK) };
+        }
+    }
+
+    /// `put_zcopy`: a PUT_REQ frame followed by the user's data; complete
+    /// when the acknowledgement comes back.
+    pub(super) fn send_put_zcopy(&self, iface: &I, conn: &Rc<Conn>, iov: &[uct_iov_t], remote: Remote,
+                                 comp: *mut uct_completion_t) -> ucs_status_t {
+        let max_iov = self.cfg.max_iov - ZCOPY_SERVICE_IOV;
+        if iov.len() > max_iov {
+            return iov_error("put_zcopy", iov.len(), max_iov);
+        }
+        let req = PutReq { addr: remote.addr, length: iov_total(iov) as u64, sn: conn.tx_put_sn.get().wrapping_add(1) };
+        let mut hdr = [0u8; wire::PUT_REQ_LEN];
+        wire::encode_put_req(&mut hdr, &req);
+        if let Err(e) = self.send_zcopy(iface, conn, wire::AM_ID_PUT_REQ, &hdr, Some(wire::PUT_REQ_LEN as u32), iov,
+                                        std::ptr::null_mut()) {
+            return e;
+        }
+        conn.tx_put_sn.set(req.sn);
+        conn.set(F_PUT_TX_WAITING_ACK);
+        if !comp.is_null() {
+            conn.put_comps.borrow_mut().push_back((req.sn, comp));
+        }
+        UCS_INPROGRESS
+    }
+
+    /// `ep_flush`: complete once the peer acknowledged a put sent after
+    /// everything else.
+    pub(super) fn flush_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: *mut uct_completion_t)
+                           -> ucs_status_t {
+        // Messages held back were completed for the user: they go out
+        // (also before a cancel, which only drops what is not sent yet).
+        self.release_held(iface, conn);
+        if flags & UCT_FLUSH_FLAG_CANCEL != 0 {
+            self.purge(conn, UCS_ERR_CANCELED);
+            return UCS_OK;
+        }
+        let st = self.check_tx(conn);
+        if st != UCS_OK {
+            return st;
+        }
+        if conn.has(F_NEED_FLUSH) {
+            let st = self.send_put_zcopy(iface, conn, &[], Remote::new(0, 0), std::ptr::null_mut());
+            if st != UCS_OK && st != UCS_INPROGRESS {
+                return st;
+            }
+            conn.clear(F_NEED_FLUSH);
+        }
+        if conn.has(F_PUT_TX_WAITING_ACK) {
+            if !comp.is_null() {
+                conn.put_comps.borrow_mut().push_back((conn.tx_put_sn.get(), comp));
+            }
+            return UCS_INPROGRESS;
+        }
+        UCS_OK
+    }
+}

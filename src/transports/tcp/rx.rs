@@ -1,0 +1,227 @@
+//! The receive path and the interface's progress: polling the epoll set
+//! (or, with few connections that only read small messages, receiving on
+//! them directly), reading frames into the connection's receive buffer and
+//! handing them to active-message handlers, the put protocol or the
+//! connection protocol.
+
+use super::conn::*;
+use super::connect::Next;
+use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
+use super::net::{self, Io, EV_READ, EV_WRITE};
+use super::wire;
+use crate::abi::*;
+use std::rc::Rc;
+
+/// Most reading connections for which progress receives directly.
+const FAST_MAX_CONNS: usize = 4;
+/// Receives of at least this many bytes (a stream of large messages) make
+/// progress use epoll.
+const FAST_BULK_BYTES: usize = 2048;
+/// Progress calls between polls of the epoll set on the direct path.
+const FAST_POLL_EVERY: u32 = 32;
+
+impl TcpIface {
+    /// The interface's progress: held messages go out, then socket events
+    /// are handled (accepting, receiving, sending the rest of partial
+    /// sends, finishing connects), at most `UCX_TCP_MAX_POLL` of them.
+    pub(super) fn progress_iface(&self, iface: &I) -> u32 {
+        if self.in_progress.replace(true) {
+            return 0;
+        }
+        self.epoch.set(self.epoch.get().wrapping_add(1));
+        self.release_all_held(iface);
+        // Few connections, all only reading, small messages: receive on
+        // them directly (one system call per message instead of epoll_wait
+        // + recv); the epoll set (listening socket) is still polled every
+        // FAST_POLL_EVERY calls. A stream of large messages stays with
+        // epoll: receiving all the time contends with the sender for the
+        // socket lock and costs bandwidth.
+        let nr = self.n_read.get();
+        if self.n_other.get() == 0 && nr > 0 && nr <= FAST_MAX_CONNS && self.last_rx.get() < FAST_BULK_BYTES {
+            let k = self.fast_polls.get();
+            if k < FAST_POLL_EVERY {
+                self.fast_polls.set(k + 1);
+                let count = self.fast_progress(iface);
+                self.in_progress.set(false);
+                return count;
+            }
+            self.fast_polls.set(0);
+        }
+        let mut count = 0u32;
+        let mut budget = self.cfg.max_poll;
+        let mut events = std::mem::take(&mut *self.events.borrow_mut());
+        loop {
+            let want = budget.min(MAX_EVENTS);
+            if want == 0 {
+                break;
+            }
+            let n = net::epoll_poll(self.epfd, &mut events[..want]);
+            for ev in &events[..n] {
+                let (flags, tag) = (ev.events, ev.u64);
+                if tag == LISTEN_TAG {
+                    self.accept_all();
+                    continue;
+                }
+                let err = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+                if flags & EV_READ != 0 || err {
+                    if let Some(c) = self.lookup(tag) {
+                        if c.events.get() & EV_READ != 0 {
+                            count += self.rx_progress(iface, &c);
+                        }
+                    }
+                }
+                if flags & EV_WRITE != 0 || err {
+                    if let Some(c) = self.lookup(tag) {
+                        if c.events.get() & EV_WRITE != 0 {
+                            count += self.tx_progress(iface, &c);
+                        }
+                    }
+                }
+            }
+            budget -= n;
+            if n < MAX_EVENTS {
+                break;
+            }
+        }
+        *self.events.borrow_mut() = events;
+        self.in_progress.set(false);
+        count
+    }
+
+    /// Receive on every reading connection without asking epoll.
+    fn fast_progress(&self, iface: &I) -> u32 {
+        let mut list: [Option<Rc<Conn>>; FAST_MAX_CONNS] = Default::default();
+        let mut n = 0;
+        for c in self.conns.borrow().iter().flatten() {
+            if c.events.get() == EV_READ && c.fd.get() >= 0 && n < FAST_MAX_CONNS {
+                list[n] = Some(c.clone());
+                n += 1;
+            }
+        }
+        let mut count = 0;
+        for c in list.iter().take(n).flatten() {
+            if c.alive.get() && c.events.get() == EV_READ && c.fd.get() >= 0 {
+                count += self.rx_progress(iface, c);
+            }
+        }
+        count
+    }
+
+    /// The connection's socket is readable: the magic number, the data of
+    /// a put, or frames.
+    fn rx_progress(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        match conn.state.get() {
+            State::Closed => 0,
+            State::RecvMagic => self.magic_rx(conn),
+            _ => match conn.put_rx.get() {
+                Some(p) => self.put_rx(iface, conn, p),
+                None => self.am_rx(iface, conn),
+            },
+        }
+    }
+
+    /// Receive what the socket holds and handle every whole frame in the
+    /// buffer; a partial frame stays for the next call.
+    fn am_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        let seg = self.cfg.rx_seg_size;
+        let mut rx = match conn.rx.try_borrow_mut() {
+            Ok(mut r) => std::mem::take(&mut *r),
+            Err(_) => return 0,
+        };
+        if rx.buf.len() < seg {
+            rx.buf = vec![0u8; seg];
+        }
+        // Make room for the message being received.
+        if rx.off > 0 {
+            let need = match wire::get_hdr(&rx.buf[rx.off..rx.len]) {
+                Some((_, l)) => wire::HDR_LEN + l as usize,
+                None => wire::HDR_LEN,
+            };
+            if rx.off + need > seg || rx.off == rx.len {
+                let (o, l) = (rx.off, rx.len);
+                rx.buf.copy_within(o..l, 0);
+                rx.len = l - o;
+                rx.off = 0;
+            }
+        }
+        let len = rx.len;
+        match net::recv(conn.fd.get(), &mut rx.buf[len..seg]) {
+            Io::Done(n) => {
+                rx.len += n;
+                self.last_rx.set(n);
+            }
+            Io::Again => {
+                self.put_rx_back(conn, rx);
+                return 0;
+            }
+            Io::Closed => {
+                self.handle_recv_err(iface, conn, UCS_ERR_NOT_CONNECTED);
+                return 0;
+            }
+            Io::Err(s) => {
+                self.handle_recv_err(iface, conn, s);
+                return 0;
+            }
+        }
+        let mut cur = conn.clone();
+        let mut handled = 0u32;
+        while let Some((id, l)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) {
+            let l = l as usize;
+            if l > seg - wire::HDR_LEN {
+                crate::error!("tcp_ep {:p}: received a message of {} bytes, more than the {} of the receive \
+                               buffer; dropping the connection", Rc::as_ptr(&cur), l, seg - wire::HDR_LEN);
+                self.handle_disconnected(iface, &cur, UCS_ERR_IO_ERROR);
+                return handled;
+            }
+            if rx.len - rx.off < wire::HDR_LEN + l {
+                break;
+            }
+            let body = rx.off + wire::HDR_LEN;
+            rx.off = body + l;
+            handled += 1;
+            if id < wire::AM_ID_MAX {
+                if cur.caps.get() & CAP_RX == 0 && cur.state.get() != State::Connected {
+                    crate::debug!("tcp_ep {:p}: active message {} before the connection request", Rc::as_ptr(&cur), id);
+                }
+                iface.hdr.invoke_am(id, &mut rx.buf[body..body + l], 0);
+                if !cur.alive.get() {
+                    return handled;
+                }
+            } else if id == wire::AM_ID_PUT_REQ {
+                if self.put_req_rx(iface, &cur, &mut rx, body, l) {
+                    break;
+                }
+            } else if id == wire::AM_ID_PUT_ACK {
+                if let Some(sn) = wire::decode_put_ack(&rx.buf[body..body + l]) {
+                    self.handle_put_ack(&cur, sn);
+                }
+            } else if id == wire::AM_ID_KEEPALIVE {
+                // Nothing to do: the peer checks that we are alive.
+            } else if id == wire::AM_ID_CM {
+                let pkt = rx.buf[body..body + l].to_vec();
+                match self.handle_conn_pkt(iface, &cur, &pkt) {
+                    Next::Continue(c) => cur = c,
+                    Next::Stop => return handled,
+                }
+            } else {
+                crate::error!("tcp_ep {:p}: unknown message id {} ({} bytes) dropped", Rc::as_ptr(&cur), id, l);
+            }
+        }
+        if rx.off == rx.len {
+            rx.off = 0;
+            rx.len = 0;
+        }
+        self.put_rx_back(&cur, rx);
+        handled
+    }
+
+    /// Give the receive context back to the connection (unless it went
+    /// away while its frames were handled).
+    fn put_rx_back(&self, conn: &Conn, rx: Rx) {
+        if conn.alive.get() {
+            if let Ok(mut r) = conn.rx.try_borrow_mut() {
+                *r = rx;
+            }
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The send path: the checks before a send, active messages (short,
+//! short_iov, bcopy, zcopy) written into the connection's send buffer or
+//! sent from the user's iovs, the coalescing of back-to-back messages,
+//! partial sends finished on EPOLLOUT, and the pending requests run once
+//! the send context is free again.
+
+use super::conn::*;
+use super::iface::{am_id_error, iov_error, length_error, TcpIface, I, ZCOPY_SERVICE_IOV};
+use super::net::{self, Io, EV_WRITE};
+use super::wire;
+use crate::abi::*;
+use crate::core::ops::*;
+use libc::c_void;
+use std::rc::Rc;
+
+/// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
+const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
+
+impl TcpIface {
+    // -----------------------------------------------------------------------
+    // Sending.
+
+    /// UCX's `check_tx_res`: can a message be sent now?
+    pub(super) fn check_tx(&self, conn: &Conn) -> ucs_status_t {
+        let st = conn.state.get();
+        if st == State::Connected && !conn.tx_busy() {
+            return UCS_OK;
+        }
+        match st {
+            State::Closed => UCS_ERR_CONNECTION_RESET,
+            State::Accepting => UCS_ERR_NO_RESOURCE,
+            _ => {
+                if st == State::Connected {
+                    self.mod_events(conn, EV_WRITE, 0);
+                }
+                UCS_ERR_NO_RESOURCE
+            }
+        }
+    }
+
+    /// Send what `tx` holds: sent completely, or the rest waits for the
+    /// socket (EPOLLOUT). Returns the send call's status.
+    pub(super) fn flush_tx(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, keep_user: bool)
+                           -> ucs_status_t {
+        let r = if tx.iov.len() - tx.idx == 1 {
+            let e = tx.iov[tx.idx];
+            // SAFETY: the entry names `tx.buf` or the caller's buffer, live
+            // for this call.
+            net::send(conn.fd.get(), unsafe { std::slice::from_raw_parts(e.iov_base as *const u8, e.iov_len) })
+        } else {
+            net::sendv(conn.fd.get(), &tx.iov[tx.idx..])
+        };
+        match r {
+            Io::Done(n) => tx.advance(n),
+            Io::Again => {}
+            Io::Closed => {
+                tx.reset();
+                drop(tx);
+                return self.handle_send_err(iface, conn, UCS_ERR_NOT_CONNECTED);
+            }
+            Io::Err(s) => {
+                tx.reset();
+                drop(tx);
+                return self.handle_send_err(iface, conn, s);
+            }
+        }
+        if tx.busy() {
+            if !keep_user {
+                tx.linearize();
+            }
+            drop(tx);
+            self.mod_events(conn, EV_WRITE, 0);
+        } else {
+            tx.reset();
+        }
+        UCS_OK
+    }
+
+    /// The send context for a new active message `id` on `conn`, and the
+    /// offset in its buffer where the body goes (after the held messages
+    /// and the header slot); NO_RESOURCE while the connection cannot send.
+    #[inline]
+    fn begin_am<'c>(&self, conn: &'c Conn, id: u8) -> Result<(std::cell::RefMut<'c, Tx>, usize), ucs_status_t> {
+        if id >= wire::AM_ID_MAX {
+            return Err(am_id_error(id));
+        }
+        let st = self.check_tx(conn);
+        if st != UCS_OK {
+            return Err(st);
+        }
+        let tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
+        let at = tx.held + wire::HDR_LEN;
+        Ok((tx, at))
+    }
+
+    /// Start a message of `len` body bytes already written after the
+    /// header slot at `tx.held` in `tx.buf`; an active message (`hold`) may
+    /// be held back to go out with the next one.
+    #[inline]
+    pub(super) fn send_buffered(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, am_id: u8,
+                                len: usize, hold: bool) -> ucs_status_t {
+        let at = tx.held;
+        wire::put_hdr(&mut tx.buf[at..], am_id, len as u32);
+        let end = at + wire::HDR_LEN + len;
+        conn.set(F_NEED_FLUSH);
+        if hold && self.may_hold(conn, end) {
+            // Room for one more message after the held ones (the buffer
+            // grows on the first hold; nothing points into it now).
+            let want = self.cfg.tx_seg_size + self.cfg.coalesce;
+            if tx.buf.len() < want {
+                tx.buf.resize(want, 0);
+            }
+            tx.held = end;
+            if at == 0 {
+                self.holding.borrow_mut().push(conn.clone());
+            }
+            return UCS_OK;
+        }
+        tx.push_head(end);
+        conn.tx_epoch.set(self.epoch.get());
+        self.flush_tx(iface, conn, tx, false)
+    }
+
+    /// Coalescing: an active message is held back when another one already
+    /// went out on this connection since the last progress call (the
+    /// application is sending back to back) and the held bytes stay within
+    /// `UCX_TCP_TX_COALESCE`. Held messages go out with the next message
+    /// that is not held, or at the next progress, flush, event arm or
+    /// endpoint destruction: one system call for many messages. The first
+    /// message after a progress call always goes out at once, so a lone
+    /// message (or a ping-pong) is never delayed.
+    #[inline]
+    fn may_hold(&self, conn: &Conn, end: usize) -> bool {
+        end <= self.cfg.coalesce && conn.tx_epoch.get() == self.epoch.get()
+    }
+
+    /// Send the messages `conn` holds back.
+    pub(super) fn release_held(&self, iface: &I, conn: &Rc<Conn>) {
+        if !conn.alive.get() {
+            return;
+        }
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return };
+        if tx.held == 0 || tx.busy() {
+            return;
+        }
+        let end = tx.held;
+        tx.push_head(end);
+        conn.tx_epoch.set(self.epoch.get());
+        self.flush_tx(iface, conn, tx, false);
+    }
+
+    /// Send what every connection holds back.
+    pub(super) fn release_all_held(&self, iface: &I) {
+        if self.holding.borrow().is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut *self.holding.borrow_mut());
+        for c in &list {
+            self.release_held(iface, c);
+        }
+    }
+
+    /// Run queued work once the send context is free.
+    pub(super) fn dispatch_pending(&self, iface: &I, conn: &Rc<Conn>) {
+        if conn.has(F_PUT_RX_SENDING_ACK) && !conn.tx_busy() {
+            self.post_put_ack(iface, conn);
+        }
+        let ev = conn.cm_pending.get();
+        if ev != 0 && !conn.tx_busy() {
+            conn.cm_pending.set(0);
+            self.send_event(iface, conn, ev);
+        }
+        // UCS_OK: done; UCS_INPROGRESS: it sent a part (a multi-fragment
+        // rendezvous, for example) and is called again while the send
+        // context is free; an error (NO_RESOURCE): it waits for the next
+        // turn. A request left behind while the socket could take more keeps
+        // EPOLLOUT armed, so progress comes back to it.
+        let mut again = PENDING_INPROGRESS_ROUNDS;
+        while conn.alive.get() && !conn.tx_busy() && conn.state.get() == State::Connected {
+            let Some(req) = conn.pending.borrow_mut().pop_front() else { break };
+            let status = req.dispatch();
+            if status == UCS_OK {
+                continue;
+            }
+            conn.pending.borrow_mut().push_front(req);
+            if status < 0 || again == 0 {
+                break;
+            }
+            again -= 1;
+        }
+        if conn.alive.get() && !conn.tx_busy() {
+            if conn.pending.borrow().is_empty() {
+                self.mod_events(conn, 0, EV_WRITE);
+            } else if conn.state.get() == State::Connected {
+                self.mod_events(conn, EV_WRITE, 0);
+            }
+        }
+    }
+
+    /// The connection's socket is writable: a connect finished, or the
+    /// rest of a partial send can go out; then pending requests run.
+    pub(super) fn tx_progress(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        match conn.state.get() {
+            State::Closed => 0,
+            State::Connecting => {
+                if !net::is_connected(conn.fd.get()) {
+                    crate::error!("tcp_ep {:p}: connection establishment for socket fd {} was unsuccessful",
+                                  Rc::as_ptr(conn), conn.fd.get());
+                    self.set_failed(iface, conn);
+                    return 0;
+                }
+                self.mod_events(conn, 0, EV_WRITE);
+                self.conn_complete(iface, conn);
+                1
+            }
+            _ => {
+                let mut count = 0;
+                if let Ok(tx) = conn.tx.try_borrow_mut() {
+                    if tx.busy() {
+                        let before: usize = tx.iov[tx.idx..].iter().map(|e| e.iov_len).sum();
+                        let comp = tx.comp;
+                        let s = self.flush_tx(iface, conn, tx, true);
+                        if s != UCS_OK {
+                            return 1;
+                        }
+                        let t = conn.tx.borrow();
+                        let after: usize = if t.busy() { t.iov[t.idx..].iter().map(|e| e.iov_len).sum() } else { 0 };
+                        drop(t);
+                        count = (after < before) as u32;
+                        if after == 0 {
+                            // SAFETY: the zcopy completion is the user's.
+                            unsafe { complete(comp, UCS_OK) };
+                        }
+                    }
+                }
+                if conn.alive.get() {
+                    self.dispatch_pending(iface, conn);
+                }
+                count
+            }
+        }
+    }
+
+    /// A user iov list as system iovs, appended to `out` (strided entries
+    /// are expanded).
+    fn push_iov(out: &mut Vec<libc::iovec>, iov: &[uct_iov_t]) -> usize {
+        let mut total = 0;
+        for e in iov {
+            let count = e.count.max(1) as usize;
+            if count == 1 || e.stride == 0 || e.stride == e.length {
+                let n = e.length * count;
+                if n > 0 {
+                    out.push(libc::iovec { iov_base: e.buffer, iov_len: n });
+                }
+                total += n;
+            } else {
+                for k in 0..count {
+                    out.push(libc::iovec {
+                        iov_base: (e.buffer as *mut u8).wrapping_add(k * e.stride) as *mut c_void,
+                        iov_len: e.length,
+                    });
+                    total += e.length;
+                }
+            }
+        }
+        total
+    }
+
+    /// A zero-copy send: the transport header and `hdr` (copied) in the
+    /// send buffer, then the user's iovs.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_zcopy(&self, iface: &I, conn: &Rc<Conn>, am_id: u8, hdr: &[u8], frame_len: Option<u32>,
+                             iov: &[uct_iov_t], comp: *mut uct_completion_t)
+                             -> Result<(ucs_status_t, usize), ucs_status_t> {
+        let s = self.check_tx(conn);
+        if s != UCS_OK {
+            return Err(s);
+        }
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return Err(UCS_ERR_NO_RESOURCE) };
+        let at = tx.held;
+        tx.buf[at + wire::HDR_LEN..at + wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
+        tx.push_head(at + wire::HDR_LEN + hdr.len());
+        let total = Self::push_iov(&mut tx.iov, iov);
+        let flen = frame_len.unwrap_or((hdr.len() + total) as u32);
+        wire::put_hdr(&mut tx.buf[at..], am_id, flen);
+        conn.tx_epoch.set(self.epoch.get());
+        tx.comp = comp;
+        conn.set(F_NEED_FLUSH);
+        let s = self.flush_tx(iface, conn, tx, true);
+        if s != UCS_OK {
+            return Err(s);
+        }
+        let busy = conn.tx_busy();
+        if !busy {
+            conn.tx.borrow_mut().comp = std::ptr::null_mut();
+        }
+        Ok((if busy { UCS_INPROGRESS } else { UCS_OK }, total))
+    }
+
+    // -----------------------------------------------------------------------
+    // Endpoint operations.
+
+    /// `am_short`: header and payload copied into the send buffer; a
+    /// payload above `UCX_TCP_SENDV_THRESH` that is not held back goes out
+    /// from the user's buffer, after the header, in one vector send.
+    #[inline]
+    pub(super) fn send_am_short(&self, iface: &I, conn: &Rc<Conn>, id: u8, header: u64, payload: &[u8])
+                                -> ucs_status_t {
+        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        if payload.len() + 8 > max {
+            return length_error("am_short", payload.len() + 8, max);
+        }
+        let (mut tx, at) = match self.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        tx.buf[at..at + 8].copy_from_slice(&header.to_ne_bytes());
+        if payload.len() <= self.cfg.sendv_thresh || self.may_hold(conn, at + 8 + payload.len()) {
+            tx.buf[at + 8..at + 8 + payload.len()].copy_from_slice(payload);
+            return self.send_buffered(iface, conn, tx, id, 8 + payload.len(), true);
+        }
+        wire::put_hdr(&mut tx.buf[at - wire::HDR_LEN..], id, (8 + payload.len()) as u32);
+        tx.push_head(at + 8);
+        tx.iov.push(libc::iovec { iov_base: payload.as_ptr() as *mut c_void, iov_len: payload.len() });
+        conn.set(F_NEED_FLUSH);
+        conn.tx_epoch.set(self.epoch.get());
+        self.flush_tx(iface, conn, tx, false)
+    }
+
+    /// `am_short_iov`: the iovs gathered into the send buffer.
+    #[inline]
+    pub(super) fn send_am_short_iov(&self, iface: &I, conn: &Rc<Conn>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+        if iov.len() > self.cfg.max_iov {
+            return iov_error("am_short_iov", iov.len(), self.cfg.max_iov);
+        }
+        let total = iov_total(iov);
+        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        if total > max {
+            return length_error("am_short_iov", total, max);
+        }
+        let (mut tx, at) = match self.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e,
+        };
+        let n = iov_gather(iov, &mut tx.buf[at..at + total]);
+        self.send_buffered(iface, conn, tx, id, n, true)
+    }
+
+    /// `am_bcopy`: the user's pack callback writes into the send buffer.
+    #[inline]
+    pub(super) fn send_am_bcopy(&self, iface: &I, conn: &Rc<Conn>, id: u8, pack: Pack) -> isize {
+        let (mut tx, at) = match self.begin_am(conn, id) {
+            Ok(v) => v,
+            Err(e) => return e as isize,
+        };
+        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        let n = pack.pack_into(&mut tx.buf[at..]);
+        if n > max {
+            tx.reset();
+            return length_error("am_bcopy", n, max) as isize;
+        }
+        match self.send_buffered(iface, conn, tx, id, n, true) {
+            UCS_OK => n as isize,
+            e => e as isize,
+        }
+    }
+
+    /// `am_zcopy`: sent from the user's iovs (or copied and held back when
+    /// coalescing).
+    #[inline]
+    pub(super) fn send_am_zcopy(&self, iface: &I, conn: &Rc<Conn>, id: u8, header: &[u8], iov: &[uct_iov_t],
+                                comp: *mut uct_completion_t) -> ucs_status_t {
+        let max_iov = self.cfg.max_iov - ZCOPY_SERVICE_IOV;
+        if iov.len() > max_iov {
+            return iov_error("am_zcopy", iov.len(), max_iov);
+        }
+        if header.len() > self.cfg.max_hdr {
+            return length_error("am_zcopy header", header.len(), self.cfg.max_hdr);
+        }
+        let total = header.len() + iov_total(iov);
+        let max = self.cfg.rx_seg_size - wire::HDR_LEN;
+        if total > max {
+            return length_error("am_zcopy", total, max);
+        }
+        if id >= wire::AM_ID_MAX {
+            return am_id_error(id);
+        }
+        // Back to back with other messages and small enough for the send
+        // buffer: copied and held back with them (coalescing), complete now.
+        if self.cfg.coalesce > 0 && total <= self.cfg.tx_seg_size - wire::HDR_LEN && self.check_tx(conn) == UCS_OK {
+            if let Ok(mut tx) = conn.tx.try_borrow_mut() {
+                let at = tx.held + wire::HDR_LEN;
+                if self.may_hold(conn, at + total) {
+                    tx.buf[at..at + header.len()].copy_from_slice(header);
+                    let n = iov_gather(iov, &mut tx.buf[at + header.len()..at + total]);
+                    debug_assert_eq!(header.len() + n, total);
+                    return self.send_buffered(iface, conn, tx, id, total, true);
+                }
+            }
+        }
+        match self.send_zcopy(iface, conn, id, header, None, iov, comp) {
+            Ok((st, _)) => st,
+            Err(e) => e,
+        }
+    }
+
+    /// `ep_check`: a keepalive frame when the connection can send now (a
+    /// connection that cannot is busy, hence alive).
+    pub(super) fn check_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: *mut uct_completion_t)
+                           -> ucs_status_t {
+        if flags != 0 || !comp.is_null() {
+            crate::error!("tcp ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        match self.check_tx(conn) {
+            UCS_OK => {}
+            UCS_ERR_NO_RESOURCE => return UCS_OK,
+            e => return e,
+        }
+        let Ok(tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
+        self.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
+    }
+}
