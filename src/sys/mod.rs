@@ -76,6 +76,14 @@ pub fn connect_errno_status(e: i32) -> ucs_status_t {
     }
 }
 
+/// The status of a failed `bind`: the address is taken (EADDRINUSE) →
+/// `UCS_ERR_BUSY` (the tcp transport then tries another port), anything
+/// else → `UCS_ERR_IO_ERROR`; as both `tcp::net::listen` and the sockcm's
+/// `listener_create` map it.
+pub fn bind_errno_status(e: Errno) -> ucs_status_t {
+    if e == Errno::EADDRINUSE { UCS_ERR_BUSY } else { UCS_ERR_IO_ERROR }
+}
+
 /// `sysconf(_SC_IOV_MAX)`, or Linux's 1024 when unknown (replaces
 /// `tcp::net::iov_max` and the cma iface's copy).
 pub fn iov_max() -> usize {
@@ -112,6 +120,8 @@ mod tests {
         assert_eq!(connect_errno_status(libc::ECONNREFUSED), UCS_ERR_NOT_CONNECTED);
         assert_eq!(connect_errno_status(libc::EHOSTUNREACH), UCS_ERR_UNREACHABLE);
         assert_eq!(connect_errno_status(libc::EINVAL), UCS_ERR_IO_ERROR);
+        assert_eq!(bind_errno_status(Errno::EADDRINUSE), UCS_ERR_BUSY);
+        assert_eq!(bind_errno_status(Errno::EACCES), UCS_ERR_IO_ERROR);
         assert!(!errno_str(libc::ENOENT).is_empty());
     }
 

@@ -44,7 +44,10 @@
 //!
 //! Replaces (mm iface → here): `create_signal_socket` →
 //! [`Socket::unix_dgram`] + [`Socket::autobind`]; its `sendto` →
-//! [`Socket::send_to_unix`]; its drain `recv` → [`Socket::recv`]; the
+//! [`Socket::send_to_unix`] (`Io::Again` / `Io::Err(ECONNREFUSED)` are the
+//! quiet cases); its drain `recv` → [`Socket::recv`] (`Done` → busy,
+//! `Closed` → reset, `Again` → armed; EINTR is now retried rather than
+//! reported as busy); the
 //! `(sockaddr_un, socklen_t)` kept in the fifo ↔ [`unix_addr_to_raw`],
 //! [`unix_addr_from_raw`].
 
