@@ -56,11 +56,11 @@ impl Component {
 /// Every component, in the order UCX 1.13.1 on Debian lists them (the
 /// transports that later issues bring are added here in place).
 pub static COMPONENTS: &[&Component] = &[
-    &crate::transports::self_::COMPONENT,
+    &crate::transports::sm::self_::COMPONENT,
     &crate::transports::tcp::COMPONENT,
-    &crate::transports::mm::SYSV_COMPONENT,
-    &crate::transports::mm::POSIX_COMPONENT,
-    &crate::transports::cma::COMPONENT,
+    &crate::transports::sm::mm::SYSV_COMPONENT,
+    &crate::transports::sm::mm::POSIX_COMPONENT,
+    &crate::transports::sm::cma::COMPONENT,
 ];
 
 /// The component behind a handle, if the handle is one of ours.

@@ -347,7 +347,7 @@ mod tests {
         let rkey = pack(&m, &seg);
         assert_eq!(u32::from_ne_bytes(rkey[..4].try_into().unwrap()), shmid as u32);
         assert_eq!(u64::from_ne_bytes(rkey[4..].try_into().unwrap()), seg.address as u64);
-        run_peer("transports::mm::sysv::tests::peer_sysv",
+        run_peer("transports::sm::mm::sysv::tests::peer_sysv",
                  &[(PEER_ENV, "sysv".into()), ("RKEY", hex(&rkey)), ("LEN", len.to_string())]);
         assert!(check(seg.address as *const u8, len / 2, 2));
         assert!(check((seg.address as *const u8).wrapping_add(len / 2), len - len / 2, 3));

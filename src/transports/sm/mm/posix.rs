@@ -866,7 +866,7 @@ pub(crate) mod tests {
         assert_eq!(u64::from_ne_bytes(rkey[..8].try_into().unwrap()), seg.seg_id);
         assert_eq!(u64::from_ne_bytes(rkey[8..16].try_into().unwrap()), seg.address as u64);
         assert_eq!(u64::from_ne_bytes(rkey[16..24].try_into().unwrap()), seg.length as u64);
-        run_peer("transports::mm::posix::tests::peer_posix",
+        run_peer("transports::sm::mm::posix::tests::peer_posix",
                  &[(PEER_ENV, "posix".into()), ("RKEY", hex(&rkey)), ("EXTRA", hex(&m.iface_addr_extra())),
                    ("LEN", len.to_string())]);
         assert!(check(seg.address as *const u8, len / 2, 2), "peer's writes (attach) not visible");
