@@ -1,19 +1,20 @@
 //! The mm interface (posix and sysv): a single-receiver FIFO in shared
-//! memory that any number of senders claim elements of with a CAS on its
-//! head, as UCX 1.13.1 does (contract §5.1). Short messages travel inline in
-//! the element; bcopy messages are packed straight into a receive
-//! descriptor of the receiver, which the sender maps by its segment id.
-//! Remote memory access (put/get/atomics) goes through mapped rkeys.
+//! memory that any number of senders claim elements of, byte-compatible
+//! with UCX 1.13.1 (`src/uct/sm/mm/base/mm_iface.c` and `mm_ep.c`), so C and
+//! Rust processes talk to each other. This file holds the interface state
+//! and its `Transport` implementation; the send path is in [`super::ep`],
+//! the receive path in [`super::recv`], the descriptors in [`super::desc`]
+//! and the opening of an interface in [`super::open`]. Remote memory access
+//! (put/get/atomics) goes through mapped rkeys.
 
-use super::fifo::{self, DescInfo, Fifo};
-use super::mapper::{Mapper, RemoteSeg, Segment};
+use super::desc::{DescPool, ReleaseDesc};
+use super::ep::{am_id_error, length_error, MmEp};
+use super::fifo::{self, Fifo};
+use super::mapper::{Mapper, Segment};
 use super::md::MmMd;
-use super::MmIfaceConfig;
 use crate::abi::*;
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
-use crate::core::md::MdObj;
+use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
 use crate::core::ops::*;
-use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::ucs;
 use libc::{c_int, c_void};
@@ -25,502 +26,43 @@ use std::sync::atomic::{fence, Ordering};
 /// Latency and overhead UCX 1.13.1 reports for mm (seconds).
 const LATENCY: f64 = 80e-9;
 const OVERHEAD: f64 = 10e-9;
-const FIFO_MIN_POLL: u32 = 1;
-const FIFO_DEFAULT_MAX_POLL: u32 = 16;
-/// Header of a receive descriptor: its `DescInfo` (16 bytes), then the
-/// release pointer slot that `uct_iface_release_desc` reads (8 bytes).
-const DESC_HDR: usize = 24;
-const DESC_INFO_SIZE: usize = 16;
-/// Largest header of an AM zcopy.
-const AM_ZCOPY_MAX_HDR: usize = 128;
-
-// ---------------------------------------------------------------------------
-// Receive descriptors.
-
-/// Receive descriptors, carved from shareable segments: the sender writes
-/// the payload into them, the receiver hands them to AM handlers with
-/// `UCT_CB_PARAM_FLAG_DESC`. Layout of one descriptor:
-/// `[DescInfo 16][uct_recv_desc_t* 8][rx_headroom][payload seg_size]`.
-pub struct DescPool<M: Mapper> {
-    md: *const MmMd<M>,
-    headroom: usize,
-    stride: usize,
-    lead: usize,
-    grow: usize,
-    max_bufs: Option<usize>,
-    total: Cell<usize>,
-    free: RefCell<Vec<*mut u8>>,
-    chunks: RefCell<Vec<Segment>>,
-}
-
-impl<M: Mapper> DescPool<M> {
-    fn new(md: &MmMd<M>, headroom: usize, seg_size: usize, align: usize, align_offset: usize, grow: usize,
-           max_bufs: Option<usize>) -> DescPool<M> {
-        let align = align.max(8);
-        let stride = (DESC_HDR + headroom + seg_size).div_ceil(align) * align;
-        // Payload at `lead + DESC_HDR + headroom` from a page-aligned chunk,
-        // such that (payload + align_offset) % align == 0.
-        let lead = (align - (DESC_HDR + headroom + align_offset) % align) % align;
-        DescPool {
-            md,
-            headroom,
-            stride,
-            lead,
-            grow: grow.max(1),
-            max_bufs,
-            total: Cell::new(0),
-            free: RefCell::new(Vec::new()),
-            chunks: RefCell::new(Vec::new()),
-        }
-    }
-
-    fn md(&self) -> &MmMd<M> {
-        // SAFETY: the md outlives the interfaces opened on it.
-        unsafe { &*self.md }
-    }
-
-    fn grow(&self) -> bool {
-        let mut count = self.grow;
-        if let Some(max) = self.max_bufs {
-            count = count.min(max.saturating_sub(self.total.get()));
-        }
-        if count == 0 {
-            return false;
-        }
-        let bytes = self.lead + count * self.stride;
-        let seg = match self.md().alloc_segment(bytes, "mm_recv_desc") {
-            Ok(s) => s,
-            Err(s) => {
-                crate::error!("mm: failed to allocate receive descriptors: {}", crate::core::log::status_str(s));
-                return false;
-            }
-        };
-        if seg.length > u32::MAX as usize {
-            crate::error!("mm: descriptor segment of {} bytes is too large", seg.length);
-            let _ = self.md().mapper.free(&seg);
-            return false;
-        }
-        let base = seg.address as *mut u8;
-        let mut free = self.free.borrow_mut();
-        for i in (0..count).rev() {
-            // SAFETY: inside the new segment of `bytes` bytes.
-            let slot = unsafe { base.add(self.lead + i * self.stride) };
-            let payload_off = self.lead + i * self.stride + DESC_HDR + self.headroom;
-            let info = DescInfo { seg_id: seg.seg_id, seg_size: seg.length as u32, offset: payload_off as u32 };
-            // SAFETY: the slot header lies inside the segment we own.
-            unsafe { write_info(slot, info) };
-            free.push(slot);
-        }
-        self.total.set(self.total.get() + count);
-        self.chunks.borrow_mut().push(seg);
-        true
-    }
-
-    #[inline]
-    fn get(&self) -> Option<*mut u8> {
-        let got = self.free.borrow_mut().pop();
-        match got {
-            Some(s) => Some(s),
-            None => {
-                if self.grow() {
-                    self.free.borrow_mut().pop()
-                } else {
-                    None
-                }
-            }
-        }
-    }
-
-    #[inline]
-    fn put(&self, slot: *mut u8) {
-        self.free.borrow_mut().push(slot);
-    }
-
-    #[inline(always)]
-    fn data(&self, slot: *mut u8) -> *mut u8 {
-        // SAFETY: within the descriptor.
-        unsafe { slot.add(DESC_HDR + self.headroom) }
-    }
-
-    fn info(&self, slot: *mut u8) -> DescInfo {
-        // SAFETY: the header was written by grow().
-        unsafe { read_info(slot) }
-    }
-
-    /// The descriptor whose user part (headroom) starts at `desc`.
-    fn slot_of_desc(desc: *mut u8) -> *mut u8 {
-        desc.wrapping_sub(DESC_HDR)
-    }
-}
-
-impl<M: Mapper> Drop for DescPool<M> {
-    fn drop(&mut self) {
-        for seg in self.chunks.borrow_mut().drain(..) {
-            let _ = self.md().mapper.free(&seg);
-        }
-    }
-}
-
-/// # Safety
-/// `slot` points to a descriptor header of this process.
-unsafe fn write_info(slot: *mut u8, info: DescInfo) {
-    std::ptr::write_unaligned(slot as *mut u64, info.seg_id);
-    std::ptr::write_unaligned(slot.add(8) as *mut u32, info.seg_size);
-    std::ptr::write_unaligned(slot.add(12) as *mut u32, info.offset);
-}
-
-/// # Safety
-/// As for [`write_info`].
-unsafe fn read_info(slot: *mut u8) -> DescInfo {
-    DescInfo {
-        seg_id: std::ptr::read_unaligned(slot as *const u64),
-        seg_size: std::ptr::read_unaligned(slot.add(8) as *const u32),
-        offset: std::ptr::read_unaligned(slot.add(12) as *const u32),
-    }
-}
-
-/// The `uct_recv_desc_t` stored in front of descriptors kept by a handler;
-/// `uct_iface_release_desc` calls its `cb`, which returns the descriptor.
-#[repr(C)]
-struct ReleaseDesc<M: Mapper> {
-    base: uct_recv_desc_t,
-    pool: *const DescPool<M>,
-}
-
-unsafe extern "C" fn release_desc<M: Mapper>(self_: *mut uct_recv_desc_t, desc: *mut c_void) {
-    // SAFETY: `self_` is the ReleaseDesc we stored in front of the
-    // descriptor, and the pool lives as long as the interface.
-    let rd = &*(self_ as *const ReleaseDesc<M>);
-    (*rd.pool).put(DescPool::<M>::slot_of_desc(desc as *mut u8));
-}
-
-// ---------------------------------------------------------------------------
-// Endpoint.
-
-pub struct MmEp {
-    /// Remote FIFO mapping (detached on destroy).
-    fifo_seg: RemoteSeg,
-    fifo: Fifo,
-    cached_tail: Cell<u64>,
-    /// Set when a send found the FIFO full: later sends fail fast until the
-    /// interface's progress sees room again (keeps pending requests first).
-    blocked: Cell<bool>,
-    scheduled: Cell<bool>,
-    pending: RefCell<VecDeque<PendingReq>>,
-    /// Receive-descriptor segments of the peer, mapped on first use.
-    segs: RefCell<HashMap<u64, RemoteSeg>>,
-    /// The last segment used, checked before the map.
-    last_seg: Cell<(u64, *mut u8, usize)>,
-    peer_extra: Vec<u8>,
-    signal_addr: libc::sockaddr_un,
-    signal_len: libc::socklen_t,
-    peer_pid: i32,
-    peer_start: u64,
-}
-
-// ---------------------------------------------------------------------------
-// Interface.
 
 pub struct MmIface<M: Mapper> {
-    md: *const MmMd<M>,
-    fifo_seg: Segment,
-    fifo: Fifo,
-    fifo_size: u64,
-    fifo_shift: u32,
-    elem_size: usize,
-    max_short: usize,
-    seg_size: usize,
-    release_mask: u64,
-    fifo_max_poll: u32,
-    read_index: Cell<u64>,
-    poll_count: Cell<u32>,
-    prev_wnd_cons: Cell<bool>,
+    pub(super) md: *const MmMd<M>,
+    pub(super) fifo_seg: Segment,
+    pub(super) fifo: Fifo,
+    pub(super) fifo_size: u64,
+    pub(super) fifo_shift: u32,
+    pub(super) elem_size: usize,
+    pub(super) max_short: usize,
+    pub(super) seg_size: usize,
+    pub(super) release_mask: u64,
+    pub(super) fifo_max_poll: u32,
+    pub(super) read_index: Cell<u64>,
+    pub(super) poll_count: Cell<u32>,
+    pub(super) prev_wnd_cons: Cell<bool>,
     /// Receiver-private record of the descriptor attached to each element
     /// (never trust pointers read back from shared memory).
-    elem_slot: Vec<Cell<*mut u8>>,
-    spare: Cell<Option<*mut u8>>,
-    pool: Box<DescPool<M>>,
-    release: Box<ReleaseDesc<M>>,
-    signal_fd: c_int,
+    pub(super) elem_slot: Vec<Cell<*mut u8>>,
+    pub(super) spare: Cell<Option<*mut u8>>,
+    pub(super) pool: Box<DescPool<M>>,
+    pub(super) release: Box<ReleaseDesc<M>>,
+    pub(super) signal_fd: c_int,
     /// Endpoints with pending requests or a full FIFO, in arrival order.
-    pending_eps: RefCell<VecDeque<*const Ep<Self>>>,
-    bandwidth: f64,
-    extra_flags: u64,
-    _m: PhantomData<M>,
+    pub(super) pending_eps: RefCell<VecDeque<*const Ep<Self>>>,
+    pub(super) bandwidth: f64,
+    pub(super) extra_flags: u64,
+    pub(super) _m: PhantomData<M>,
 }
 
 impl<M: Mapper> MmIface<M> {
-    fn md(&self) -> &MmMd<M> {
+    pub(super) fn md(&self) -> &MmMd<M> {
         // SAFETY: the md outlives the interfaces opened on it.
         unsafe { &*self.md }
     }
 
     fn fifo_bytes(&self) -> usize {
         fifo::segment_bytes(self.fifo_size as usize, self.elem_size)
-    }
-
-    /// Attach (or find) a peer's receive-descriptor segment.
-    #[inline]
-    fn remote_seg(&self, ep: &MmEp, seg_id: u64, seg_size: usize) -> Result<(*mut u8, usize), ucs_status_t> {
-        let (id, addr, len) = ep.last_seg.get();
-        if id == seg_id && !addr.is_null() {
-            return Ok((addr, len));
-        }
-        self.remote_seg_slow(ep, seg_id, seg_size)
-    }
-
-    #[cold]
-    fn remote_seg_slow(&self, ep: &MmEp, seg_id: u64, seg_size: usize) -> Result<(*mut u8, usize), ucs_status_t> {
-        let mut segs = ep.segs.borrow_mut();
-        let rs = match segs.get(&seg_id) {
-            Some(rs) => *rs,
-            None => {
-                let rs = self.md().mapper.attach(seg_id, seg_size, &ep.peer_extra).inspect_err(|s| {
-                    crate::error!("mm: failed to attach peer segment {:#x}: {}", seg_id,
-                                  crate::core::log::status_str(*s))
-                })?;
-                segs.insert(seg_id, rs);
-                rs
-            }
-        };
-        let len = if rs.length == 0 { seg_size } else { rs.length };
-        ep.last_seg.set((seg_id, rs.address as *mut u8, len));
-        Ok((rs.address as *mut u8, len))
-    }
-
-    /// Put an endpoint on the interface's dispatch list.
-    fn schedule(&self, ep: &Ep<Self>) {
-        if !ep.tl.scheduled.replace(true) {
-            self.pending_eps.borrow_mut().push_back(ep as *const Ep<Self>);
-        }
-    }
-
-    #[inline(always)]
-    fn refresh_tail(ep: &MmEp) -> u64 {
-        let t = ep.fifo.tail().load(Ordering::Acquire);
-        ep.cached_tail.set(t);
-        t
-    }
-
-    #[inline(always)]
-    fn has_room(&self, ep: &MmEp) -> bool {
-        fifo::can_send(ep.fifo.head().load(Ordering::Relaxed), ep.cached_tail.get(), self.fifo_size)
-    }
-
-    /// Claim the element at the head of the peer's FIFO. Returns the head
-    /// value claimed, or NO_RESOURCE when the FIFO is full.
-    #[inline(always)]
-    fn claim(&self, iface: &Iface<Self>, ep: &Ep<Self>) -> Result<u64, ucs_status_t> {
-        let e = &ep.tl;
-        loop {
-            let head = e.fifo.head().load(Ordering::Relaxed);
-            if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
-                self.no_room(iface, ep, head)?;
-            }
-            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
-            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                return Ok(head);
-            }
-        }
-    }
-
-    #[cold]
-    fn no_room(&self, _iface: &Iface<Self>, ep: &Ep<Self>, head: u64) -> Result<(), ucs_status_t> {
-        let e = &ep.tl;
-        if e.blocked.get() || !e.pending.borrow().is_empty() {
-            return Err(UCS_ERR_NO_RESOURCE);
-        }
-        let tail = Self::refresh_tail(e);
-        if fifo::can_send(head, tail, self.fifo_size) {
-            return Ok(());
-        }
-        e.blocked.set(true);
-        self.schedule(ep);
-        Err(UCS_ERR_NO_RESOURCE)
-    }
-
-    /// Make the element visible to the receiver, and wake it if it asked.
-    #[inline(always)]
-    fn publish(&self, ep: &MmEp, elem: fifo::Elem, head: u64, flags: u8, id: u8) {
-        elem.set_am_id(id);
-        elem.publish(flags | fifo::owner_bit(head, self.fifo_size));
-        if head & fifo::HEAD_EVENT_ARMED != 0 {
-            self.signal(ep);
-        }
-    }
-
-    #[cold]
-    fn signal(&self, ep: &MmEp) {
-        let b = 0u8;
-        loop {
-            // SAFETY: sending one byte to the address the peer published.
-            let r = unsafe {
-                libc::sendto(self.signal_fd, &b as *const u8 as *const c_void, 1, 0,
-                             &ep.signal_addr as *const libc::sockaddr_un as *const libc::sockaddr, ep.signal_len)
-            };
-            if r >= 0 {
-                return;
-            }
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) | Some(libc::ECONNREFUSED) => return,
-                _ => {
-                    crate::warn!("mm: failed to send wakeup signal: {}", std::io::Error::last_os_error());
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Largest AM zcopy header: what is left of a descriptor for the
-    /// payload is reported as `am.max_zcopy`.
-    #[inline(always)]
-    fn am_max_hdr(&self) -> usize {
-        AM_ZCOPY_MAX_HDR.min(self.seg_size / 2)
-    }
-
-    /// Send a message through one of the receiver's descriptors: `fill`
-    /// writes it at the given address (at most seg_size bytes) and returns
-    /// its length. Returns the length, or a negative status.
-    #[inline]
-    fn send_desc(&self, iface: &Iface<Self>, ep: &Ep<Self>, id: u8, fill: impl FnOnce(*mut u8) -> usize) -> isize {
-        let e = &ep.tl;
-        loop {
-            let head = e.fifo.head().load(Ordering::Relaxed);
-            if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
-                if let Err(st) = self.no_room(iface, ep, head) {
-                    return st as isize;
-                }
-            }
-            // The element's descriptor was set by the receiver before it
-            // released the element; map it before claiming, so a failure
-            // leaves the FIFO untouched.
-            let elem = e.fifo.elem(head);
-            let d = elem.desc();
-            let (base, len) = match self.remote_seg(e, d.seg_id, d.seg_size as usize) {
-                Ok(x) => x,
-                Err(st) => return st as isize,
-            };
-            if (d.offset as usize).saturating_add(self.seg_size) > len {
-                crate::error!("mm: peer descriptor {:#x}+{} does not fit its segment of {} bytes", d.seg_id, d.offset, len);
-                return UCS_ERR_IO_ERROR as isize;
-            }
-            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
-            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-                continue;
-            }
-            // SAFETY: offset + seg_size lies inside the mapping (checked).
-            let length = fill(unsafe { base.add(d.offset as usize) }).min(self.seg_size);
-            elem.set_length(length as u16);
-            self.publish(e, elem, head, 0, id);
-            return length as isize;
-        }
-    }
-
-    // ---- receive side ----
-
-    /// Handle the element at the read index, if it holds a message.
-    /// Returns false when there was nothing (or it must wait).
-    #[inline(always)]
-    fn poll_one(&self, iface: &Iface<Self>) -> bool {
-        let ri = self.read_index.get();
-        let elem = self.fifo.elem(ri);
-        let flags = elem.flags();
-        if !fifo::has_new(ri, self.fifo_shift, flags) {
-            return false;
-        }
-        if flags & fifo::FLAG_INLINE != 0 {
-            let len = elem.length().min(self.max_short);
-            // SAFETY: inline data lies inside the element (length clamped).
-            unsafe { iface.hdr.invoke_am_raw(elem.am_id(), elem.data() as *mut c_void, len, 0) };
-        } else if !self.recv_desc(iface, elem, ri) {
-            return false;
-        }
-        let next = ri.wrapping_add(1);
-        self.read_index.set(next);
-        if next & self.release_mask == 0 {
-            self.fifo.tail().store(next, Ordering::Release);
-        }
-        true
-    }
-
-    fn recv_desc(&self, iface: &Iface<Self>, elem: fifo::Elem, ri: u64) -> bool {
-        // A replacement must be at hand in case the handler keeps this one.
-        if self.spare.get().is_none() {
-            match self.pool.get() {
-                Some(s) => self.spare.set(Some(s)),
-                None => return false, // retry on a later progress call
-            }
-        }
-        let idx = (ri & self.fifo.mask()) as usize;
-        let slot = self.elem_slot[idx].get();
-        let data = self.pool.data(slot);
-        let len = elem.length().min(self.seg_size);
-        // SAFETY: the descriptor is ours and holds seg_size payload bytes.
-        let status = unsafe { iface.hdr.invoke_am_raw(elem.am_id(), data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
-        if status == UCS_INPROGRESS {
-            // The user keeps the descriptor: note how to release it, and give
-            // the element a fresh one.
-            // SAFETY: the 8 bytes before the headroom are our release slot.
-            unsafe {
-                std::ptr::write_unaligned(slot.add(DESC_INFO_SIZE) as *mut *const uct_recv_desc_t,
-                                          &self.release.base as *const uct_recv_desc_t)
-            };
-            if let Some(fresh) = self.spare.take() {
-                elem.set_desc(self.pool.info(fresh), self.pool.data(fresh));
-                self.elem_slot[idx].set(fresh);
-            }
-            self.spare.set(self.pool.get());
-        }
-        true
-    }
-
-    fn window_adjust(&self, count: u32) {
-        let cur = self.poll_count.get();
-        if count < cur {
-            self.poll_count.set((cur / 2).max(FIFO_MIN_POLL));
-            self.prev_wnd_cons.set(false);
-        } else if self.prev_wnd_cons.get() {
-            self.poll_count.set((cur + 1).min(self.fifo_max_poll));
-        } else {
-            self.prev_wnd_cons.set(true);
-        }
-    }
-
-    /// Run pending requests of endpoints whose peer FIFO has room again.
-    fn dispatch_pending(&self, count: &mut u32) {
-        let rounds = self.pending_eps.borrow().len();
-        for _ in 0..rounds {
-            let Some(epp) = self.pending_eps.borrow_mut().pop_front() else { break };
-            // SAFETY: endpoints remove themselves from this list when destroyed.
-            let ep = unsafe { &*epp };
-            let e = &ep.tl;
-            Self::refresh_tail(e);
-            if !self.has_room(e) {
-                self.pending_eps.borrow_mut().push_back(epp);
-                continue;
-            }
-            e.blocked.set(false);
-            let req = e.pending.borrow_mut().pop_front();
-            let Some(req) = req else {
-                e.scheduled.set(false);
-                continue;
-            };
-            let status = req.dispatch();
-            match status {
-                UCS_OK => *count += 1,
-                UCS_INPROGRESS => {
-                    *count += 1;
-                    e.pending.borrow_mut().push_front(req);
-                }
-                _ => e.pending.borrow_mut().push_front(req),
-            }
-            if e.pending.borrow().is_empty() {
-                e.scheduled.set(false);
-            } else {
-                self.pending_eps.borrow_mut().push_back(epp);
-            }
-        }
     }
 }
 
@@ -536,24 +78,6 @@ impl<M: Mapper> Drop for MmIface<M> {
         unsafe { libc::close(self.signal_fd) };
         let _ = self.md().mapper.free(&self.fifo_seg);
     }
-}
-
-#[cold]
-#[inline(never)]
-extern "C" fn am_id_error(id: u8) -> ucs_status_t {
-    crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
-    std::hint::black_box(UCS_ERR_INVALID_PARAM)
-}
-
-/// What `length_error` reports, by index.
-const LENGTH_WHAT: [&str; 6] = ["am_short", "am_short_iov", "am_zcopy header", "am_zcopy", "put_zcopy iov count", "get_zcopy iov count"];
-
-#[cold]
-#[inline(never)]
-extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
-    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
-    crate::error!("mm {}: length {} exceeds the maximum {}", what, len, max);
-    std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 
 impl<M: Mapper> Transport for MmIface<M> {
@@ -952,168 +476,6 @@ impl<M: Mapper> Transport for MmIface<M> {
         }
         UCS_OK
     }
-}
-
-// ---------------------------------------------------------------------------
-// Opening an interface.
-
-fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t), ucs_status_t> {
-    // SAFETY: plain socket calls on a descriptor we own; all-zero is a valid
-    // sockaddr_un; binding with only the family asks for an abstract name.
-    unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            crate::error!("failed to create unix domain socket for signal: {}", std::io::Error::last_os_error());
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        let mut sa: libc::sockaddr_un = std::mem::zeroed();
-        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        if libc::bind(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr,
-                      std::mem::size_of::<libc::sa_family_t>() as libc::socklen_t) < 0 {
-            crate::error!("failed to auto-bind unix domain socket: {}", std::io::Error::last_os_error());
-            libc::close(fd);
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        sa = std::mem::zeroed();
-        if libc::getsockname(fd, &mut sa as *mut libc::sockaddr_un as *mut libc::sockaddr, &mut len) < 0 {
-            crate::error!("failed to get the unix domain socket address: {}", std::io::Error::last_os_error());
-            libc::close(fd);
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        Ok((fd, sa, len))
-    }
-}
-
-/// Open a posix or sysv interface.
-pub fn open<M: Mapper>(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void,
-                       internal: &'static InternalOps) -> Result<uct_iface_h, ucs_status_t> {
-    // SAFETY: the generic open hands us this transport's parsed config.
-    let cfg = unsafe { &*(config as *const MmIfaceConfig) };
-    let Some(mm) = MmMd::<M>::of(md) else {
-        crate::error!("mm: memory domain {} is not a shared-memory domain", md.name);
-        return Err(UCS_ERR_INVALID_PARAM);
-    };
-    if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
-        crate::error!("only UCT_IFACE_OPEN_MODE_DEVICE is supported");
-        return Err(UCS_ERR_UNSUPPORTED);
-    }
-    if params.dev_name != super::DEVICE_NAME {
-        crate::error!("{}: no device named '{}'", md.component.name, params.dev_name);
-        return Err(UCS_ERR_NO_DEVICE);
-    }
-    if worker.thread_mode == UCS_THREAD_MODE_MULTI {
-        crate::error!("Shared memory transport does not support multi-threaded worker");
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    crate::core::config::check_pool_limits("mm receive descriptors", cfg.rx_bufs_grow, cfg.rx_max_bufs)?;
-    let fifo_size = cfg.fifo_size as usize;
-    if fifo_size <= 1 || !fifo_size.is_power_of_two() {
-        crate::error!("The MM FIFO size must be a power of two and bigger than 1.");
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    if !(0.0..1.0).contains(&cfg.release_factor) {
-        crate::error!("The MM release FIFO factor must be: (0 =< factor < 1).");
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    let elem_size = cfg.fifo_elem_size as usize;
-    if elem_size <= fifo::ELEM_HDR || elem_size - fifo::ELEM_HDR > u16::MAX as usize {
-        crate::error!("FIFO_ELEM_SIZE ({}) must be larger than the {}-byte element header and at most {}",
-                      elem_size, fifo::ELEM_HDR, u16::MAX as usize + fifo::ELEM_HDR);
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    if cfg.seg_size == 0 || cfg.seg_size > u16::MAX as usize {
-        crate::error!("SEG_SIZE ({}) must be between 1 and {} (the FIFO length field is 16 bits)",
-                      cfg.seg_size, u16::MAX);
-        return Err(UCS_ERR_INVALID_PARAM);
-    }
-    let (align, align_offset) = match params.am_alignment {
-        Some(a) if a > 1 => (a, if params.am_align_offset < cfg.seg_size { params.am_align_offset } else { 0 }),
-        _ => (fifo::CACHE_LINE, 0),
-    };
-    let fifo_max_poll = if cfg.fifo_max_poll == u64::MAX as libc::c_ulong - 1 || cfg.fifo_max_poll == 0 {
-        FIFO_DEFAULT_MAX_POLL
-    } else {
-        cfg.fifo_max_poll.min(u32::MAX as libc::c_ulong) as u32
-    };
-    let release_mask = {
-        let n = ((fifo_size as f64 * cfg.release_factor) as usize).max(1);
-        let log = usize::BITS - 1 - n.leading_zeros();
-        (1u64 << log) - 1
-    };
-
-    let fifo_seg = mm.alloc_segment(fifo::segment_bytes(fifo_size, elem_size), "mm_recv_fifo")?;
-    // SAFETY: the segment was just created with the FIFO's size.
-    let fifo = unsafe { Fifo::new(fifo_seg.address as *mut u8, fifo_size, elem_size) };
-    let (signal_fd, sa, sa_len) = match create_signal_socket() {
-        Ok(x) => x,
-        Err(s) => {
-            let _ = mm.mapper.free(&fifo_seg);
-            return Err(s);
-        }
-    };
-    fifo.head().store(0, Ordering::Relaxed);
-    fifo.tail().store(0, Ordering::Relaxed);
-    // SAFETY: getpid has no preconditions.
-    fifo.set_pid(unsafe { libc::getpid() });
-    fifo.set_signal_addr(&sa, sa_len);
-    crate::debug!("mm: own FIFO at {:p} (segment {:p}) pid {}", fifo.elem(0).data(), fifo_seg.address, fifo.pid());
-
-    let max_bufs = if cfg.rx_max_bufs < 0 { None } else { Some(cfg.rx_max_bufs as usize) };
-    let pool = Box::new(DescPool::new(mm, params.rx_headroom, cfg.seg_size, align, align_offset,
-                                      cfg.rx_bufs_grow as usize, max_bufs));
-    let release = Box::new(ReleaseDesc { base: uct_recv_desc_t { cb: Some(release_desc::<M>) },
-                                         pool: &*pool as *const DescPool<M> });
-    let mut elem_slot = Vec::with_capacity(fifo_size);
-    for i in 0..fifo_size as u64 {
-        let Some(slot) = pool.get() else {
-            crate::error!("failed to allocate a descriptor for MM");
-            for c in &elem_slot {
-                let c: &Cell<*mut u8> = c;
-                pool.put(c.get());
-            }
-            drop(pool);
-            // SAFETY: closing our own socket.
-            unsafe { libc::close(signal_fd) };
-            let _ = mm.mapper.free(&fifo_seg);
-            return Err(UCS_ERR_NO_RESOURCE);
-        };
-        let e = fifo.elem(i);
-        e.set_desc(pool.info(slot), pool.data(slot));
-        e.init();
-        elem_slot.push(Cell::new(slot));
-    }
-    let spare = pool.get();
-    let extra_flags = if cfg.error_handling != 0 { UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE } else { 0 };
-    // SAFETY: the base config is the first member of the mm config.
-    let hdr = IfaceHeader::new(md, worker as *mut WorkerObj, params, &cfg.sm.base, internal);
-    crate::debug!("created mm iface FIFO id {:#x} size {} ({} x {} elems)", fifo_seg.seg_id, fifo_seg.length,
-                  elem_size, fifo_size);
-    let tl = MmIface {
-        md: mm,
-        fifo_seg,
-        fifo,
-        fifo_size: fifo_size as u64,
-        fifo_shift: fifo_size.trailing_zeros(),
-        elem_size,
-        max_short: elem_size - fifo::ELEM_HDR,
-        seg_size: cfg.seg_size,
-        release_mask,
-        fifo_max_poll,
-        read_index: Cell::new(0),
-        poll_count: Cell::new(fifo_max_poll),
-        prev_wnd_cons: Cell::new(false),
-        elem_slot,
-        spare: Cell::new(spare),
-        pool,
-        release,
-        signal_fd,
-        pending_eps: RefCell::new(VecDeque::new()),
-        bandwidth: cfg.sm.bandwidth,
-        extra_flags,
-        _m: PhantomData,
-    };
-    Ok(Iface::into_handle(hdr, tl))
 }
 
 /// The internal hooks of the mm transport with mapper `M`.

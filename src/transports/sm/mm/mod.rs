@@ -1,11 +1,15 @@
 //! The shared-memory ("mm") transports `posix` and `sysv`: one FIFO-based
 //! interface over two ways of sharing memory between processes.
 
+mod desc;
+mod ep;
 pub mod fifo;
 pub mod iface;
 pub mod mapper;
 pub mod md;
+mod open;
 pub mod posix;
+mod recv;
 pub mod sysv;
 
 use crate::abi::*;
@@ -101,7 +105,7 @@ fn posix_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> 
 fn posix_iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
                     -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
-    iface::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
+    open::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
 }
 
 static POSIX_TLS: [TlDesc; 1] = [TlDesc {
@@ -142,7 +146,7 @@ fn sysv_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> R
 fn sysv_iface_open(md: &MdObj, worker: &mut WorkerObj, params: &IfaceParams, config: *const c_void)
                    -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
-    iface::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
+    open::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
 }
 
 static SYSV_TLS: [TlDesc; 1] = [TlDesc {
