@@ -11,6 +11,9 @@ mod open;
 pub mod posix;
 mod recv;
 pub mod sysv;
+#[cfg(test)]
+mod testutil;
+mod util;
 
 use crate::abi::*;
 use crate::core::component::{Component, TlDesc, TlDevice};

@@ -6,7 +6,7 @@
 //! 12 bytes (contract §2.7).
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
-use super::posix::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use super::util::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
 use crate::abi::*;
 use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
 use libc::{c_int, c_void};
@@ -248,7 +248,7 @@ impl RkeyOps for Sysv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::posix::tests::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
+    use super::super::testutil::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
     use super::*;
     use crate::core::config::ConfigDesc;
 
