@@ -94,7 +94,7 @@ pub fn get_bcopy(unpack: Unpack, length: usize, remote: Remote) -> ucs_status_t 
 #[inline(always)]
 fn aligned(target: *mut u8, width: Width) -> bool {
     let align = if width == Width::W64 { 8 } else { 4 };
-    !target.is_null() && (target as usize).is_multiple_of(align)
+    !target.is_null() && (target as usize) % align == 0
 }
 
 // Cold paths are `extern "C"`: they cannot unwind, so the hot callers need

@@ -146,18 +146,25 @@ impl<M: Mapper> Drop for DescPool<M> {
 /// # Safety
 /// `slot` points to a descriptor header of this process.
 unsafe fn write_info(slot: *mut u8, info: DescInfo) {
-    std::ptr::write_unaligned(slot as *mut u64, info.seg_id);
-    std::ptr::write_unaligned(slot.add(8) as *mut u32, info.seg_size);
-    std::ptr::write_unaligned(slot.add(12) as *mut u32, info.offset);
+    // SAFETY: the caller hands in the start of a descriptor, whose first
+    // DESC_INFO_SIZE bytes are the header; unaligned writes need no alignment.
+    unsafe {
+        std::ptr::write_unaligned(slot as *mut u64, info.seg_id);
+        std::ptr::write_unaligned(slot.add(8) as *mut u32, info.seg_size);
+        std::ptr::write_unaligned(slot.add(12) as *mut u32, info.offset);
+    }
 }
 
 /// # Safety
 /// As for [`write_info`].
 unsafe fn read_info(slot: *mut u8) -> DescInfo {
-    DescInfo {
-        seg_id: std::ptr::read_unaligned(slot as *const u64),
-        seg_size: std::ptr::read_unaligned(slot.add(8) as *const u32),
-        offset: std::ptr::read_unaligned(slot.add(12) as *const u32),
+    // SAFETY: as in write_info, reading the header back.
+    unsafe {
+        DescInfo {
+            seg_id: std::ptr::read_unaligned(slot as *const u64),
+            seg_size: std::ptr::read_unaligned(slot.add(8) as *const u32),
+            offset: std::ptr::read_unaligned(slot.add(12) as *const u32),
+        }
     }
 }
 
@@ -169,9 +176,18 @@ pub(super) struct ReleaseDesc<M: Mapper> {
     pub(super) pool: *const DescPool<M>,
 }
 
+/// The `cb` of [`ReleaseDesc`]: gives a descriptor kept by an AM handler
+/// back to its pool.
+///
+/// # Safety
+/// `self_` is the `base` of a live `ReleaseDesc<M>` (the one the interface
+/// stored in front of `desc`), and `desc` is the user part of a descriptor of
+/// that pool, not returned yet.
 pub(super) unsafe extern "C" fn release_desc<M: Mapper>(self_: *mut uct_recv_desc_t, desc: *mut c_void) {
     // SAFETY: `self_` is the ReleaseDesc we stored in front of the
     // descriptor, and the pool lives as long as the interface.
-    let rd = &*(self_ as *const ReleaseDesc<M>);
-    (*rd.pool).put(DescPool::<M>::slot_of_desc(desc as *mut u8));
+    unsafe {
+        let rd = &*(self_ as *const ReleaseDesc<M>);
+        (*rd.pool).put(DescPool::<M>::slot_of_desc(desc as *mut u8));
+    }
 }

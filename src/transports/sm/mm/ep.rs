@@ -20,6 +20,8 @@ use std::sync::atomic::Ordering;
 /// Largest header of an AM zcopy.
 const AM_ZCOPY_MAX_HDR: usize = 128;
 
+/// An mm endpoint: the peer's FIFO mapped here, the peer's descriptor
+/// segments mapped so far, and the state of sends waiting for room.
 pub struct MmEp {
     /// Remote FIFO mapping (detached on destroy).
     pub(super) fifo_seg: RemoteSeg,

@@ -2,10 +2,10 @@
 //! memory that any number of senders claim elements of, byte-compatible
 //! with UCX 1.13.1 (`src/uct/sm/mm/base/mm_iface.c` and `mm_ep.c`), so C and
 //! Rust processes talk to each other. This file holds the interface state
-//! and its `Transport` implementation; the send path is in [`super::ep`],
-//! the receive path in [`super::recv`], the descriptors in [`super::desc`]
-//! and the opening of an interface in [`super::open`]. Remote memory access
-//! (put/get/atomics) goes through mapped rkeys.
+//! and its `Transport` implementation; the send path is in `ep.rs`, the
+//! receive path in `recv.rs`, the descriptors in `desc.rs` and the opening
+//! of an interface in `open.rs`. Remote memory access (put/get/atomics) goes
+//! through mapped rkeys.
 
 use super::desc::{DescPool, ReleaseDesc};
 use super::ep::{am_id_error, length_error, MmEp};
@@ -27,6 +27,8 @@ use std::sync::atomic::{fence, Ordering};
 const LATENCY: f64 = 80e-9;
 const OVERHEAD: f64 = 10e-9;
 
+/// An mm interface over mapper `M`: its own receive FIFO, the descriptors
+/// attached to the FIFO's elements, and the endpoints waiting for room.
 pub struct MmIface<M: Mapper> {
     pub(super) md: *const MmMd<M>,
     pub(super) fifo_seg: Segment,
@@ -378,8 +380,9 @@ impl<M: Mapper> Transport for MmIface<M> {
         if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
             Self::ep_check(iface, ep, 0, std::ptr::null_mut());
         }
-        // SAFETY (of the closure's write): the descriptor holds seg_size
-        // bytes, the bcopy limit the pack callback is bound to.
+        // SAFETY: the closure's pack callback writes into the peer's
+        // descriptor, which holds seg_size bytes, the bcopy limit the
+        // callback is bound to.
         iface.tl.send_desc(iface, ep, id, |dst| unsafe { pack.pack_raw(dst) })
     }
 

@@ -1,5 +1,13 @@
 //! The shared-memory ("mm") transports `posix` and `sysv`: one FIFO-based
-//! interface over two ways of sharing memory between processes.
+//! interface over two ways of sharing memory between processes, as UCX
+//! 1.13.1's `src/uct/sm/mm` (a common `base` and one mapper per transport).
+//! Here live the two components and their settings; [`mapper`] is what a
+//! way of sharing memory provides, with [`posix`] (files in a tmpfs
+//! directory) and [`sysv`] (System V segments) implementing it, and
+//! `util.rs` their common helpers; [`md`] is the memory domain over a
+//! mapper; [`fifo`] is the shared receive FIFO's layout; [`iface`] is the
+//! interface, whose endpoint and send path are in `ep.rs`, receive path in
+//! `recv.rs`, receive descriptors in `desc.rs` and creation in `open.rs`.
 
 mod desc;
 mod ep;

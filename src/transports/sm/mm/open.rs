@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 
+/// `FIFO_MAX_POLL` when the setting is 0 or infinite.
 const FIFO_DEFAULT_MAX_POLL: u32 = 16;
 
 fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t), ucs_status_t> {

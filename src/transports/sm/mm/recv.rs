@@ -15,12 +15,10 @@ use crate::core::iface::Iface;
 use libc::c_void;
 use std::sync::atomic::Ordering;
 
+/// The fewest messages one progress call takes from the FIFO.
 const FIFO_MIN_POLL: u32 = 1;
 
-
 impl<M: Mapper> MmIface<M> {
-    // ---- receive side ----
-
     /// Handle the element at the read index, if it holds a message.
     /// Returns false when there was nothing (or it must wait).
     #[inline(always)]

@@ -320,10 +320,15 @@ impl RkeyOps for Posix {
         };
         let length = usize::try_from(length).map_err(|_| UCS_ERR_INVALID_PARAM)?;
         let dir = if seg_id & (FLAG_SHM_OPEN | FLAG_PROCFS) == 0 {
-            // SAFETY: such an rkey continues with a NUL-terminated directory;
-            // read byte by byte and stop at the NUL or at PATH_MAX.
-            let tail = buf.add(PACKED_RKEY_SIZE);
-            let n = (0..MAX_RKEY_DIR).find(|&i| unsafe { *tail.add(i) } == 0).ok_or_else(|| {
+            // SAFETY: such an rkey continues with a NUL-terminated directory
+            // right after the three words.
+            let tail = unsafe { buf.add(PACKED_RKEY_SIZE) };
+            // Read byte by byte and stop at the NUL or at PATH_MAX.
+            let n = (0..MAX_RKEY_DIR).find(|&i| {
+                // SAFETY: bytes up to the directory's NUL belong to the rkey,
+                // and the search stops there.
+                (unsafe { *tail.add(i) }) == 0
+            }).ok_or_else(|| {
                 crate::error!("posix rkey 0x{seg_id:x}: directory name too long");
                 UCS_ERR_INVALID_PARAM
             })?;

@@ -83,6 +83,7 @@ fn config_names_and_defaults() {
 #[test]
 fn attributes() {
     let m = posix(&[]);
+    // SAFETY: statvfs is plain data; all-zero is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid path and buffer.
     assert_eq!(unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut st) }, 0);
@@ -180,6 +181,7 @@ fn proc_link_segment_shared_with_peer() {
     assert!(link.contains(FILE_PREFIX) && link.ends_with("(deleted)"), "{link}");
     // SAFETY: plain fstat on the segment's descriptor.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a writable stat buffer for an fd we own.
     assert_eq!(unsafe { libc::fstat(fd as c_int, &mut st) }, 0);
     assert_eq!(st.st_nlink, 0);
     assert_eq!(st.st_size as usize, seg.length);
@@ -252,12 +254,15 @@ fn bad_rkeys_and_ids() {
     assert_eq!(unsafe { Posix::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     // An shm name that does not exist.
     put(&mut rkey, FLAG_SHM_OPEN | 0x0dea_dbee, 0x1000, 4096);
+    // SAFETY: as above, a forged rkey of the buffer's size.
     assert_eq!(unsafe { Posix::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     // A directory file that does not exist (rkey ends with "" dir).
     put(&mut rkey, 0x1234, 0x1000, 4096);
+    // SAFETY: as above.
     assert_eq!(unsafe { Posix::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     // Zero length.
     put(&mut rkey, FLAG_SHM_OPEN | 0x1234, 0x1000, 0);
+    // SAFETY: as above.
     assert_eq!(unsafe { Posix::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_INVALID_PARAM);
     assert_eq!(Posix::release(0, std::ptr::null_mut()), UCS_ERR_INVALID_PARAM);
     assert_eq!(m.attach(FLAG_SHM_OPEN | 0x77, 4096, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
@@ -269,9 +274,11 @@ fn bad_rkeys_and_ids() {
     let seg = m.alloc(8192, std::ptr::null_mut(), false, "short").expect("alloc");
     let mut good = pack(&m, &seg);
     good[16..24].copy_from_slice(&(1u64 << 30).to_ne_bytes());
+    // SAFETY: a packed rkey of this mapper, its length field edited.
     assert_eq!(unsafe { Posix::unpack(good.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     assert_eq!(m.attach(seg.seg_id, 1 << 30, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     good[16..24].copy_from_slice(&u64::MAX.to_ne_bytes());
+    // SAFETY: as above.
     assert_eq!(unsafe { Posix::unpack(good.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
     assert_eq!(m.free(&seg), UCS_OK);
 }
@@ -284,6 +291,7 @@ fn full_directory_is_no_memory() {
     let d = dir.cstr();
     for proc_link in [c"y", c"n"] {
         let m = posix(&[(c"DIR", &d), (c"USE_PROC_LINK", proc_link)]);
+        // SAFETY: statvfs is plain data; all-zero is a valid value.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
         // SAFETY: valid path and buffer.
         assert_eq!(unsafe { libc::statvfs(d.as_ptr(), &mut st) }, 0);
