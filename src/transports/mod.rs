@@ -2,9 +2,6 @@
 //! plain Rust behind `core::iface::Transport`; each family exports its
 //! `Component`s, and [`COMPONENTS`] lists them for the exported functions.
 
-pub mod cma;
-pub mod mm;
-pub mod self_;
 pub mod sm;
 pub mod tcp;
 
@@ -13,9 +10,9 @@ use crate::core::component::Component;
 /// Every component, in the order UCX 1.13.1 on Debian lists them (the
 /// transports that later issues bring are added here in place).
 pub static COMPONENTS: &[&Component] = &[
-    &self_::COMPONENT,
+    &sm::self_::COMPONENT,
     &tcp::COMPONENT,
-    &mm::SYSV_COMPONENT,
-    &mm::POSIX_COMPONENT,
-    &cma::COMPONENT,
+    &sm::mm::SYSV_COMPONENT,
+    &sm::mm::POSIX_COMPONENT,
+    &sm::cma::COMPONENT,
 ];

@@ -1,12 +1,27 @@
 //! The shared-memory ("mm") transports `posix` and `sysv`: one FIFO-based
-//! interface over two ways of sharing memory between processes.
+//! interface over two ways of sharing memory between processes, as UCX
+//! 1.13.1's `src/uct/sm/mm` (a common `base` and one mapper per transport).
+//! Here live the two components and their settings; [`mapper`] is what a
+//! way of sharing memory provides, with [`posix`] (files in a tmpfs
+//! directory) and [`sysv`] (System V segments) implementing it, and
+//! `util.rs` their common helpers; [`md`] is the memory domain over a
+//! mapper; [`fifo`] is the shared receive FIFO's layout; [`iface`] is the
+//! interface, whose endpoint and send path are in `ep.rs`, receive path in
+//! `recv.rs`, receive descriptors in `desc.rs` and creation in `open.rs`.
 
+mod desc;
+mod ep;
 pub mod fifo;
 pub mod iface;
 pub mod mapper;
 pub mod md;
+mod open;
 pub mod posix;
+mod recv;
 pub mod sysv;
+#[cfg(test)]
+mod testutil;
+mod util;
 
 use crate::abi::*;
 use crate::core::component::{Component, TlDesc, TlDevice};
@@ -101,7 +116,7 @@ fn posix_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> 
 fn posix_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
                     -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
-    iface::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
+    open::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
 }
 
 static POSIX_TLS: [TlDesc; 1] = [TlDesc {
@@ -142,7 +157,7 @@ fn sysv_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> R
 fn sysv_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
                    -> Result<uct_iface_h, ucs_status_t> {
     static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
-    iface::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
+    open::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
 }
 
 static SYSV_TLS: [TlDesc; 1] = [TlDesc {

@@ -1,7 +1,9 @@
 //! The memory mappers behind the `posix` and `sysv` memory domains: how a
 //! shareable segment is created, named (`seg_id`), attached by a peer and
 //! released. The segment ids, rkey layouts and iface-address extras are wire
-//! formats shared with UCX 1.13.1 peers (contract §5.1, §2.7).
+//! formats shared with UCX 1.13.1 peers: its mapper operations are in
+//! `src/uct/sm/mm/base/mm_md.h`, their posix and sysv versions in
+//! `src/uct/sm/mm/posix/mm_posix.c` and `src/uct/sm/mm/sysv/mm_sysv.c`.
 
 use crate::abi::*;
 use libc::c_void;

@@ -3,10 +3,10 @@
 //! once: Linux keeps a removed segment attachable by id until its last
 //! detach, so it never outlives the processes using it. The segment id is
 //! the shmid; the packed rkey is `{shmid u32, owner address u64}`, packed,
-//! 12 bytes (contract §2.7).
+//! 12 bytes, as in UCX 1.13.1's `src/uct/sm/mm/sysv/mm_sysv.c`.
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
-use super::posix::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use super::util::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
 use crate::abi::*;
 use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
 use libc::{c_int, c_void};
@@ -248,7 +248,7 @@ impl RkeyOps for Sysv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::posix::tests::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
+    use super::super::testutil::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
     use super::*;
     use crate::core::config::ConfigDesc;
 
@@ -278,6 +278,7 @@ mod tests {
     fn segment_state(shmid: c_int) -> Option<(bool, u64)> {
         // SAFETY: plain IPC_STAT into a local buffer.
         let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: `ds` is a writable shmid_ds; IPC_STAT only fills it.
         (unsafe { libc::shmctl(shmid, libc::IPC_STAT, &mut ds) } == 0)
             .then_some((ds.shm_perm.mode & SHM_DEST != 0, ds.shm_nattch))
     }
@@ -347,7 +348,7 @@ mod tests {
         let rkey = pack(&m, &seg);
         assert_eq!(u32::from_ne_bytes(rkey[..4].try_into().unwrap()), shmid as u32);
         assert_eq!(u64::from_ne_bytes(rkey[4..].try_into().unwrap()), seg.address as u64);
-        run_peer("transports::mm::sysv::tests::peer_sysv",
+        run_peer("transports::sm::mm::sysv::tests::peer_sysv",
                  &[(PEER_ENV, "sysv".into()), ("RKEY", hex(&rkey)), ("LEN", len.to_string())]);
         assert!(check(seg.address as *const u8, len / 2, 2));
         assert!(check((seg.address as *const u8).wrapping_add(len / 2), len - len / 2, 3));
@@ -387,6 +388,7 @@ mod tests {
         // SAFETY: a 12-byte forged rkey.
         assert_eq!(unsafe { Sysv::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
         rkey[..4].copy_from_slice(&u32::MAX.to_ne_bytes());
+        // SAFETY: as above.
         assert_eq!(unsafe { Sysv::unpack(rkey.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
         assert_eq!(m.attach(0x7fff_fff0, 4096, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
         assert_eq!(m.attach(1 << 40, 4096, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);

@@ -1,9 +1,23 @@
-//! Operations shared by the transports whose remote memory is mapped into
-//! this process (self, posix, sysv): an unpacked rkey is the offset between
-//! the owner's address and our mapping, so the target of a put, get or
-//! atomic is simply `rkey + remote_addr` (contract §2.7-2.8). These
-//! functions touch that memory directly; the caller vouches for the range,
-//! as the UCT contract requires of it.
+//! The shared-memory family: the transports that reach only processes of
+//! the same host, laid out as UCX 1.13.1 lays out `src/uct/sm`. [`self_`]
+//! is the loopback interface of one process; [`mm`] holds the FIFO-based
+//! `posix` and `sysv` transports, which map a peer's memory into this
+//! process; [`cma`] moves data with Linux's cross-memory attach system calls
+//! (UCX's `sm/scopy/cma`). This module keeps what they share: the
+//! `UCX_<TL>_BW` interface settings, the device address naming the host (and
+//! its IPC namespace), the atomic capability flags, and the put, get and
+//! atomic operations over mapped memory.
+//!
+//! For self, posix and sysv an unpacked rkey is the offset between the
+//! owner's address and our mapping, so the target of a put, get or atomic is
+//! simply `rkey + remote_addr` (as `uct_sm_ep_put_short` and its siblings in
+//! UCX's `src/uct/sm/base/sm_ep.c` compute it). These functions touch that
+//! memory directly; the caller vouches for the range, as UCT requires of the
+//! user of a remote key.
+
+pub mod cma;
+pub mod mm;
+pub mod self_;
 
 use crate::abi::*;
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, Table};
@@ -80,7 +94,7 @@ pub fn get_bcopy(unpack: Unpack, length: usize, remote: Remote) -> ucs_status_t 
 #[inline(always)]
 fn aligned(target: *mut u8, width: Width) -> bool {
     let align = if width == Width::W64 { 8 } else { 4 };
-    !target.is_null() && (target as usize).is_multiple_of(align)
+    !target.is_null() && (target as usize) % align == 0
 }
 
 // Cold paths are `extern "C"`: they cannot unwind, so the hot callers need

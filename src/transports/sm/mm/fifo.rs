@@ -1,5 +1,7 @@
 //! The receive FIFO in shared memory, byte for byte as UCX 1.13.1 lays it out
-//! (contract §5.1), so that a C peer can send to us and we to it.
+//! (`uct_mm_fifo_ctl_t` and `uct_mm_fifo_element_t` in
+//! `src/uct/sm/mm/base/mm_iface.h`), so that a C peer can send to us and we
+//! to it.
 //!
 //! Control block (64-byte aligned, 192 bytes): `head` u64 @0 (bit 63: the
 //! receiver asked to be woken), `signal_addrlen` u32 @8, `signal_sockaddr`
@@ -69,7 +71,9 @@ impl Fifo {
     /// power of two.
     pub unsafe fn new(base: *mut u8, fifo_size: usize, elem_size: usize) -> Fifo {
         let ctl = ((base as usize + CACHE_LINE - 1) & !(CACHE_LINE - 1)) as *mut u8;
-        Fifo { ctl, elems: ctl.add(CTL_SIZE), elem_size, mask: fifo_size as u64 - 1 }
+        // SAFETY: the control block fits in the mapping (see the contract
+        // above), so its end is inside it too.
+        Fifo { ctl, elems: unsafe { ctl.add(CTL_SIZE) }, elem_size, mask: fifo_size as u64 - 1 }
     }
 
     #[inline(always)]

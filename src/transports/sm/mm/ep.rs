@@ -1,0 +1,258 @@
+//! The mm endpoint and the send path: an endpoint maps the peer's receive
+//! FIFO and claims its elements with a compare-and-swap on the head; short
+//! messages travel inline in the element, bcopy and zcopy messages go into
+//! the receive descriptor the element names, in a peer segment mapped on
+//! first use. Endpoints that found the FIFO full keep their pending requests
+//! until the interface's progress sees room again. (UCX 1.13.1:
+//! `src/uct/sm/mm/base/mm_ep.c`.)
+
+use super::fifo::{self, Fifo};
+use super::iface::MmIface;
+use super::mapper::{Mapper, RemoteSeg};
+use crate::abi::*;
+use crate::core::iface::{Ep, Iface};
+use crate::core::ops::*;
+use libc::c_void;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+
+/// Largest header of an AM zcopy.
+const AM_ZCOPY_MAX_HDR: usize = 128;
+
+/// An mm endpoint: the peer's FIFO mapped here, the peer's descriptor
+/// segments mapped so far, and the state of sends waiting for room.
+pub struct MmEp {
+    /// Remote FIFO mapping (detached on destroy).
+    pub(super) fifo_seg: RemoteSeg,
+    pub(super) fifo: Fifo,
+    pub(super) cached_tail: Cell<u64>,
+    /// Set when a send found the FIFO full: later sends fail fast until the
+    /// interface's progress sees room again (keeps pending requests first).
+    pub(super) blocked: Cell<bool>,
+    pub(super) scheduled: Cell<bool>,
+    pub(super) pending: RefCell<VecDeque<PendingReq>>,
+    /// Receive-descriptor segments of the peer, mapped on first use.
+    pub(super) segs: RefCell<HashMap<u64, RemoteSeg>>,
+    /// The last segment used, checked before the map.
+    pub(super) last_seg: Cell<(u64, *mut u8, usize)>,
+    pub(super) peer_extra: Vec<u8>,
+    pub(super) signal_addr: libc::sockaddr_un,
+    pub(super) signal_len: libc::socklen_t,
+    pub(super) peer_pid: i32,
+    pub(super) peer_start: u64,
+}
+
+impl<M: Mapper> MmIface<M> {
+    /// Attach (or find) a peer's receive-descriptor segment.
+    #[inline]
+    pub(super) fn remote_seg(&self, ep: &MmEp, seg_id: u64, seg_size: usize) -> Result<(*mut u8, usize), ucs_status_t> {
+        let (id, addr, len) = ep.last_seg.get();
+        if id == seg_id && !addr.is_null() {
+            return Ok((addr, len));
+        }
+        self.remote_seg_slow(ep, seg_id, seg_size)
+    }
+
+    #[cold]
+    fn remote_seg_slow(&self, ep: &MmEp, seg_id: u64, seg_size: usize) -> Result<(*mut u8, usize), ucs_status_t> {
+        let mut segs = ep.segs.borrow_mut();
+        let rs = match segs.get(&seg_id) {
+            Some(rs) => *rs,
+            None => {
+                let rs = self.md().mapper.attach(seg_id, seg_size, &ep.peer_extra).inspect_err(|s| {
+                    crate::error!("mm: failed to attach peer segment {:#x}: {}", seg_id,
+                                  crate::core::log::status_str(*s))
+                })?;
+                segs.insert(seg_id, rs);
+                rs
+            }
+        };
+        let len = if rs.length == 0 { seg_size } else { rs.length };
+        ep.last_seg.set((seg_id, rs.address as *mut u8, len));
+        Ok((rs.address as *mut u8, len))
+    }
+
+    /// Put an endpoint on the interface's dispatch list.
+    pub(super) fn schedule(&self, ep: &Ep<Self>) {
+        if !ep.tl.scheduled.replace(true) {
+            self.pending_eps.borrow_mut().push_back(ep as *const Ep<Self>);
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn refresh_tail(ep: &MmEp) -> u64 {
+        let t = ep.fifo.tail().load(Ordering::Acquire);
+        ep.cached_tail.set(t);
+        t
+    }
+
+    #[inline(always)]
+    pub(super) fn has_room(&self, ep: &MmEp) -> bool {
+        fifo::can_send(ep.fifo.head().load(Ordering::Relaxed), ep.cached_tail.get(), self.fifo_size)
+    }
+
+    /// Claim the element at the head of the peer's FIFO. Returns the head
+    /// value claimed, or NO_RESOURCE when the FIFO is full.
+    #[inline(always)]
+    pub(super) fn claim(&self, iface: &Iface<Self>, ep: &Ep<Self>) -> Result<u64, ucs_status_t> {
+        let e = &ep.tl;
+        loop {
+            let head = e.fifo.head().load(Ordering::Relaxed);
+            if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
+                self.no_room(iface, ep, head)?;
+            }
+            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
+            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                return Ok(head);
+            }
+        }
+    }
+
+    #[cold]
+    fn no_room(&self, _iface: &Iface<Self>, ep: &Ep<Self>, head: u64) -> Result<(), ucs_status_t> {
+        let e = &ep.tl;
+        if e.blocked.get() || !e.pending.borrow().is_empty() {
+            return Err(UCS_ERR_NO_RESOURCE);
+        }
+        let tail = Self::refresh_tail(e);
+        if fifo::can_send(head, tail, self.fifo_size) {
+            return Ok(());
+        }
+        e.blocked.set(true);
+        self.schedule(ep);
+        Err(UCS_ERR_NO_RESOURCE)
+    }
+
+    /// Make the element visible to the receiver, and wake it if it asked.
+    #[inline(always)]
+    pub(super) fn publish(&self, ep: &MmEp, elem: fifo::Elem, head: u64, flags: u8, id: u8) {
+        elem.set_am_id(id);
+        elem.publish(flags | fifo::owner_bit(head, self.fifo_size));
+        if head & fifo::HEAD_EVENT_ARMED != 0 {
+            self.signal(ep);
+        }
+    }
+
+    #[cold]
+    fn signal(&self, ep: &MmEp) {
+        let b = 0u8;
+        loop {
+            // SAFETY: sending one byte to the address the peer published.
+            let r = unsafe {
+                libc::sendto(self.signal_fd, &b as *const u8 as *const c_void, 1, 0,
+                             &ep.signal_addr as *const libc::sockaddr_un as *const libc::sockaddr, ep.signal_len)
+            };
+            if r >= 0 {
+                return;
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) | Some(libc::ECONNREFUSED) => return,
+                _ => {
+                    crate::warn!("mm: failed to send wakeup signal: {}", std::io::Error::last_os_error());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Largest AM zcopy header: what is left of a descriptor for the
+    /// payload is reported as `am.max_zcopy`.
+    #[inline(always)]
+    pub(super) fn am_max_hdr(&self) -> usize {
+        AM_ZCOPY_MAX_HDR.min(self.seg_size / 2)
+    }
+
+    /// Send a message through one of the receiver's descriptors: `fill`
+    /// writes it at the given address (at most seg_size bytes) and returns
+    /// its length. Returns the length, or a negative status.
+    #[inline]
+    pub(super) fn send_desc(&self, iface: &Iface<Self>, ep: &Ep<Self>, id: u8, fill: impl FnOnce(*mut u8) -> usize) -> isize {
+        let e = &ep.tl;
+        loop {
+            let head = e.fifo.head().load(Ordering::Relaxed);
+            if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
+                if let Err(st) = self.no_room(iface, ep, head) {
+                    return st as isize;
+                }
+            }
+            // The element's descriptor was set by the receiver before it
+            // released the element; map it before claiming, so a failure
+            // leaves the FIFO untouched.
+            let elem = e.fifo.elem(head);
+            let d = elem.desc();
+            let (base, len) = match self.remote_seg(e, d.seg_id, d.seg_size as usize) {
+                Ok(x) => x,
+                Err(st) => return st as isize,
+            };
+            if (d.offset as usize).saturating_add(self.seg_size) > len {
+                crate::error!("mm: peer descriptor {:#x}+{} does not fit its segment of {} bytes", d.seg_id, d.offset, len);
+                return UCS_ERR_IO_ERROR as isize;
+            }
+            let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
+            if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                continue;
+            }
+            // SAFETY: offset + seg_size lies inside the mapping (checked).
+            let length = fill(unsafe { base.add(d.offset as usize) }).min(self.seg_size);
+            elem.set_length(length as u16);
+            self.publish(e, elem, head, 0, id);
+            return length as isize;
+        }
+    }
+
+    /// Run pending requests of endpoints whose peer FIFO has room again.
+    pub(super) fn dispatch_pending(&self, count: &mut u32) {
+        let rounds = self.pending_eps.borrow().len();
+        for _ in 0..rounds {
+            let Some(epp) = self.pending_eps.borrow_mut().pop_front() else { break };
+            // SAFETY: endpoints remove themselves from this list when destroyed.
+            let ep = unsafe { &*epp };
+            let e = &ep.tl;
+            Self::refresh_tail(e);
+            if !self.has_room(e) {
+                self.pending_eps.borrow_mut().push_back(epp);
+                continue;
+            }
+            e.blocked.set(false);
+            let req = e.pending.borrow_mut().pop_front();
+            let Some(req) = req else {
+                e.scheduled.set(false);
+                continue;
+            };
+            let status = req.dispatch();
+            match status {
+                UCS_OK => *count += 1,
+                UCS_INPROGRESS => {
+                    *count += 1;
+                    e.pending.borrow_mut().push_front(req);
+                }
+                _ => e.pending.borrow_mut().push_front(req),
+            }
+            if e.pending.borrow().is_empty() {
+                e.scheduled.set(false);
+            } else {
+                self.pending_eps.borrow_mut().push_back(epp);
+            }
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(super) extern "C" fn am_id_error(id: u8) -> ucs_status_t {
+    crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
+}
+
+/// What `length_error` reports, by index.
+const LENGTH_WHAT: [&str; 6] = ["am_short", "am_short_iov", "am_zcopy header", "am_zcopy", "put_zcopy iov count", "get_zcopy iov count"];
+
+#[cold]
+#[inline(never)]
+pub(super) extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
+    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
+    crate::error!("mm {}: length {} exceeds the maximum {}", what, len, max);
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
+}

@@ -1,0 +1,488 @@
+//! The mm interface (posix and sysv): a single-receiver FIFO in shared
+//! memory that any number of senders claim elements of, byte-compatible
+//! with UCX 1.13.1 (`src/uct/sm/mm/base/mm_iface.c` and `mm_ep.c`), so C and
+//! Rust processes talk to each other. This file holds the interface state
+//! and its `Transport` implementation; the send path is in `ep.rs`, the
+//! receive path in `recv.rs`, the descriptors in `desc.rs` and the opening
+//! of an interface in `open.rs`. Remote memory access (put/get/atomics) goes
+//! through mapped rkeys.
+
+use super::desc::{DescPool, ReleaseDesc};
+use super::ep::{am_id_error, length_error, MmEp};
+use super::fifo::{self, Fifo};
+use super::mapper::{Mapper, Segment};
+use super::md::MmMd;
+use crate::abi::*;
+use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
+use crate::core::ops::*;
+use crate::transports::sm;
+use crate::ucs;
+use libc::{c_int, c_void};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::marker::PhantomData;
+use std::sync::atomic::{fence, Ordering};
+
+/// Latency and overhead UCX 1.13.1 reports for mm (seconds).
+const LATENCY: f64 = 80e-9;
+const OVERHEAD: f64 = 10e-9;
+
+/// An mm interface over mapper `M`: its own receive FIFO, the descriptors
+/// attached to the FIFO's elements, and the endpoints waiting for room.
+pub struct MmIface<M: Mapper> {
+    pub(super) md: *const MmMd<M>,
+    pub(super) fifo_seg: Segment,
+    pub(super) fifo: Fifo,
+    pub(super) fifo_size: u64,
+    pub(super) fifo_shift: u32,
+    pub(super) elem_size: usize,
+    pub(super) max_short: usize,
+    pub(super) seg_size: usize,
+    pub(super) release_mask: u64,
+    pub(super) fifo_max_poll: u32,
+    pub(super) read_index: Cell<u64>,
+    pub(super) poll_count: Cell<u32>,
+    pub(super) prev_wnd_cons: Cell<bool>,
+    /// Receiver-private record of the descriptor attached to each element
+    /// (never trust pointers read back from shared memory).
+    pub(super) elem_slot: Vec<Cell<*mut u8>>,
+    pub(super) spare: Cell<Option<*mut u8>>,
+    pub(super) pool: Box<DescPool<M>>,
+    pub(super) release: Box<ReleaseDesc<M>>,
+    pub(super) signal_fd: c_int,
+    /// Endpoints with pending requests or a full FIFO, in arrival order.
+    pub(super) pending_eps: RefCell<VecDeque<*const Ep<Self>>>,
+    pub(super) bandwidth: f64,
+    pub(super) extra_flags: u64,
+    pub(super) _m: PhantomData<M>,
+}
+
+impl<M: Mapper> MmIface<M> {
+    pub(super) fn md(&self) -> &MmMd<M> {
+        // SAFETY: the md outlives the interfaces opened on it.
+        unsafe { &*self.md }
+    }
+
+    fn fifo_bytes(&self) -> usize {
+        fifo::segment_bytes(self.fifo_size as usize, self.elem_size)
+    }
+}
+
+impl<M: Mapper> Drop for MmIface<M> {
+    fn drop(&mut self) {
+        for c in &self.elem_slot {
+            self.pool.put(c.get());
+        }
+        if let Some(s) = self.spare.take() {
+            self.pool.put(s);
+        }
+        // SAFETY: closing our own socket.
+        unsafe { libc::close(self.signal_fd) };
+        let _ = self.md().mapper.free(&self.fifo_seg);
+    }
+}
+
+impl<M: Mapper> Transport for MmIface<M> {
+    type Ep = MmEp;
+    const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
+        | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
+        | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
+        | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
+        | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
+        | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM)
+        | op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_ZCOPY);
+
+    fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
+        let s = &iface.tl;
+        attr.cap.put.max_short = u32::MAX as usize;
+        attr.cap.put.max_bcopy = usize::MAX;
+        attr.cap.put.max_zcopy = usize::MAX;
+        attr.cap.put.opt_zcopy_align = fifo::CACHE_LINE;
+        attr.cap.put.align_mtu = fifo::CACHE_LINE;
+        attr.cap.put.max_iov = sm::MAX_IOV;
+        attr.cap.get.max_bcopy = usize::MAX;
+        attr.cap.get.max_zcopy = usize::MAX;
+        attr.cap.get.opt_zcopy_align = fifo::CACHE_LINE;
+        attr.cap.get.align_mtu = fifo::CACHE_LINE;
+        attr.cap.get.max_iov = sm::MAX_IOV;
+        attr.cap.am.max_short = s.max_short;
+        attr.cap.am.max_bcopy = s.seg_size;
+        attr.cap.am.max_hdr = s.am_max_hdr();
+        attr.cap.am.max_zcopy = s.seg_size - s.am_max_hdr();
+        attr.cap.am.opt_zcopy_align = fifo::CACHE_LINE;
+        attr.cap.am.align_mtu = fifo::CACHE_LINE;
+        attr.cap.am.max_iov = usize::MAX;
+        attr.iface_addr_len = 8 + s.md().mapper.iface_addr_extra_len();
+        attr.device_addr_len = sm::device_addr::len();
+        attr.ep_addr_len = 0;
+        attr.max_conn_priv = 0;
+        attr.cap.flags = UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_ATOMIC_CPU
+            | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY
+            | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_CONNECT_TO_IFACE
+            | UCT_IFACE_FLAG_EP_CHECK | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY
+            | UCT_IFACE_FLAG_AM_ZCOPY | s.extra_flags;
+        attr.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
+        attr.cap.atomic32.op_flags = sm::ATOMIC_POST_FLAGS;
+        attr.cap.atomic64.op_flags = sm::ATOMIC_POST_FLAGS;
+        attr.cap.atomic32.fop_flags = sm::ATOMIC_FETCH_FLAGS;
+        attr.cap.atomic64.fop_flags = sm::ATOMIC_FETCH_FLAGS;
+        attr.latency.c = LATENCY;
+        attr.latency.m = 0.0;
+        attr.bandwidth.dedicated = s.bandwidth;
+        attr.bandwidth.shared = 0.0;
+        attr.overhead = OVERHEAD;
+        attr.priority = 0;
+    }
+
+    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+        let m = perf.field_mask;
+        if m & UCT_PERF_ATTR_FIELD_BANDWIDTH != 0 {
+            perf.bandwidth.shared = 0.0;
+            perf.bandwidth.dedicated = iface.tl.bandwidth;
+        }
+        if m & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD != 0 {
+            perf.send_pre_overhead = OVERHEAD;
+        }
+        if m & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD != 0 {
+            perf.recv_overhead = OVERHEAD;
+        }
+        if m & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD != 0 {
+            perf.send_post_overhead = 0.0;
+        }
+        if m & UCT_PERF_ATTR_FIELD_LATENCY != 0 {
+            perf.latency.c = LATENCY;
+            perf.latency.m = 0.0;
+        }
+        if m & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS != 0 {
+            perf.max_inflight_eps = usize::MAX;
+        }
+        UCS_OK
+    }
+
+    fn get_device_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
+        out.write(&sm::device_addr::pack())
+    }
+
+    fn get_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
+        let mut v = iface.tl.fifo_seg.seg_id.to_ne_bytes().to_vec();
+        v.extend_from_slice(&iface.tl.md().mapper.iface_addr_extra());
+        out.write(&v)
+    }
+
+    fn is_reachable(iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
+        if dev.is_null() || addr.is_null() {
+            return false;
+        }
+        let dev_len = sm::device_addr::len();
+        let same_host = sm::device_addr::reachable(|i| {
+            // SAFETY: a device address of this transport has `dev_len`
+            // bytes (the peer reports the same length when its namespace
+            // matches ours; a shorter one fails the first word's flag test).
+            if (i + 1) * 8 > dev_len { None } else { unsafe { read_addr::<8>((dev as *const u8).add(i * 8) as *const c_void) }.map(u64::from_ne_bytes) }
+        });
+        if !same_host {
+            return false;
+        }
+        let extra_len = iface.tl.md().mapper.iface_addr_extra_len();
+        // SAFETY: an iface address is 8 bytes of FIFO id plus the mapper's
+        // extra bytes, as reported in iface_addr_len.
+        unsafe {
+            let seg_id = u64::from_ne_bytes(read_addr::<8>(addr as *const c_void).unwrap_or_default());
+            let extra = std::slice::from_raw_parts((addr as *const u8).add(8), extra_len);
+            iface.tl.md().mapper.is_reachable(seg_id, extra)
+        }
+    }
+
+    fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<MmEp, ucs_status_t> {
+        let s = &iface.tl;
+        if params.iface_addr.is_null() || params.dev_addr.is_null() {
+            crate::error!("mm: creating an endpoint needs UCT_EP_PARAM_FIELD_DEV_ADDR and _IFACE_ADDR");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        let extra_len = s.md().mapper.iface_addr_extra_len();
+        // SAFETY: as in is_reachable.
+        let (seg_id, extra) = unsafe {
+            let seg_id = u64::from_ne_bytes(read_addr::<8>(params.iface_addr as *const c_void).unwrap_or_default());
+            (seg_id, std::slice::from_raw_parts((params.iface_addr as *const u8).add(8), extra_len).to_vec())
+        };
+        let seg = s.md().mapper.attach(seg_id, s.fifo_bytes(), &extra).inspect_err(|st| {
+            crate::error!("mm ep failed to connect to remote FIFO id {:#x}: {}", seg_id, crate::core::log::status_str(*st))
+        })?;
+        // SAFETY: the peer's FIFO has the same geometry (same configuration
+        // on both sides, as UCX requires) and stays mapped until detach.
+        let rfifo = unsafe { Fifo::new(seg.address as *mut u8, s.fifo_size as usize, s.elem_size) };
+        let pid = rfifo.pid();
+        crate::debug!("mm ep: remote FIFO {:#x} mapped at {:p} len {}: head {} tail {} pid {}", seg_id, seg.address,
+                      seg.length, rfifo.head().load(Ordering::Relaxed), rfifo.tail().load(Ordering::Relaxed), pid);
+        // SAFETY: libucs reads /proc/<pid>/stat.
+        let start = unsafe { ucs::ucs_sys_get_proc_create_time(pid) } as u64;
+        if start == 0 {
+            crate::diag!("mm: failed to get start time for pid {}", pid);
+            s.md().mapper.detach(&seg);
+            return Err(UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+        let (signal_addr, signal_len) = rfifo.signal_addr();
+        let tail = rfifo.tail().load(Ordering::Acquire);
+        crate::debug!("created mm ep, connected to remote FIFO id {:#x} (pid {})", seg_id, pid);
+        Ok(MmEp {
+            fifo_seg: seg,
+            fifo: rfifo,
+            cached_tail: Cell::new(tail),
+            blocked: Cell::new(false),
+            scheduled: Cell::new(false),
+            pending: RefCell::new(VecDeque::new()),
+            segs: RefCell::new(HashMap::new()),
+            last_seg: Cell::new((0, std::ptr::null_mut(), 0)),
+            peer_extra: extra,
+            signal_addr,
+            signal_len,
+            peer_pid: pid,
+            peer_start: start,
+        })
+    }
+
+    fn ep_destroy(iface: &Iface<Self>, ep: &mut Ep<Self>) {
+        let me = ep as *const Ep<Self>;
+        iface.tl.pending_eps.borrow_mut().retain(|&p| p != me);
+        let n = ep.tl.pending.borrow().len();
+        if n > 0 {
+            crate::warn!("mm ep {:p}: canceling {} pending request(s)", me, n);
+        }
+        let md = iface.tl.md();
+        for (_, rs) in ep.tl.segs.borrow_mut().drain() {
+            md.mapper.detach(&rs);
+        }
+        md.mapper.detach(&ep.tl.fifo_seg);
+    }
+
+    fn close(iface: &mut Iface<Self>) {
+        iface.tl.pending_eps.borrow_mut().clear();
+    }
+
+    #[inline(always)]
+    fn progress(iface: &Iface<Self>) -> u32 {
+        let s = &iface.tl;
+        let mut count = 0u32;
+        let window = s.poll_count.get();
+        while count < window && s.poll_one(iface) {
+            count += 1;
+        }
+        s.window_adjust(count);
+        if !s.pending_eps.borrow().is_empty() {
+            s.dispatch_pending(&mut count);
+        }
+        count
+    }
+
+    fn iface_flush(_iface: &Iface<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+        if !comp.is_null() {
+            return UCS_ERR_UNSUPPORTED;
+        }
+        fence(Ordering::Release);
+        UCS_OK
+    }
+
+    fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> {
+        Ok(iface.tl.signal_fd)
+    }
+
+    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+        let s = &iface.tl;
+        if events & UCT_EVENT_SEND_COMP != 0 && !s.pending_eps.borrow().is_empty() {
+            return UCS_ERR_BUSY;
+        }
+        if events & UCT_EVENT_RECV == 0 {
+            return UCS_OK;
+        }
+        let head = s.fifo.head().load(Ordering::Acquire);
+        if head & !fifo::HEAD_EVENT_ARMED > s.read_index.get() {
+            return UCS_ERR_BUSY;
+        }
+        if head & fifo::HEAD_EVENT_ARMED == 0
+            && s.fifo.head().compare_exchange(head, head | fifo::HEAD_EVENT_ARMED, Ordering::AcqRel,
+                                             Ordering::Relaxed).is_err()
+        {
+            return UCS_ERR_BUSY;
+        }
+        let mut buf = [0u8; 32];
+        // SAFETY: draining our own non-blocking socket into a local buffer.
+        let r = unsafe { libc::recv(s.signal_fd, buf.as_mut_ptr() as *mut c_void, buf.len(), 0) };
+        if r > 0 {
+            return UCS_ERR_BUSY;
+        }
+        if r == 0 {
+            return UCS_ERR_CONNECTION_RESET;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => UCS_OK,
+            Some(libc::EINTR) => UCS_ERR_BUSY,
+            _ => {
+                crate::error!("mm: failed to read the signal socket: {}", std::io::Error::last_os_error());
+                UCS_ERR_IO_ERROR
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+        let s = &iface.tl;
+        if id as usize >= UCT_AM_ID_MAX {
+            return am_id_error(id);
+        }
+        let total = payload.len() + 8;
+        if total > s.max_short {
+            return length_error(0, total, s.max_short);
+        }
+        let head = match s.claim(iface, ep) {
+            Ok(h) => h,
+            Err(st) => return st,
+        };
+        let elem = ep.tl.fifo.elem(head);
+        let dst = elem.data();
+        // SAFETY: the claimed element is ours to fill; total <= max_short,
+        // the element's data capacity.
+        unsafe {
+            std::ptr::write_unaligned(dst as *mut u64, header);
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), dst.add(8), payload.len());
+        }
+        elem.set_length(total as u16);
+        s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
+        UCS_OK
+    }
+
+    fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+        let s = &iface.tl;
+        if id as usize >= UCT_AM_ID_MAX {
+            return am_id_error(id);
+        }
+        let total = iov_total(iov);
+        if total > s.max_short {
+            return length_error(1, total, s.max_short);
+        }
+        let head = match s.claim(iface, ep) {
+            Ok(h) => h,
+            Err(st) => return st,
+        };
+        let elem = ep.tl.fifo.elem(head);
+        // SAFETY: the claimed element's data area holds max_short bytes, and
+        // no one else touches it until it is published.
+        let dst = unsafe { std::slice::from_raw_parts_mut(elem.data(), s.max_short) };
+        let n = iov_gather(iov, &mut dst[..total]);
+        elem.set_length(n as u16);
+        s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
+        UCS_OK
+    }
+
+    fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
+        if id as usize >= UCT_AM_ID_MAX {
+            return am_id_error(id) as isize;
+        }
+        if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
+            Self::ep_check(iface, ep, 0, std::ptr::null_mut());
+        }
+        // SAFETY: the closure's pack callback writes into the peer's
+        // descriptor, which holds seg_size bytes, the bcopy limit the
+        // callback is bound to.
+        iface.tl.send_desc(iface, ep, id, |dst| unsafe { pack.pack_raw(dst) })
+    }
+
+    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
+                _comp: *mut uct_completion_t) -> ucs_status_t {
+        let s = &iface.tl;
+        if id as usize >= UCT_AM_ID_MAX {
+            return am_id_error(id);
+        }
+        if header.len() > s.am_max_hdr() {
+            return length_error(2, header.len(), s.am_max_hdr());
+        }
+        let payload = iov_total(iov);
+        if header.len() + payload > s.seg_size {
+            return length_error(3, header.len() + payload, s.seg_size);
+        }
+        if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
+            Self::ep_check(iface, ep, 0, std::ptr::null_mut());
+        }
+        // The message is copied into the receiver's descriptor now, so the
+        // operation is complete when the call returns.
+        let r = s.send_desc(iface, ep, id, |dst| {
+            // SAFETY: the descriptor holds seg_size bytes, checked above to
+            // fit header and payload.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst, header.len() + payload) };
+            out[..header.len()].copy_from_slice(header);
+            header.len() + iov_gather(iov, &mut out[header.len()..])
+        });
+        if r < 0 { r as ucs_status_t } else { UCS_OK }
+    }
+
+    fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 _comp: *mut uct_completion_t) -> ucs_status_t {
+        if iov.len() > sm::MAX_IOV {
+            return length_error(4, iov.len(), sm::MAX_IOV);
+        }
+        sm::put_zcopy(iov, remote)
+    }
+
+    fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                 _comp: *mut uct_completion_t) -> ucs_status_t {
+        if iov.len() > sm::MAX_IOV {
+            return length_error(5, iov.len(), sm::MAX_IOV);
+        }
+        sm::get_zcopy(iov, remote)
+    }
+
+    crate::mapped_rma_ops!();
+
+    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
+        let s = &iface.tl;
+        if !ep.tl.blocked.get() && ep.tl.pending.borrow().is_empty() && s.has_room(&ep.tl) {
+            return UCS_ERR_BUSY;
+        }
+        ep.tl.pending.borrow_mut().push_back(req);
+        s.schedule(ep);
+        UCS_OK
+    }
+
+    fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
+        let reqs: Vec<_> = ep.tl.pending.borrow_mut().drain(..).collect();
+        for req in reqs {
+            if !cb.call(req) {
+                crate::warn!("mm ep: canceling user pending request {:p}", req.0);
+            }
+        }
+    }
+
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        let s = &iface.tl;
+        let e = &ep.tl;
+        if !s.has_room(e) {
+            if !e.pending.borrow().is_empty() {
+                return UCS_ERR_NO_RESOURCE;
+            }
+            Self::refresh_tail(e);
+            if !s.has_room(e) {
+                return UCS_ERR_NO_RESOURCE;
+            }
+        }
+        fence(Ordering::Release);
+        UCS_OK
+    }
+
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+        if flags != 0 {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: libucs reads /proc/<pid>/stat.
+        let now = unsafe { ucs::ucs_sys_get_proc_create_time(ep.tl.peer_pid) } as u64;
+        if now != ep.tl.peer_start {
+            crate::diag!("mm: peer pid {} is gone (start time {} != {})", ep.tl.peer_pid, now, ep.tl.peer_start);
+            iface.hdr.schedule_ep_err(ep as *const Ep<Self> as uct_ep_h);
+        }
+        UCS_OK
+    }
+}
+
+/// The internal hooks of the mm transport with mapper `M`.
+pub struct MmInternal<M>(PhantomData<M>);
+impl<M: Mapper> MmInternal<M> {
+    pub const OPS: InternalOps = Internal::<MmIface<M>>::OPS;
+}

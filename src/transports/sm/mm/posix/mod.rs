@@ -1,0 +1,357 @@
+//! The `posix` mapper: every segment is a file in a tmpfs directory
+//! (`UCX_POSIX_DIR`, `/dev/shm` by default, created with `shm_open` there).
+//!
+//! Peers find a segment through its 64-bit `seg_id`, laid out as in UCX
+//! 1.13.1's `src/uct/sm/mm/posix/mm_posix.c`:
+//! - bits 60..63 are flags: PROCFS (63), SHM_OPEN (62), HUGETLB (61), PID_NS (60);
+//! - the rest identifies the file. With `UCX_POSIX_USE_PROC_LINK=y` (the
+//!   default) the file is unlinked as soon as it is sized, the creator keeps
+//!   its descriptor open, and the id is `pid | fd << 30`: peers open
+//!   `/proc/<pid>/fd/<fd>`. Without proc links the id is the random number in
+//!   the file name `ucx_shm_posix_<hex>`, and the name lives until `free`.
+//!
+//! The packed rkey is `{seg_id u64, owner address u64, length u64}` (packed,
+//! native byte order), followed by the directory and its NUL when the file is
+//! reached by path in a directory other than `/dev/shm`.
+//!
+//! This file holds the md configuration and the [`Posix`] mapper (with its
+//! rkey packing); the segment ids and backing files are in `file.rs`.
+
+mod file;
+
+use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
+use super::util::{align_up, errno, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use file::{attach_segment, c_prefix, file_path, map_file, open_file, procfs_id, procfs_split, random_mmid, reserve,
+           shm_name, shown, unmap, FLAG_HUGETLB, FLAG_PID_NS, FLAG_PROCFS, FLAG_SHM_OPEN, MMID_MASK,
+           PACKED_RKEY_SIZE, PROCFS_FIELD_MASK, SHM_OPEN_DIR};
+use crate::abi::*;
+use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
+use crate::ucs;
+use libc::{c_char, c_int, c_void};
+use once_cell::sync::Lazy;
+use std::ffi::{CStr, CString};
+use std::mem::offset_of;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+
+// ---------------------------------------------------------------------------
+// Configuration: `UCX_POSIX_HUGETLB_MODE`, `UCX_POSIX_DIR`, `UCX_POSIX_USE_PROC_LINK`.
+
+/// The parsed `posix` memory-domain options (our own layout).
+#[repr(C)]
+pub struct PosixMdConfig {
+    pub base: BaseMdConfig,
+    /// `ucs_ternary_auto_value_t`: `UCS_NO`, `UCS_YES` or `UCS_TRY`.
+    pub hugetlb_mode: c_int,
+    pub dir: *mut c_char,
+    pub use_proc_link: c_int,
+}
+
+
+/// The `MM_` sub-table: the common md settings and the huge-page mode. It is
+/// embedded at offset 0, so its offsets are those of `PosixMdConfig`.
+static MM_MD_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed(&config::BASE_MD_TABLE, offset_of!(PosixMdConfig, base)),
+        field(c"HUGETLB_MODE", c"try", HUGETLB_MODE_DOC, offset_of!(PosixMdConfig, hugetlb_mode),
+              parser::ternary()),
+    ])
+});
+
+/// The table of the `posix` component's md config (prefix `POSIX_`).
+pub static POSIX_MD_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        embed_prefixed(c"MM_", &MM_MD_TABLE, 0),
+        field(c"DIR", c"/dev/shm",
+              c"Directory holding the backing files of the segments. With /dev/shm the files\n\
+                are made with shm_open(), elsewhere with open().",
+              offset_of!(PosixMdConfig, dir), parser::string()),
+        field(c"USE_PROC_LINK", c"y",
+              c"How peers open a segment's backing file:\n \
+                y   - through the creator's /proc/<pid>/fd/<fd> link; the file is unlinked at once.\n \
+                n   - through its path, which exists until the segment is freed.\n",
+              offset_of!(PosixMdConfig, use_proc_link), parser::boolean()),
+    ])
+});
+
+// ---------------------------------------------------------------------------
+// The mapper.
+
+pub struct Posix {
+    /// `UCX_POSIX_DIR`, exact bytes.
+    dir: CString,
+    use_shm_open: bool,
+    use_proc_link: bool,
+    hugetlb_mode: HugetlbMode,
+    pid_ns_default: bool,
+    pid_ns: u64,
+}
+
+impl Posix {
+    pub fn from_config(cfg: &PosixMdConfig) -> Result<Posix, ucs_status_t> {
+        if cfg.dir.is_null() {
+            crate::error!("posix md configuration without a directory");
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        // SAFETY: libucs's string parser stores a NUL-terminated heap string
+        // that lives as long as the config.
+        let dir = unsafe { CStr::from_ptr(cfg.dir) }.to_owned();
+        let hugetlb_mode = HugetlbMode::from_config(cfg.hugetlb_mode)?;
+        // SAFETY: libucs namespace queries take a plain enum value.
+        let (pid_ns, pid_ns_default) = unsafe {
+            (ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_PID), ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_PID) != 0)
+        };
+        Ok(Posix {
+            use_shm_open: dir.as_bytes() == SHM_OPEN_DIR,
+            dir,
+            use_proc_link: cfg.use_proc_link != 0,
+            hugetlb_mode,
+            pid_ns_default,
+            pid_ns,
+        })
+    }
+
+    /// The name a freshly created file is known by (before a proc-link switch).
+    fn path_of(&self, mmid: u64) -> Option<CString> {
+        if self.use_shm_open { Some(shm_name(mmid)) } else { file_path(self.dir.as_bytes(), mmid) }
+    }
+
+    /// Create a new, empty segment file under a random name.
+    fn create_file(&self) -> Result<(OwnedFd, u64), ucs_status_t> {
+        let flag = if self.use_shm_open { FLAG_SHM_OPEN } else { 0 };
+        // Collisions are rare; the bound only guards against a directory
+        // that answers EEXIST for everything.
+        for _ in 0..1_000_000 {
+            let mmid = random_mmid();
+            let Some(path) = self.path_of(mmid) else {
+                crate::error!("invalid shared memory directory {}", shown(&self.dir));
+                return Err(UCS_ERR_INVALID_PARAM);
+            };
+            if let Some(fd) = open_file(&path, self.use_shm_open, true)? {
+                return Ok((fd, mmid | flag));
+            }
+        }
+        crate::error!("no free shared memory file name in {}", shown(&self.dir));
+        Err(UCS_ERR_SHMEM_SEGMENT)
+    }
+
+    /// Remove the file name of a segment reached by name.
+    fn unlink(&self, seg_id: u64) -> ucs_status_t {
+        let mmid = seg_id & MMID_MASK;
+        let shm = seg_id & FLAG_SHM_OPEN != 0;
+        let path = if shm { Some(shm_name(mmid)) } else { file_path(self.dir.as_bytes(), mmid) };
+        let Some(path) = path else { return UCS_ERR_SHMEM_SEGMENT };
+        // SAFETY: `path` is NUL-terminated and outlives the call.
+        let ret = unsafe { if shm { libc::shm_unlink(path.as_ptr()) } else { libc::unlink(path.as_ptr()) } };
+        if ret != 0 {
+            crate::error!("{}({}) failed: {}", if shm { "shm_unlink" } else { "unlink" }, shown(&path),
+                          os_error_text(errno()));
+            return UCS_ERR_SHMEM_SEGMENT;
+        }
+        UCS_OK
+    }
+
+    /// Map the new file, with huge pages as `UCX_POSIX_HUGETLB_MODE` asks.
+    /// Returns (address, mapped length, whether huge pages are used).
+    fn map_new(&self, fd: RawFd, length: usize, at: *mut c_void, fixed: bool)
+               -> Result<(*mut c_void, usize, bool), ucs_status_t> {
+        if self.hugetlb_mode != HugetlbMode::No {
+            let only_huge = self.hugetlb_mode == HugetlbMode::Yes;
+            match map_file(fd, length, at, fixed, true, !only_huge) {
+                Ok((addr, len)) => return Ok((addr, len, true)),
+                Err(status) if only_huge => {
+                    crate::error!("huge-page shared memory of {length} bytes is not available \
+                                   (UCX_POSIX_HUGETLB_MODE=y)");
+                    return Err(status);
+                }
+                Err(_) => {}
+            }
+        }
+        map_file(fd, length, at, fixed, false, false).map(|(addr, len)| (addr, len, false))
+    }
+}
+
+impl Mapper for Posix {
+    fn max_alloc(&self) -> u64 {
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+        // SAFETY: `dir` is NUL-terminated; `st` is a writable statvfs buffer.
+        if unsafe { libc::statvfs(self.dir.as_ptr(), st.as_mut_ptr()) } != 0 {
+            crate::error!("could not stat shared memory directory {}: {}", shown(&self.dir), os_error_text(errno()));
+            return 0;
+        }
+        // SAFETY: statvfs succeeded and filled the buffer (it was zeroed anyway).
+        let st = unsafe { st.assume_init() };
+        st.f_bsize.saturating_mul(st.f_bavail)
+    }
+
+    fn rkey_packed_size(&self) -> usize {
+        PACKED_RKEY_SIZE + self.iface_addr_extra_len()
+    }
+
+    fn alloc(&self, length: usize, address: *mut c_void, fixed: bool, name: &str) -> Result<Segment, ucs_status_t> {
+        if length == 0 {
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        let file_len = align_up(length, page_size()).ok_or(UCS_ERR_NO_MEMORY)?;
+        let (fd, named_id) = self.create_file()?;
+
+        let undo_name = |status: ucs_status_t| {
+            self.unlink(named_id);
+            status
+        };
+        reserve(&fd, file_len).map_err(undo_name)?;
+
+        let mut seg_id = named_id;
+        if self.use_proc_link {
+            let status = self.unlink(named_id);
+            if status != UCS_OK {
+                return Err(status);
+            }
+            let pid = std::process::id() as u64;
+            let raw = fd.as_raw_fd() as u64;
+            if pid > PROCFS_FIELD_MASK || raw > PROCFS_FIELD_MASK {
+                crate::error!("pid {pid} or fd {raw} too large for a posix segment id");
+                return Err(UCS_ERR_SHMEM_SEGMENT);
+            }
+            seg_id = procfs_id(pid, raw) | (named_id & FLAG_SHM_OPEN) | FLAG_PROCFS
+                | if self.pid_ns_default { 0 } else { FLAG_PID_NS };
+        }
+
+        let (addr, mapped, huge) = match self.map_new(fd.as_raw_fd(), length, address, fixed) {
+            Ok(m) => m,
+            Err(status) if self.use_proc_link => return Err(status),
+            Err(status) => return Err(undo_name(status)),
+        };
+        if huge {
+            seg_id |= FLAG_HUGETLB;
+        }
+        if self.use_proc_link {
+            // The open descriptor is the segment's name from now on: `free`
+            // closes it (its number is inside `seg_id`).
+            let _ = fd.into_raw_fd();
+        }
+        crate::debug!("allocated posix shared memory {name} at {addr:p} length {mapped} id 0x{seg_id:x}");
+        Ok(Segment { seg_id, address: addr, length: mapped })
+    }
+
+    fn free(&self, seg: &Segment) -> ucs_status_t {
+        let status = unmap(seg.address, seg.length);
+        if status != UCS_OK {
+            return status;
+        }
+        if seg.seg_id & FLAG_PROCFS != 0 {
+            let (_, fd) = procfs_split(seg.seg_id);
+            // SAFETY: `alloc` left this descriptor open for the segment and
+            // nothing else owns it; the segment is going away.
+            drop(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            UCS_OK
+        } else {
+            self.unlink(seg.seg_id)
+        }
+    }
+
+    fn iface_addr_extra(&self) -> Vec<u8> {
+        if self.use_proc_link {
+            if self.pid_ns_default { Vec::new() } else { self.pid_ns.to_ne_bytes().to_vec() }
+        } else if self.use_shm_open {
+            Vec::new()
+        } else {
+            self.dir.as_bytes_with_nul().to_vec()
+        }
+    }
+
+    fn iface_addr_extra_len(&self) -> usize {
+        if self.use_proc_link {
+            if self.pid_ns_default { 0 } else { std::mem::size_of::<u64>() }
+        } else if self.use_shm_open {
+            0
+        } else {
+            self.dir.as_bytes_with_nul().len()
+        }
+    }
+
+    fn is_reachable(&self, seg_id: u64, extra: &[u8]) -> bool {
+        if seg_id & FLAG_PID_NS != 0 {
+            return match extra.get(..8) {
+                Some(ns) => u64::from_ne_bytes(ns.try_into().expect("8 bytes")) == self.pid_ns,
+                None => false,
+            };
+        }
+        self.pid_ns_default
+    }
+
+    fn attach(&self, seg_id: u64, length: usize, extra: &[u8]) -> Result<RemoteSeg, ucs_status_t> {
+        attach_segment(seg_id, length, c_prefix(extra))
+    }
+
+    fn detach(&self, seg: &RemoteSeg) {
+        unmap(seg.address, seg.length);
+    }
+
+    // The trait's contract: `buf` holds `rkey_packed_size()` writable bytes.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn mkey_pack(&self, seg: &Segment, buf: *mut u8) {
+        let mut packed = Vec::with_capacity(self.rkey_packed_size());
+        packed.extend_from_slice(&seg.seg_id.to_ne_bytes());
+        packed.extend_from_slice(&(seg.address as u64).to_ne_bytes());
+        packed.extend_from_slice(&(seg.length as u64).to_ne_bytes());
+        if seg.seg_id & (FLAG_SHM_OPEN | FLAG_PROCFS) == 0 {
+            packed.extend_from_slice(self.dir.as_bytes_with_nul());
+        }
+        // SAFETY: the caller provides `rkey_packed_size()` bytes at `buf`,
+        // which is at least what was packed (the directory is only added when
+        // it is part of that size).
+        unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), buf, packed.len()) };
+    }
+}
+
+/// The longest directory accepted from a packed rkey (PATH_MAX).
+const MAX_RKEY_DIR: usize = libc::PATH_MAX as usize;
+
+impl RkeyOps for Posix {
+    unsafe fn unpack(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> {
+        if buf.is_null() {
+            return Err(UCS_ERR_INVALID_PARAM);
+        }
+        // SAFETY: the caller guarantees a packed posix rkey at `buf`, which
+        // starts with three unaligned 64-bit words.
+        let (seg_id, owner, length) = unsafe {
+            let word = |i: usize| (buf.add(8 * i) as *const u64).read_unaligned();
+            (word(0), word(1), word(2))
+        };
+        let length = usize::try_from(length).map_err(|_| UCS_ERR_INVALID_PARAM)?;
+        let dir = if seg_id & (FLAG_SHM_OPEN | FLAG_PROCFS) == 0 {
+            // SAFETY: such an rkey continues with a NUL-terminated directory
+            // right after the three words.
+            let tail = unsafe { buf.add(PACKED_RKEY_SIZE) };
+            // Read byte by byte and stop at the NUL or at PATH_MAX.
+            let n = (0..MAX_RKEY_DIR).find(|&i| {
+                // SAFETY: bytes up to the directory's NUL belong to the rkey,
+                // and the search stops there.
+                (unsafe { *tail.add(i) }) == 0
+            }).ok_or_else(|| {
+                crate::error!("posix rkey 0x{seg_id:x}: directory name too long");
+                UCS_ERR_INVALID_PARAM
+            })?;
+            // SAFETY: the `n` bytes before the NUL were just read.
+            Some(unsafe { std::slice::from_raw_parts(tail, n) })
+        } else {
+            None
+        };
+        let rseg = attach_segment(seg_id, length, dir)?;
+        let rkey = (rseg.address as u64).wrapping_sub(owner) as uct_rkey_t;
+        Ok((rkey, Box::into_raw(Box::new(rseg)) as *mut c_void))
+    }
+
+    fn release(_rkey: uct_rkey_t, handle: *mut c_void) -> ucs_status_t {
+        if handle.is_null() {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        // SAFETY: a non-NULL handle of this component is the box made by
+        // `unpack`, released once.
+        let rseg = unsafe { Box::from_raw(handle as *mut RemoteSeg) };
+        unmap(rseg.address, rseg.length)
+    }
+}
+
+#[cfg(test)]
+mod tests;
