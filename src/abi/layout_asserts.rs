@@ -20,7 +20,10 @@ macro_rules! field_size {
     ($t:ty, $($f:tt)+) => {{
         let u = ::core::mem::MaybeUninit::<$t>::uninit();
         let p = u.as_ptr();
-        pointee_size(unsafe { ::core::ptr::addr_of!((*p).$($f)+) })
+        // SAFETY: addr_of! only computes the member's address inside the
+        // live MaybeUninit; nothing is read or referenced.
+        let m = unsafe { ::core::ptr::addr_of!((*p).$($f)+) };
+        pointee_size(m)
     }};
 }
 

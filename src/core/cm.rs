@@ -1,6 +1,6 @@
 //! Connection managers: the objects behind `uct_cm_h` and `uct_listener_h`.
 //!
-//! A component with `UCT_COMPONENT_FLAG_CM` provides `cm_open`, which
+//! A component with `UCT_COMPONENT_FLAG_CM` has a `CmDesc`, whose opener
 //! returns a [`CmImpl`]. Endpoints of a CM are ordinary UCT endpoints whose
 //! interface is a vtable owned by the CM (built with the generic
 //! `Iface<T>` machinery), so `uct_ep_connect`, `uct_ep_disconnect`,
@@ -11,7 +11,7 @@
 use crate::abi::*;
 use crate::core::component::Component;
 use crate::core::worker::WorkerObj;
-use libc::c_void;
+
 
 const CM_MAGIC: u64 = 0x7563_742d_636d_2121;
 const LISTENER_MAGIC: u64 = 0x7563_742d_6c73_6e21;
@@ -125,7 +125,3 @@ pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
     };
     cm.imp.ep_create(params)
 }
-
-/// Opens a connection manager on a worker, with the component's parsed CM
-/// configuration.
-pub type CmOpenFn = fn(&'static Component, &WorkerObj, *const c_void) -> Result<Box<dyn CmImpl>, ucs_status_t>;

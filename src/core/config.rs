@@ -39,6 +39,49 @@ pub struct ConfigDesc {
     pub size: usize,
 }
 
+impl ConfigDesc {
+    /// The table of the `repr(C)` struct `C` (its field offsets are
+    /// `offset_of!(C, ..)`), parsed into a block of `size_of::<C>()` bytes.
+    pub const fn of<C>(name: &'static CStr, prefix: &'static CStr, table: &'static Lazy<Table>) -> ConfigDesc {
+        ConfigDesc { name, prefix, table, size: std::mem::size_of::<C>() }
+    }
+}
+
+/// An options block handed back by C, checked to be one this module made.
+#[derive(Clone, Copy)]
+pub struct Parsed {
+    opts: *const c_void,
+    table: *mut ucs_config_field_t,
+}
+
+impl Parsed {
+    /// The block behind a config pointer of the C API, if it is ours.
+    ///
+    /// # Safety
+    /// `config` must be null or a pointer handed out by a config reader
+    /// (anything else fails the header test, but is read to find out).
+    pub unsafe fn from_ptr(config: *const c_void) -> Option<Parsed> {
+        // SAFETY: see the function contract.
+        unsafe { header(config) }.map(|h| Parsed { opts: config, table: h.table })
+    }
+
+    /// Whether the block was parsed from `desc`'s table.
+    pub fn is_from(&self, desc: &ConfigDesc) -> bool {
+        self.table == Lazy::force(desc.table).as_ptr()
+    }
+
+    /// The block as the struct its table describes.
+    ///
+    /// # Safety
+    /// The block was parsed from the table of `C` (see [`ConfigDesc::of`]).
+    pub unsafe fn as_typed<'a, C>(&self) -> &'a C {
+        // SAFETY: see the function contract: libucs filled a zeroed block of
+        // size_of::<C>() bytes (at least 8-aligned) field by field; the
+        // block lives until uct_config_release, after the open it serves.
+        unsafe { &*(self.opts as *const C) }
+    }
+}
+
 /// `ucs_config_array_t`, for fields that are lists of values.
 pub struct ArrayDesc(pub ucs_config_array_t);
 // SAFETY: immutable after construction; points to 'static data only.

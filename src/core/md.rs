@@ -2,6 +2,7 @@
 //! implements.
 
 use crate::abi::*;
+use crate::core::ops::Completion;
 use crate::core::component::Component;
 use libc::{c_char, c_void};
 
@@ -15,7 +16,7 @@ pub trait MdImpl: std::any::Any + Send + Sync {
     fn mem_reg(&self, address: *mut c_void, length: usize, flags: u32) -> Result<uct_mem_h, ucs_status_t> {
         Err(UCS_ERR_UNSUPPORTED)
     }
-    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn mem_alloc(&self, length: &mut usize, address: &mut *mut c_void, mem_type: ucs_memory_type_t, flags: u32,

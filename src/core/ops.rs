@@ -226,55 +226,156 @@ pub unsafe fn cpu_atomic(target: *mut u8, op: AtomicOp, width: Width, value: u64
     }
 }
 
-/// A caller-provided buffer for an address of a length we reported.
-pub struct AddrOut(*mut u8);
+/// A caller-provided buffer for an address, as long as the length this
+/// interface reported for that kind of address in `uct_iface_attr_t`.
+pub struct AddrOut {
+    ptr: *mut u8,
+    len: usize,
+}
 
 impl AddrOut {
-    pub fn new(p: *mut u8) -> Option<AddrOut> {
-        (!p.is_null()).then_some(AddrOut(p))
+    /// # Safety
+    /// `p` is null or holds `len` writable bytes (the caller sized its
+    /// buffer from the `*_addr_len` we reported).
+    pub unsafe fn new(p: *mut u8, len: usize) -> Option<AddrOut> {
+        (!p.is_null()).then_some(AddrOut { ptr: p, len })
     }
-    /// Write the address bytes (the caller sized its buffer from the
-    /// `*_addr_len` we reported in `uct_iface_attr_t`).
+
+    /// Write the address bytes; an address longer than the reported length
+    /// is refused (a transport bug), never written past the buffer.
     pub fn write(self, bytes: &[u8]) -> ucs_status_t {
-        // SAFETY: see above: the buffer holds at least the reported length,
-        // and every transport writes exactly the length it reports.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.0, bytes.len()) };
+        if bytes.len() > self.len {
+            crate::error!("address of {} bytes does not fit the {} reported", bytes.len(), self.len);
+            return UCS_ERR_BUFFER_TOO_SMALL;
+        }
+        // SAFETY: the buffer holds `len` writable bytes (see `new`), and
+        // `bytes` is no longer.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr, bytes.len()) };
         UCS_OK
     }
 }
 
-/// Read `N` bytes of a peer address.
-///
-/// # Safety
-/// `p` must be null or hold `N` readable bytes (addresses are passed with
-/// the length the peer's iface reported, which is the same transport's).
-pub unsafe fn read_addr<const N: usize>(p: *const c_void) -> Option<[u8; N]> {
-    if p.is_null() {
-        None
-    } else {
-        let mut out = [0u8; N];
-        std::ptr::copy_nonoverlapping(p as *const u8, out.as_mut_ptr(), N);
-        Some(out)
+/// A peer's address (device, interface or endpoint address) as C passed it,
+/// bounded by the length this interface declared for that kind of address:
+/// reads never go past it. Transports whose addresses have one fixed length
+/// take it whole ([`bytes`](Self::bytes)); one whose addresses describe
+/// their own length (tcp: IPv4, IPv6, loopback) reads the part its format
+/// says is there ([`read`](Self::read), [`prefix`](Self::prefix)).
+#[derive(Clone, Copy)]
+pub struct PeerAddr<'a> {
+    ptr: *const u8,
+    len: usize,
+    _life: std::marker::PhantomData<&'a [u8]>,
+}
+
+impl<'a> PeerAddr<'a> {
+    /// # Safety
+    /// `p` is null or an address of this transport, valid for `'a`, of at
+    /// most `len` bytes, whose first bytes tell how long it is (for a
+    /// fixed-length address: exactly `len` bytes).
+    pub unsafe fn new(p: *const c_void, len: usize) -> Option<PeerAddr<'a>> {
+        (!p.is_null()).then_some(PeerAddr { ptr: p as *const u8, len, _life: std::marker::PhantomData })
+    }
+
+    /// The declared length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The first `n` bytes (None beyond the declared length).
+    pub fn prefix(&self, n: usize) -> Option<&'a [u8]> {
+        // SAFETY: within the declared length, which the address holds as
+        // far as its own format says (see `new`); callers ask only for what
+        // the format promises.
+        (n <= self.len).then(|| unsafe { std::slice::from_raw_parts(self.ptr, n) })
+    }
+
+    /// The first `N` bytes, copied.
+    pub fn read<const N: usize>(&self) -> Option<[u8; N]> {
+        self.read_at::<N>(0)
+    }
+
+    /// `N` bytes at `offset`, copied (None beyond the declared length).
+    pub fn read_at<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
+        let end = offset.checked_add(N)?;
+        self.prefix(end).map(|b| {
+            let mut out = [0u8; N];
+            out.copy_from_slice(&b[offset..]);
+            out
+        })
+    }
+
+    /// The whole address, for fixed-length addresses.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.prefix(self.len).unwrap_or(&[])
     }
 }
 
-/// Update a completion the way UCT's inline helpers do: the first error
-/// wins, and the callback runs when the count drops to zero.
-///
-/// # Safety
-/// `comp` must be null or a live completion owned by the caller.
-pub unsafe fn complete(comp: *mut uct_completion_t, status: ucs_status_t) {
-    if comp.is_null() {
-        return;
+/// The completion a caller passed with an operation that may finish later
+/// (the operation returned `UCS_INPROGRESS`), or none when it passed NULL.
+/// [`complete`](Self::complete) consumes it, so an operation is reported
+/// once.
+#[repr(transparent)]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Completion(*mut uct_completion_t);
+
+impl std::fmt::Pointer for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Pointer::fmt(&self.0, f)
     }
-    let c = &mut *comp;
-    if status != UCS_OK && c.status == UCS_OK {
-        c.status = status;
+}
+
+impl Default for Completion {
+    fn default() -> Completion {
+        Completion::none()
     }
-    c.count -= 1;
-    if c.count == 0 {
-        if let Some(f) = c.func {
-            f(comp);
+}
+
+impl Completion {
+    /// # Safety
+    /// `comp` is null or a completion the caller keeps alive until it is
+    /// completed (UCT's contract for every call that takes one).
+    #[inline(always)]
+    pub unsafe fn from_raw(comp: *mut uct_completion_t) -> Completion {
+        Completion(comp)
+    }
+
+    /// No completion: nothing is reported.
+    pub const fn none() -> Completion {
+        Completion(std::ptr::null_mut())
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.0.is_null()
+    }
+
+    /// The pointer, for identity checks and log lines.
+    pub fn as_ptr(&self) -> *mut uct_completion_t {
+        self.0
+    }
+
+    /// Report the operation's end the way UCT's inline helpers do: the first
+    /// error wins, and the callback runs when the count drops to zero.
+    pub fn complete(self, status: ucs_status_t) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: a live completion owned by the caller (see `from_raw`),
+        // which we hold the only Rust handle to.
+        let c = unsafe { &mut *self.0 };
+        if status != UCS_OK && c.status == UCS_OK {
+            c.status = status;
+        }
+        c.count -= 1;
+        if c.count == 0 {
+            if let Some(f) = c.func {
+                // SAFETY: the caller's callback, given its own completion.
+                unsafe { f(self.0) };
+            }
         }
     }
 }

@@ -32,17 +32,17 @@ entry! {
             crate::error!("{}: invalid worker {:p}", FN, worker);
             return UCS_ERR_INVALID_PARAM;
         };
-        let (Some(open), Some(desc)) = (c.cm_open, c.cm_config.as_ref()) else {
+        let Some(desc) = c.cm.as_ref() else {
             crate::debug!("{}: component {} has no connection manager", FN, c.name);
             return UCS_ERR_UNSUPPORTED;
         };
         // SAFETY: a foreign pointer fails the header test.
-        if !unsafe { config::belongs_to(config as *const c_void, desc) } {
+        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
             crate::error!("{}: {:p} is not a {} connection-manager config", FN, config, c.name);
             return UCS_ERR_INVALID_PARAM;
-        }
+        };
         let wp = w as *const WorkerObj;
-        match open(c, w, config as *const c_void) {
+        match desc.open(c, w, parsed) {
             Ok(imp) => {
                 // SAFETY: out-pointer checked above.
                 unsafe { *cm_p = CmObj::into_handle(c, wp, imp) };

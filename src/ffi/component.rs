@@ -78,7 +78,7 @@ entry! {
         let c = component_or_fail!(component);
         // SAFETY: env_prefix is NULL or a C string.
         let prefix = (!env_prefix.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(env_prefix) });
-        match config::read(&c.md_config, prefix) {
+        match config::read(&c.md.config, prefix) {
             Ok(p) => {
                 // SAFETY: out-pointer checked above.
                 unsafe { *config_p = p as *mut uct_md_config_t };
@@ -105,13 +105,12 @@ entry! {
             return UCS_ERR_NO_DEVICE;
         }
         need!(config, "config");
-        let cfg = config as *mut c_void;
         // SAFETY: a foreign pointer fails the header check.
-        if !unsafe { config::belongs_to(cfg, &c.md_config) } {
+        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
             crate::error!("{}: config {:p} is not a memory-domain config of {}", FN, config, c.name);
             return UCS_ERR_INVALID_PARAM;
-        }
-        let res = (c.md_open)(c, name, cfg);
+        };
+        let res = c.md.open(c, name, parsed);
         match res {
             Ok(imp) => {
                 // SAFETY: out-pointer checked above.

@@ -40,7 +40,7 @@ entry! {
         let _ = filename;
         need!(config_p, "config_p");
         let c = component_or_fail!(component);
-        let Some(desc) = c.cm_config.as_ref() else {
+        let Some(desc) = c.cm.as_ref().map(|cm| &cm.config) else {
             crate::error!("{}: component {} has no connection manager", FN, c.name);
             return UCS_ERR_INVALID_PARAM;
         };

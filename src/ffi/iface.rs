@@ -111,13 +111,14 @@ entry! {
             return UCS_ERR_NO_DEVICE;
         };
         need!(config, "config");
-        let cfg = config as *mut c_void;
         // SAFETY: a foreign pointer fails the header check.
-        let status = if !unsafe { config::belongs_to(cfg, &tl.config) } {
-            crate::error!("{}: config {:p} was not read for transport {}", FN, config, tl.name);
-            UCS_ERR_INVALID_PARAM
-        } else {
-            match (tl.iface_open)(m, w, &ip, cfg) {
+        let parsed = unsafe { config::Parsed::from_ptr(config as *const c_void) };
+        let status = match parsed.filter(|p| p.is_from(&tl.config)) {
+            None => {
+                crate::error!("{}: config {:p} was not read for transport {}", FN, config, tl.name);
+                UCS_ERR_INVALID_PARAM
+            }
+            Some(parsed) => match tl.open(m, w, &ip, parsed) {
                 Ok(i) => {
                     // SAFETY: out-pointer checked above.
                     unsafe { *iface_p = i };

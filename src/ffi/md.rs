@@ -2,6 +2,7 @@
 
 use super::{component_or_fail, entry, known_fields, need};
 use crate::abi::*;
+use crate::core::ops::Completion;
 use crate::core::md::MdObj;
 use libc::{c_char, c_int, c_uint, c_void};
 
@@ -54,7 +55,7 @@ entry! {
 entry! {
     fn uct_md_mem_dereg(md: uct_md_h, memh: uct_mem_h) -> ucs_status_t {
         let m = md_or_fail!(md);
-        m.imp.mem_dereg(memh, 0, std::ptr::null_mut())
+        m.imp.mem_dereg(memh, 0, Completion::none())
     }
 }
 
@@ -85,7 +86,8 @@ entry! {
                 return UCS_ERR_INVALID_PARAM;
             }
         }
-        m.imp.mem_dereg(p.memh, flags, comp)
+        // SAFETY: the caller keeps its completion alive until it completes.
+        m.imp.mem_dereg(p.memh, flags, unsafe { Completion::from_raw(comp) })
     }
 }
 

@@ -166,7 +166,7 @@ entry! {
         if m.method != UCT_ALLOC_METHOD_MD && !m.memh.is_null() {
             // SAFETY: handle validated by the magic test.
             if let Some(md) = unsafe { MdObj::from_handle(m.md) } {
-                let _ = md.imp.mem_dereg(m.memh, 0, std::ptr::null_mut());
+                let _ = md.imp.mem_dereg(m.memh, 0, crate::core::ops::Completion::none());
             }
         }
         let _ = mem::free(m);

@@ -24,6 +24,14 @@ pub struct AmHandler {
     pub flags: u32,
 }
 
+/// The address lengths an interface reports in `uct_iface_attr_t`.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct AddrLens {
+    pub device: usize,
+    pub iface: usize,
+    pub ep: usize,
+}
+
 /// Per-transport hooks that the exported functions reach through private
 /// data rather than through the vtable (as the C original does).
 pub struct InternalOps {
@@ -48,6 +56,10 @@ pub struct IfaceHeader {
     pub err_handler_flags: u32,
     progress_flags: Cell<u32>,
     prog_id: Cell<c_int>,
+    /// The device, interface and endpoint address lengths the transport
+    /// reports (set once the interface exists): peer addresses are read,
+    /// and our addresses written, within them.
+    addr_lens: Cell<AddrLens>,
     pub max_num_eps: usize,
     pub alloc_methods: Vec<uct_alloc_method_t>,
     pub rx_headroom: usize,
@@ -131,6 +143,7 @@ impl IfaceHeader {
             err_handler_flags: 0,
             progress_flags: Cell::new(0),
             prog_id: Cell::new(UCS_CALLBACKQ_ID_NULL),
+            addr_lens: Cell::new(AddrLens::default()),
             max_num_eps: usize::MAX,
             alloc_methods: Vec::new(),
             rx_headroom: 0,
@@ -148,6 +161,15 @@ impl IfaceHeader {
     /// Record the active-message tracer and its argument.
     pub fn set_am_tracer(&self, tracer: uct_am_tracer_t, arg: *mut c_void) {
         self.am_tracer.set((tracer, arg));
+    }
+
+    /// The address lengths the transport reports.
+    pub fn addr_lens(&self) -> AddrLens {
+        self.addr_lens.get()
+    }
+
+    pub(super) fn set_addr_lens(&self, lens: AddrLens) {
+        self.addr_lens.set(lens);
     }
 
     /// The progress flags currently enabled.

@@ -14,8 +14,10 @@
 //!
 //! Files: `header` (the common state), `transport` (the trait and the
 //! generic objects), `trampolines` (the vtable functions), `stubs` (the
-//! `UCS_ERR_UNSUPPORTED` entries).
+//! `UCS_ERR_UNSUPPORTED` entries), `checks` (the argument checks of the
+//! send calls, shared by every transport).
 
+pub mod checks;
 mod header;
 pub mod stubs;
 mod trampolines;

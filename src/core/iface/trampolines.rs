@@ -78,7 +78,7 @@ unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
             return null_iov();
         }
         let (i, e) = parts::<T>(ep);
-        T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+        T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), Completion::from_raw(comp))
     })
 }
 
@@ -90,7 +90,7 @@ unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
             return null_iov();
         }
         let (i, e) = parts::<T>(ep);
-        T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), comp)
+        T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), Completion::from_raw(comp))
     })
 }
 
@@ -102,7 +102,7 @@ unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *con
             return null_iov();
         }
         let (i, e) = parts::<T>(ep);
-        T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, comp)
+        T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, Completion::from_raw(comp))
     })
 }
 
@@ -112,7 +112,7 @@ unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpa
     hot!({
         let (i, e) = parts::<T>(ep);
         match Unpack::new(unpack_cb, arg) {
-            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp),
+            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), Completion::from_raw(comp)),
             None => UCS_ERR_INVALID_PARAM,
         }
     })
@@ -154,7 +154,7 @@ unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u
     hot!({
         let (i, e) = parts::<T>(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
-                        FetchResult::U64(result), comp)
+                        FetchResult::U64(result), Completion::from_raw(comp))
     })
 }
 
@@ -164,7 +164,7 @@ unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u
     hot!({
         let (i, e) = parts::<T>(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
-                        Remote::new(remote_addr, rkey), FetchResult::U32(result), comp)
+                        Remote::new(remote_addr, rkey), FetchResult::U32(result), Completion::from_raw(comp))
     })
 }
 
@@ -197,7 +197,7 @@ unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
         let (i, e) = parts::<T>(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U32(result), comp),
+                                       FetchResult::U32(result), Completion::from_raw(comp)),
             None => bad_opcode(opcode),
         }
     })
@@ -210,7 +210,7 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
         let (i, e) = parts::<T>(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U64(result), comp),
+                                       FetchResult::U64(result), Completion::from_raw(comp)),
             None => bad_opcode(opcode),
         }
     })
@@ -256,7 +256,7 @@ unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending
 unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts::<T>(ep);
-        T::ep_flush(i, e, flags, comp)
+        T::ep_flush(i, e, flags, Completion::from_raw(comp))
     })
 }
 
@@ -270,7 +270,7 @@ unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> uc
 unsafe extern "C" fn t_ep_check<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts::<T>(ep);
-        T::ep_check(i, e, flags, comp)
+        T::ep_check(i, e, flags, Completion::from_raw(comp))
     })
 }
 
@@ -282,10 +282,21 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         let p = &*params;
         let iface = iface_of::<T>(p.iface);
         let m = p.field_mask;
+        let lens = iface.hdr.addr_lens();
         let ep_params = EpParams {
             raw: p,
-            dev_addr: if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 { p.dev_addr } else { std::ptr::null() },
-            iface_addr: if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 { p.iface_addr } else { std::ptr::null() },
+            // SAFETY: addresses of this transport, valid for the call.
+            dev_addr: if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 {
+                unsafe { PeerAddr::new(p.dev_addr as *const c_void, lens.device) }
+            } else {
+                None
+            },
+            // SAFETY: as above.
+            iface_addr: if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 {
+                unsafe { PeerAddr::new(p.iface_addr as *const c_void, lens.iface) }
+            } else {
+                None
+            },
         };
         match T::ep_create(iface, &ep_params) {
             Ok(tl) => {
@@ -335,7 +346,8 @@ unsafe extern "C" fn t_cm_ep_conn_notify<T: Transport>(ep: uct_ep_h) -> ucs_stat
 unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts::<T>(ep);
-        match AddrOut::new(addr as *mut u8) {
+        // SAFETY: the caller's buffer holds the ep address length we report.
+        match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().ep) } {
             Some(out) => T::ep_get_address(i, e, out),
             None => UCS_ERR_INVALID_PARAM,
         }
@@ -346,13 +358,18 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
                                                       ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts::<T>(ep);
+        let lens = i.hdr.addr_lens();
+        // SAFETY: the peer's addresses of this transport, valid for the call.
+        let (dev, ep_addr) = unsafe {
+            (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(ep_addr as *const c_void, lens.ep))
+        };
         T::ep_connect_to_ep(i, e, dev, ep_addr)
     })
 }
 
 unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
                                                  comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!(T::iface_flush(iface_of::<T>(iface), flags, comp))
+    hot!(T::iface_flush(iface_of::<T>(iface), flags, Completion::from_raw(comp)))
 }
 
 unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
@@ -414,22 +431,32 @@ unsafe extern "C" fn t_iface_query<T: Transport>(iface: uct_iface_h, attr: *mut 
 }
 
 unsafe extern "C" fn t_get_device_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_device_addr_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, match AddrOut::new(addr as *mut u8) {
-        Some(out) => T::get_device_address(iface_of::<T>(iface), out),
+    let i = iface_of::<T>(iface);
+    // SAFETY: the caller's buffer holds the device address length we report.
+    guard!(UCS_ERR_IO_ERROR, match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().device) } {
+        Some(out) => T::get_device_address(i, out),
         None => UCS_OK, // a zero-length address may be requested with NULL
     })
 }
 
 unsafe extern "C" fn t_get_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_iface_addr_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, match AddrOut::new(addr as *mut u8) {
-        Some(out) => T::get_address(iface_of::<T>(iface), out),
+    let i = iface_of::<T>(iface);
+    // SAFETY: the caller's buffer holds the iface address length we report.
+    guard!(UCS_ERR_IO_ERROR, match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().iface) } {
+        Some(out) => T::get_address(i, out),
         None => UCS_ERR_INVALID_PARAM,
     })
 }
 
 unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *const uct_device_addr_t,
                                                   addr: *const uct_iface_addr_t) -> c_int {
-    guard!(0, T::is_reachable(iface_of::<T>(iface), dev, addr) as c_int)
+    let i = iface_of::<T>(iface);
+    let lens = i.hdr.addr_lens();
+    // SAFETY: the peer's addresses of this transport, valid for the call.
+    let (dev, addr) = unsafe {
+        (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface))
+    };
+    guard!(0, T::is_reachable(i, dev, addr) as c_int)
 }
 
 unsafe fn internal_estimate_perf<T: Transport>(iface: uct_iface_h, attr: *mut uct_perf_attr_t) -> ucs_status_t {

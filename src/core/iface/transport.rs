@@ -2,7 +2,7 @@
 //! it ([`Iface`], [`Ep`]), and the capability rules: a flag is reported only
 //! when the slot it needs is implemented.
 
-use super::header::IfaceHeader;
+use super::header::{AddrLens, IfaceHeader};
 use super::trampolines::build_ops;
 use crate::abi::*;
 use crate::core::ops::*;
@@ -112,18 +112,23 @@ impl<T: Transport> Iface<T> {
     pub fn into_handle(mut hdr: IfaceHeader, tl: T) -> uct_iface_h {
         hdr.base.ops = build_ops::<T>();
         hdr.has_progress = T::HAS_PROGRESS;
-        Box::into_raw(Box::new(Iface { hdr, tl })) as uct_iface_h
+        let iface = Box::new(Iface { hdr, tl });
+        let attr = query_attr(&iface);
+        iface.hdr.set_addr_lens(AddrLens { device: attr.device_addr_len, iface: attr.iface_addr_len,
+                                           ep: attr.ep_addr_len });
+        Box::into_raw(iface) as uct_iface_h
     }
     pub fn handle(&self) -> uct_iface_h {
         self as *const Self as uct_iface_h
     }
 }
 
-/// Connection parameters handed to [`Transport::ep_create`].
+/// Connection parameters handed to [`Transport::ep_create`]: the peer's
+/// addresses when the caller gave them (`UCT_EP_PARAM_FIELD_*_ADDR`).
 pub struct EpParams<'a> {
     pub raw: &'a uct_ep_params_t,
-    pub dev_addr: *const uct_device_addr_t,
-    pub iface_addr: *const uct_iface_addr_t,
+    pub dev_addr: Option<PeerAddr<'a>>,
+    pub iface_addr: Option<PeerAddr<'a>>,
 }
 
 /// What a transport implements. Every method has a default, so a transport
@@ -131,6 +136,8 @@ pub struct EpParams<'a> {
 #[allow(unused_variables)]
 pub trait Transport: Sized + 'static {
     type Ep: 'static;
+    /// The transport's name in log lines.
+    const NAME: &'static str;
     /// Bitmask of implemented slots (see [`op`]).
     const OPS: u64;
     /// Whether [`Transport::progress`] has work to do.
@@ -145,9 +152,9 @@ pub trait Transport: Sized + 'static {
     fn close(iface: &mut Iface<Self>) {}
     fn get_device_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
     fn get_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
-    fn is_reachable(iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool { false }
+    fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool { false }
     fn progress(iface: &Iface<Self>) -> u32 { 0 }
-    fn iface_flush(iface: &Iface<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t { UCS_OK }
+    fn iface_flush(iface: &Iface<Self>, flags: u32, comp: Completion) -> ucs_status_t { UCS_OK }
     fn iface_fence(iface: &Iface<Self>, flags: u32) -> ucs_status_t {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         UCS_OK
@@ -173,24 +180,24 @@ pub trait Transport: Sized + 'static {
     /// Zero-copy put: the iov may be reused once the operation completes
     /// (UCS_OK now, or `comp` later after UCS_INPROGRESS).
     fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     /// Zero-copy active message: `header` is copied before the call returns.
     #[allow(clippy::too_many_arguments)]
     fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
-                comp: *mut uct_completion_t) -> ucs_status_t {
+                comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn put_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
         UCS_ERR_UNSUPPORTED as isize
     }
     fn get_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn atomic_post(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
@@ -200,28 +207,28 @@ pub trait Transport: Sized + 'static {
     /// Fetching atomics, cswap included (`compare` is used by cswap only).
     #[allow(clippy::too_many_arguments)]
     fn atomic_fetch(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                    remote: Remote, result: FetchResult, comp: *mut uct_completion_t) -> ucs_status_t {
+                    remote: Remote, result: FetchResult, comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, flags: u32) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {}
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
         UCS_OK
     }
     fn ep_fence(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32) -> ucs_status_t {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         UCS_OK
     }
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn ep_get_address(iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
-    fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: *const uct_device_addr_t,
-                        ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+    fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
+                        ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
     fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {

@@ -55,7 +55,7 @@ macro_rules! mapped_rma_ops {
         }
 
         fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                     _comp: *mut uct_completion_t) -> ucs_status_t {
+                     _comp: Completion) -> ucs_status_t {
             $crate::transports::sm::get_bcopy(unpack, length, remote)
         }
 
@@ -65,7 +65,7 @@ macro_rules! mapped_rma_ops {
         }
 
         fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                        remote: Remote, result: FetchResult, _comp: *mut uct_completion_t) -> ucs_status_t {
+                        remote: Remote, result: FetchResult, _comp: Completion) -> ucs_status_t {
             $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
         }
     };
@@ -171,7 +171,14 @@ pub mod device_addr {
     }
 
     /// Whether a peer's device address designates this host (and IPC
-    /// namespace). `read8(i)` returns the i-th 8-byte word of the address.
+    /// namespace), read word by word within the length we declared (a peer
+    /// in another namespace kind fails the first word's test before a
+    /// second word is read).
+    pub fn same_host(dev: crate::core::ops::PeerAddr<'_>) -> bool {
+        reachable(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes))
+    }
+
+    /// As [`same_host`]: `read8(i)` returns the i-th 8-byte word.
     pub fn reachable(read8: impl Fn(usize) -> Option<u64>) -> bool {
         let (id, ns) = local();
         match read8(0) {

@@ -61,7 +61,7 @@ pub(super) struct Tx {
     /// iov list is empty.
     pub(super) held: usize,
     /// Completion of a zero-copy active message sent in part.
-    pub(super) comp: *mut uct_completion_t,
+    pub(super) comp: Completion,
 }
 
 impl Tx {
@@ -71,7 +71,7 @@ impl Tx {
     pub(super) fn reset(&mut self) {
         self.iov.clear();
         self.idx = 0;
-        self.comp = std::ptr::null_mut();
+        self.comp = Completion::none();
     }
     /// Queue `buf[..end]` (the held messages and the one written after
     /// them) as the first iov entry.
@@ -164,7 +164,7 @@ pub(super) struct Conn {
     pub(super) cm_pending: Cell<u32>,
     pub(super) pending: RefCell<VecDeque<PendingReq>>,
     /// Flush completions waiting for the acknowledgement of a put.
-    pub(super) put_comps: RefCell<VecDeque<(u32, *mut uct_completion_t)>>,
+    pub(super) put_comps: RefCell<VecDeque<(u32, Completion)>>,
 }
 
 impl Conn {
@@ -225,7 +225,7 @@ impl TcpIface {
                 iov: Vec::with_capacity(self.cfg.max_iov + 1),
                 idx: 0,
                 held: 0,
-                comp: std::ptr::null_mut(),
+                comp: Completion::none(),
             }),
             tx_epoch: Cell::new(u32::MAX),
             rx: RefCell::new(Rx::default()),
@@ -272,17 +272,15 @@ impl TcpIface {
     pub(super) fn purge(&self, conn: &Conn, status: ucs_status_t) {
         let comp = {
             let mut tx = conn.tx.borrow_mut();
-            let c = tx.comp;
+            let c = std::mem::take(&mut tx.comp);
             tx.reset();
             tx.held = 0;
             c
         };
-        // SAFETY: completions are owned by their user until completed.
-        unsafe { complete(comp, status) };
+        comp.complete(status);
         loop {
             let Some((_, c)) = conn.put_comps.borrow_mut().pop_front() else { break };
-            // SAFETY: as above.
-            unsafe { complete(c, status) };
+            c.complete(status);
         }
     }
 

@@ -12,7 +12,6 @@ use super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::iface::EpParams;
 use crate::core::ops::*;
-use libc::c_void;
 use std::rc::Rc;
 
 /// What a connection packet did to the connection being read.
@@ -421,8 +420,8 @@ impl TcpIface {
     /// A new user endpoint: connected to the peer's interface, or (without
     /// an interface address) waiting for `connect_to_ep`.
     pub(super) fn create_ep(&self, iface: &I, params: &EpParams<'_>) -> Result<TcpEp, ucs_status_t> {
-        if !params.dev_addr.is_null() && !params.iface_addr.is_null() {
-            let dest = dest_addr(params.dev_addr as *const u8, params.iface_addr as *const u8)?;
+        if let (Some(dev), Some(iface_addr)) = (params.dev_addr, params.iface_addr) {
+            let dest = dest_addr(dev, iface_addr)?;
             let conn = self.new_conn(-1, Some(dest));
             conn.cm_id.set(self.next_conn_sn(&dest));
             if let Err(e) = self.ep_connect(iface, &conn) {
@@ -465,20 +464,21 @@ impl TcpIface {
 
     /// CONNECT_TO_EP: the side with the lower address connects, the other
     /// waits for the connection request that names its endpoint key.
-    pub(super) fn connect_to_ep(&self, iface: &I, conn: &Rc<Conn>, dev: *const uct_device_addr_t,
-                                ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+    pub(super) fn connect_to_ep(&self, iface: &I, conn: &Rc<Conn>, dev: Option<PeerAddr<'_>>,
+                                ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
         if conn.state.get() == State::Connected {
             return UCS_OK;
         }
         if !conn.on_ptr_map.get() {
             return UCS_ERR_CONNECTION_RESET;
         }
-        // SAFETY: a tcp endpoint address is 10 bytes long.
-        let Some(a) = (unsafe { read_addr::<{ wire::EP_ADDR_LEN }>(ep_addr as *const c_void) }) else {
+        let (Some(dev), Some(ep_addr)) = (dev, ep_addr) else { return UCS_ERR_INVALID_PARAM };
+        // A tcp endpoint address is 10 bytes long.
+        let Some(a) = ep_addr.read::<{ wire::EP_ADDR_LEN }>() else {
             return UCS_ERR_INVALID_PARAM;
         };
         let Some((_, key)) = wire::decode_ep_addr(&a) else { return UCS_ERR_INVALID_PARAM };
-        let dest = match dest_addr(dev as *const u8, ep_addr as *const u8) {
+        let dest = match dest_addr(dev, ep_addr) {
             Ok(d) => d,
             Err(e) => return e,
         };
@@ -499,11 +499,11 @@ impl TcpIface {
 
 /// The peer's socket address from its device address and the port at the
 /// start of its iface or endpoint address.
-fn dest_addr(dev: *const u8, port_addr: *const u8) -> Result<SockAddr, ucs_status_t> {
-    // SAFETY: tcp device addresses start with their 2-byte head.
-    let head = unsafe { read_addr::<2>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
-    // SAFETY: tcp iface and ep addresses start with the 2-byte port.
-    let pa = unsafe { read_addr::<2>(port_addr as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs_status_t> {
+    // tcp device addresses start with their 2-byte head, iface and ep
+    // addresses with the 2-byte port.
+    let head = dev.read::<2>().ok_or(UCS_ERR_INVALID_PARAM)?;
+    let pa = port_addr.read::<2>().ok_or(UCS_ERR_INVALID_PARAM)?;
     let port = wire::decode_iface_addr(&pa).ok_or(UCS_ERR_INVALID_PARAM)?;
     let (flags, family) = (head[0], head[1] as u16);
     let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
@@ -512,8 +512,8 @@ fn dest_addr(dev: *const u8, port_addr: *const u8) -> Result<SockAddr, ucs_statu
             let ip = if loopback {
                 [127, 0, 0, 1]
             } else {
-                // SAFETY: an IPv4 device address is 6 bytes long.
-                let a = unsafe { read_addr::<6>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+                // An IPv4 device address is 6 bytes long.
+                let a = dev.read::<6>().ok_or(UCS_ERR_INVALID_PARAM)?;
                 [a[2], a[3], a[4], a[5]]
             };
             Ok(SockAddr::v4(ip, port))
@@ -523,8 +523,8 @@ fn dest_addr(dev: *const u8, port_addr: *const u8) -> Result<SockAddr, ucs_statu
             if loopback {
                 ip[15] = 1;
             } else {
-                // SAFETY: an IPv6 device address is 18 bytes long.
-                let a = unsafe { read_addr::<18>(dev as *const c_void) }.ok_or(UCS_ERR_INVALID_PARAM)?;
+                // An IPv6 device address is 18 bytes long.
+                let a = dev.read::<18>().ok_or(UCS_ERR_INVALID_PARAM)?;
                 ip.copy_from_slice(&a[2..]);
             }
             Ok(SockAddr::v6(ip, port))

@@ -26,7 +26,7 @@ use crate::core::md::MdObj;
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use crate::ucs;
-use libc::{c_int, c_void};
+use libc::c_int;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -112,33 +112,13 @@ impl TcpIface {
 // The errors of the argument checks of the send operations, kept out of
 // line so that the checks cost the fast path nothing.
 
-#[cold]
-#[inline(never)]
-pub(super) fn length_error(what: &str, len: usize, max: usize) -> ucs_status_t {
-    crate::error!("tcp {}: length {} exceeds the maximum {}", what, len, max);
-    UCS_ERR_INVALID_PARAM
-}
-
-#[cold]
-#[inline(never)]
-pub(super) fn iov_error(what: &str, cnt: usize, max: usize) -> ucs_status_t {
-    crate::error!("tcp {}: iovcnt {} exceeds the maximum {}", what, cnt, max);
-    UCS_ERR_INVALID_PARAM
-}
-
-#[cold]
-#[inline(never)]
-pub(super) fn am_id_error(id: u8) -> ucs_status_t {
-    crate::error!("tcp: invalid active message id {} (valid: 0..{})", id, wire::AM_ID_MAX - 1);
-    UCS_ERR_INVALID_PARAM
-}
-
 fn ep_handle(ep: &Ep<TcpIface>) -> uct_ep_h {
     ep as *const Ep<TcpIface> as uct_ep_h
 }
 
 impl Transport for TcpIface {
     type Ep = TcpEp;
+    const NAME: &'static str = "tcp";
     const OPS: u64 = op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY) | op(slot::EP_AM_ZCOPY)
         | op(slot::EP_PUT_ZCOPY) | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
         | op(slot::EP_GET_ADDRESS) | op(slot::EP_CONNECT_TO_EP) | op(slot::IFACE_EVENT_FD_GET)
@@ -240,9 +220,9 @@ impl Transport for TcpIface {
         out.write(&wire::encode_iface_addr(iface.tl.ifaddr.port))
     }
 
-    fn is_reachable(iface: &I, dev: *const uct_device_addr_t, _addr: *const uct_iface_addr_t) -> bool {
-        // SAFETY: a tcp device address holds at least its 2-byte head.
-        let Some(head) = (unsafe { read_addr::<2>(dev as *const c_void) }) else { return false };
+    fn is_reachable(iface: &I, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> bool {
+        // A tcp device address starts with its 2-byte head (flags, family).
+        let Some(head) = dev.and_then(|d| d.read::<2>()) else { return false };
         let Some((flags, family)) = wire::dev_addr_head(&head) else { return false };
         let me = &iface.tl.ifaddr;
         if family != me.family {
@@ -255,8 +235,8 @@ impl Transport for TcpIface {
         if !loopback {
             return true;
         }
-        // SAFETY: a loopback device address is 18 bytes long.
-        let Some(full) = (unsafe { read_addr::<{ wire::DEV_ADDR_LOOPBACK_LEN }>(dev as *const c_void) }) else {
+        // A loopback device address is 18 bytes long.
+        let Some(full) = dev.and_then(|d| d.read::<{ wire::DEV_ADDR_LOOPBACK_LEN }>()) else {
             return false;
         };
         let Some((id, ns)) = wire::dev_addr_local(&full) else { return false };
@@ -276,8 +256,8 @@ impl Transport for TcpIface {
         iface.tl.progress_iface(iface)
     }
 
-    fn iface_flush(iface: &I, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
-        if !comp.is_null() {
+    fn iface_flush(iface: &I, _flags: u32, comp: Completion) -> ucs_status_t {
+        if !comp.is_none() {
             return UCS_ERR_UNSUPPORTED;
         }
         iface.tl.release_all_held(iface);
@@ -310,12 +290,12 @@ impl Transport for TcpIface {
     }
 
     fn am_zcopy(iface: &I, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
-                comp: *mut uct_completion_t) -> ucs_status_t {
+                comp: Completion) -> ucs_status_t {
         iface.tl.send_am_zcopy(iface, Self::conn_of(ep), id, header, iov, comp)
     }
 
     fn put_zcopy(iface: &I, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         iface.tl.send_put_zcopy(iface, Self::conn_of(ep), iov, remote, comp)
     }
 
@@ -336,11 +316,11 @@ impl Transport for TcpIface {
         }
     }
 
-    fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
         iface.tl.flush_ep(iface, Self::conn_of(ep), flags, comp)
     }
 
-    fn ep_check(iface: &I, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_check(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
         iface.tl.check_ep(iface, Self::conn_of(ep), flags, comp)
     }
 
@@ -348,8 +328,8 @@ impl Transport for TcpIface {
         out.write(&wire::encode_ep_addr(iface.tl.ifaddr.port, ep.tl.conn.cm_id.get()))
     }
 
-    fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: *const uct_device_addr_t,
-                        ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
+    fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
+                        ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
         iface.tl.connect_to_ep(iface, Self::conn_of(ep), dev, ep_addr)
     }
 

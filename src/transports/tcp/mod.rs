@@ -31,11 +31,12 @@ mod tx;
 pub mod wire;
 
 use crate::abi::*;
-use crate::core::component::{self, Component, TlDesc, TlDevice};
+use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseIfaceConfig, BaseMdConfig, ConfigArray,
-                          ConfigDesc, Table};
+                          Table};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
@@ -190,7 +191,7 @@ impl MdImpl for TcpMd {
         Ok(TCP_MEMH as uct_mem_h)
     }
 
-    fn mem_dereg(&self, memh: uct_mem_h, _flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn mem_dereg(&self, memh: uct_mem_h, _flags: u32, _comp: Completion) -> ucs_status_t {
         if memh as usize != TCP_MEMH {
             crate::error!("tcp md: {:p} is not a memory handle of this memory domain", memh);
             return UCS_ERR_INVALID_PARAM;
@@ -203,9 +204,14 @@ fn md_resources() -> Vec<String> {
     vec![NAME.to_string()]
 }
 
-fn md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-    // SAFETY: the generic md open hands us this component's parsed config.
-    let cfg = unsafe { &*(config as *const TcpMdConfig) };
+impl MdOpen for TcpMd {
+    type Config = TcpMdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &TcpMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        md_open(cfg)
+    }
+}
+
+fn md_open(cfg: &TcpMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
     let mut af_prio = Vec::new();
     let count = (cfg.af_prio.count as usize).min(2);
     for i in 0..count {
@@ -239,40 +245,32 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
         .collect())
 }
 
-fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
-              -> Result<uct_iface_h, ucs_status_t> {
-    let Some(m) = tcp_md(md) else {
-        crate::error!("tcp: memory domain {} is not a tcp memory domain", md.name);
-        return Err(UCS_ERR_INVALID_PARAM);
-    };
-    let af_prio = m.af_prio.clone();
-    // SAFETY: the generic open hands us this transport's parsed config.
-    let cfg = unsafe { &*(config as *const TcpIfaceConfig) };
-    iface::open(md, worker, params, cfg, &af_prio)
+/// Opens tcp interfaces.
+struct TcpOpen;
+
+impl IfaceOpen for TcpOpen {
+    type Config = TcpIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &TcpIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        let Some(m) = tcp_md(md) else {
+            crate::error!("tcp: memory domain {} is not a tcp memory domain", md.name);
+            return Err(UCS_ERR_INVALID_PARAM);
+        };
+        let af_prio = m.af_prio.clone();
+        iface::open(md, worker, params, cfg, &af_prio)
+    }
 }
 
-static TLS: [TlDesc; 1] = [TlDesc {
-    name: NAME,
-    config: ConfigDesc { name: c"TCP transport", prefix: c"TCP_", table: &IFACE_TABLE,
-                         size: std::mem::size_of::<TcpIfaceConfig>() },
-    query_devices,
-    iface_open,
-}];
+static TLS: [TlDesc; 1] = [TlDesc::new::<TcpOpen>(NAME, c"TCP transport", c"TCP_", &IFACE_TABLE, query_devices)];
 
-/// Registered only once the transport works end to end (see
-/// `core::component::COMPONENTS`).
+/// The tcp component: its memory domain, the tcp transport and the
+/// connection manager.
 pub static COMPONENT: Component = Component {
     name: NAME,
     flags: UCT_COMPONENT_FLAG_CM,
-    md_config: ConfigDesc { name: c"TCP memory domain", prefix: c"TCP_", table: &MD_TABLE,
-                            size: std::mem::size_of::<TcpMdConfig>() },
-    cm_config: Some(ConfigDesc { name: crate::transports::tcp::sockcm::CM_CONFIG.name,
-                                 prefix: crate::transports::tcp::sockcm::CM_CONFIG.prefix,
-                                 table: crate::transports::tcp::sockcm::CM_CONFIG.table,
-                                 size: crate::transports::tcp::sockcm::CM_CONFIG.size }),
-    cm_open: Some(crate::transports::tcp::sockcm::open),
+    md: MdDesc::new::<TcpMd>(c"TCP memory domain", c"TCP_", &MD_TABLE),
+    cm: Some(sockcm::CM),
     md_resources,
-    md_open,
     tls: &TLS,
     rkey_unpack: component::rkey_unpack_zero,
     rkey_ptr: component::rkey_ptr_unsupported,

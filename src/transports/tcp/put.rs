@@ -6,7 +6,8 @@
 //! last one posts an empty put to learn when the peer has received it all.
 
 use super::conn::*;
-use super::iface::{iov_error, TcpIface, I, ZCOPY_SERVICE_IOV};
+use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
+use crate::core::iface::checks::{self, Op};
 use super::net::{self, Io};
 use super::wire::{self, PutReq};
 use crate::abi::*;
@@ -113,29 +114,28 @@ impl TcpIface {
                 }
             };
             let Some((_, comp)) = next else { break };
-            // SAFETY: flush completions are the user's until completed.
-            unsafe { complete(comp, UCS_OK) };
+            comp.complete(UCS_OK);
         }
     }
 
     /// `put_zcopy`: a PUT_REQ frame followed by the user's data; complete
     /// when the acknowledgement comes back.
     pub(super) fn send_put_zcopy(&self, iface: &I, conn: &Rc<Conn>, iov: &[uct_iov_t], remote: Remote,
-                                 comp: *mut uct_completion_t) -> ucs_status_t {
+                                 comp: Completion) -> ucs_status_t {
         let max_iov = self.cfg.max_iov - ZCOPY_SERVICE_IOV;
-        if iov.len() > max_iov {
-            return iov_error("put_zcopy", iov.len(), max_iov);
+        if let Err(e) = checks::iov_count::<TcpIface>(Op::PutZcopy, iov.len(), max_iov) {
+            return e;
         }
         let req = PutReq { addr: remote.addr, length: iov_total(iov) as u64, sn: conn.tx_put_sn.get().wrapping_add(1) };
         let mut hdr = [0u8; wire::PUT_REQ_LEN];
         wire::encode_put_req(&mut hdr, &req);
         if let Err(e) = self.send_zcopy(iface, conn, wire::AM_ID_PUT_REQ, &hdr, Some(wire::PUT_REQ_LEN as u32), iov,
-                                        std::ptr::null_mut()) {
+                                        Completion::none()) {
             return e;
         }
         conn.tx_put_sn.set(req.sn);
         conn.set(F_PUT_TX_WAITING_ACK);
-        if !comp.is_null() {
+        if !comp.is_none() {
             conn.put_comps.borrow_mut().push_back((req.sn, comp));
         }
         UCS_INPROGRESS
@@ -143,7 +143,7 @@ impl TcpIface {
 
     /// `ep_flush`: complete once the peer acknowledged a put sent after
     /// everything else.
-    pub(super) fn flush_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: *mut uct_completion_t)
+    pub(super) fn flush_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: Completion)
                            -> ucs_status_t {
         // Messages held back were completed for the user: they go out
         // (also before a cancel, which only drops what is not sent yet).
@@ -157,14 +157,14 @@ impl TcpIface {
             return st;
         }
         if conn.has(F_NEED_FLUSH) {
-            let st = self.send_put_zcopy(iface, conn, &[], Remote::new(0, 0), std::ptr::null_mut());
+            let st = self.send_put_zcopy(iface, conn, &[], Remote::new(0, 0), Completion::none());
             if st != UCS_OK && st != UCS_INPROGRESS {
                 return st;
             }
             conn.clear(F_NEED_FLUSH);
         }
         if conn.has(F_PUT_TX_WAITING_ACK) {
-            if !comp.is_null() {
+            if !comp.is_none() {
                 conn.put_comps.borrow_mut().push_back((conn.tx_put_sn.get(), comp));
             }
             return UCS_INPROGRESS;

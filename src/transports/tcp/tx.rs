@@ -5,7 +5,8 @@
 //! the send context is free again.
 
 use super::conn::*;
-use super::iface::{am_id_error, iov_error, length_error, TcpIface, I, ZCOPY_SERVICE_IOV};
+use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
+use crate::core::iface::checks::{self, Op};
 use super::net::{self, Io, EV_WRITE};
 use super::wire;
 use crate::abi::*;
@@ -81,9 +82,7 @@ impl TcpIface {
     /// and the header slot); NO_RESOURCE while the connection cannot send.
     #[inline]
     fn begin_am<'c>(&self, conn: &'c Conn, id: u8) -> Result<(std::cell::RefMut<'c, Tx>, usize), ucs_status_t> {
-        if id >= wire::AM_ID_MAX {
-            return Err(am_id_error(id));
-        }
+        checks::am_id(id)?;
         let st = self.check_tx(conn);
         if st != UCS_OK {
             return Err(st);
@@ -215,21 +214,24 @@ impl TcpIface {
             }
             _ => {
                 let mut count = 0;
-                if let Ok(tx) = conn.tx.try_borrow_mut() {
+                if let Ok(mut tx) = conn.tx.try_borrow_mut() {
                     if tx.busy() {
                         let before: usize = tx.iov[tx.idx..].iter().map(|e| e.iov_len).sum();
-                        let comp = tx.comp;
+                        // Taken for the send: a failed send drops it (the
+                        // send context is reset), a partial one puts it back.
+                        let comp = std::mem::take(&mut tx.comp);
                         let s = self.flush_tx(iface, conn, tx, true);
                         if s != UCS_OK {
                             return 1;
                         }
-                        let t = conn.tx.borrow();
+                        let mut t = conn.tx.borrow_mut();
                         let after: usize = if t.busy() { t.iov[t.idx..].iter().map(|e| e.iov_len).sum() } else { 0 };
-                        drop(t);
                         count = (after < before) as u32;
                         if after == 0 {
-                            // SAFETY: the zcopy completion is the user's.
-                            unsafe { complete(comp, UCS_OK) };
+                            drop(t);
+                            comp.complete(UCS_OK);
+                        } else {
+                            t.comp = comp;
                         }
                     }
                 }
@@ -270,7 +272,7 @@ impl TcpIface {
     /// send buffer, then the user's iovs.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn send_zcopy(&self, iface: &I, conn: &Rc<Conn>, am_id: u8, hdr: &[u8], frame_len: Option<u32>,
-                             iov: &[uct_iov_t], comp: *mut uct_completion_t)
+                             iov: &[uct_iov_t], comp: Completion)
                              -> Result<(ucs_status_t, usize), ucs_status_t> {
         let s = self.check_tx(conn);
         if s != UCS_OK {
@@ -292,7 +294,7 @@ impl TcpIface {
         }
         let busy = conn.tx_busy();
         if !busy {
-            conn.tx.borrow_mut().comp = std::ptr::null_mut();
+            conn.tx.borrow_mut().comp = Completion::none();
         }
         Ok((if busy { UCS_INPROGRESS } else { UCS_OK }, total))
     }
@@ -307,8 +309,8 @@ impl TcpIface {
     pub(super) fn send_am_short(&self, iface: &I, conn: &Rc<Conn>, id: u8, header: u64, payload: &[u8])
                                 -> ucs_status_t {
         let max = self.cfg.tx_seg_size - wire::HDR_LEN;
-        if payload.len() + 8 > max {
-            return length_error("am_short", payload.len() + 8, max);
+        if let Err(e) = checks::length::<TcpIface>(Op::AmShort, payload.len() + 8, max) {
+            return e;
         }
         let (mut tx, at) = match self.begin_am(conn, id) {
             Ok(v) => v,
@@ -330,13 +332,13 @@ impl TcpIface {
     /// `am_short_iov`: the iovs gathered into the send buffer.
     #[inline]
     pub(super) fn send_am_short_iov(&self, iface: &I, conn: &Rc<Conn>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        if iov.len() > self.cfg.max_iov {
-            return iov_error("am_short_iov", iov.len(), self.cfg.max_iov);
+        if let Err(e) = checks::iov_count::<TcpIface>(Op::AmShortIov, iov.len(), self.cfg.max_iov) {
+            return e;
         }
         let total = iov_total(iov);
         let max = self.cfg.tx_seg_size - wire::HDR_LEN;
-        if total > max {
-            return length_error("am_short_iov", total, max);
+        if let Err(e) = checks::length::<TcpIface>(Op::AmShortIov, total, max) {
+            return e;
         }
         let (mut tx, at) = match self.begin_am(conn, id) {
             Ok(v) => v,
@@ -355,9 +357,9 @@ impl TcpIface {
         };
         let max = self.cfg.tx_seg_size - wire::HDR_LEN;
         let n = pack.pack_into(&mut tx.buf[at..]);
-        if n > max {
+        if let Err(e) = checks::length::<TcpIface>(Op::AmBcopy, n, max) {
             tx.reset();
-            return length_error("am_bcopy", n, max) as isize;
+            return e as isize;
         }
         match self.send_buffered(iface, conn, tx, id, n, true) {
             UCS_OK => n as isize,
@@ -369,21 +371,21 @@ impl TcpIface {
     /// coalescing).
     #[inline]
     pub(super) fn send_am_zcopy(&self, iface: &I, conn: &Rc<Conn>, id: u8, header: &[u8], iov: &[uct_iov_t],
-                                comp: *mut uct_completion_t) -> ucs_status_t {
+                                comp: Completion) -> ucs_status_t {
         let max_iov = self.cfg.max_iov - ZCOPY_SERVICE_IOV;
-        if iov.len() > max_iov {
-            return iov_error("am_zcopy", iov.len(), max_iov);
+        if let Err(e) = checks::iov_count::<TcpIface>(Op::AmZcopy, iov.len(), max_iov) {
+            return e;
         }
-        if header.len() > self.cfg.max_hdr {
-            return length_error("am_zcopy header", header.len(), self.cfg.max_hdr);
+        if let Err(e) = checks::length::<TcpIface>(Op::AmZcopyHeader, header.len(), self.cfg.max_hdr) {
+            return e;
         }
         let total = header.len() + iov_total(iov);
         let max = self.cfg.rx_seg_size - wire::HDR_LEN;
-        if total > max {
-            return length_error("am_zcopy", total, max);
+        if let Err(e) = checks::length::<TcpIface>(Op::AmZcopy, total, max) {
+            return e;
         }
-        if id >= wire::AM_ID_MAX {
-            return am_id_error(id);
+        if let Err(e) = checks::am_id(id) {
+            return e;
         }
         // Back to back with other messages and small enough for the send
         // buffer: copied and held back with them (coalescing), complete now.
@@ -406,9 +408,9 @@ impl TcpIface {
 
     /// `ep_check`: a keepalive frame when the connection can send now (a
     /// connection that cannot is busy, hence alive).
-    pub(super) fn check_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: *mut uct_completion_t)
+    pub(super) fn check_ep(&self, iface: &I, conn: &Rc<Conn>, flags: u32, comp: Completion)
                            -> ucs_status_t {
-        if flags != 0 || !comp.is_null() {
+        if flags != 0 || !comp.is_none() {
             crate::error!("tcp ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
             return UCS_ERR_INVALID_PARAM;
         }

@@ -22,6 +22,7 @@
 use super::xfer::{Failure, Op, Tx};
 use super::{md::CmaMd, CmaIfaceConfig, DEVICE_NAME};
 use crate::abi::*;
+use crate::core::iface::checks;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::log;
 use crate::core::md::MdObj;
@@ -116,13 +117,6 @@ fn ep_handle(ep: &Ep<CmaIface>) -> uct_ep_h {
 
 #[cold]
 #[inline(never)]
-fn iov_count_error(what: &str, count: usize, max: usize) -> ucs_status_t {
-    crate::error!("cma {}: iovcnt {} exceeds the maximum {} (UCX_CMA_MAX_IOV)", what, count, max);
-    UCS_ERR_INVALID_PARAM
-}
-
-#[cold]
-#[inline(never)]
 fn iov_size_error(what: &str) -> ucs_status_t {
     crate::error!("cma {}: the total length of the iov list overflows", what);
     UCS_ERR_INVALID_PARAM
@@ -156,11 +150,12 @@ impl CmaIface {
 
     /// Queue a put or get on `ep`.
     fn submit(iface: &Iface<Self>, ep: &Ep<Self>, op: Op, iov: &[uct_iov_t], remote: Remote,
-              comp: *mut uct_completion_t) -> ucs_status_t {
+              comp: Completion) -> ucs_status_t {
         let s = &iface.tl;
         let what = if op == Op::Put { "put_zcopy" } else { "get_zcopy" };
-        if iov.len() > s.max_iov {
-            return iov_count_error(what, iov.len(), s.max_iov);
+        let check_op = if op == Op::Put { checks::Op::PutZcopy } else { checks::Op::GetZcopy };
+        if let Err(e) = checks::iov_count::<CmaIface>(check_op, iov.len(), s.max_iov) {
+            return e;
         }
         let mut guard = s.lock();
         let st = &mut *guard;
@@ -246,6 +241,7 @@ fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
 
 impl Transport for CmaIface {
     type Ep = CmaEp;
+    const NAME: &'static str = "cma";
     const OPS: u64 = op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_PENDING_ADD)
         | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK) | op(slot::IFACE_EVENT_ARM);
     /// Progress is registered by the operations themselves, not by
@@ -284,13 +280,13 @@ impl Transport for CmaIface {
     }
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<CmaEp, ucs_status_t> {
-        if params.dev_addr.is_null() || params.iface_addr.is_null() {
+        let (Some(_), Some(iface_addr)) = (params.dev_addr, params.iface_addr) else {
             crate::error!("cma: creating an endpoint needs both UCT_EP_PARAM_FIELD_DEV_ADDR and \
                            UCT_EP_PARAM_FIELD_IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
-        }
-        // SAFETY: a cma iface address holds at least the 4-byte pid.
-        let raw = match unsafe { read_addr::<4>(params.iface_addr as *const c_void) } {
+        };
+        // A cma iface address starts with the 4-byte pid.
+        let raw = match iface_addr.read::<4>() {
             Some(a) => u32::from_ne_bytes(a),
             None => return Err(UCS_ERR_INVALID_PARAM),
         };
@@ -362,33 +358,18 @@ impl Transport for CmaIface {
         }
     }
 
-    fn is_reachable(_iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
-        if dev.is_null() || addr.is_null() {
+    fn is_reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        let (Some(dev), Some(addr)) = (dev, addr) else { return false };
+        if !sm::device_addr::same_host(dev) {
             return false;
         }
-        let dev_len = sm::device_addr::len();
-        let same_host = sm::device_addr::reachable(|i| {
-            if (i + 1) * 8 > dev_len {
-                None
-            } else {
-                // SAFETY: a shared-memory device address of our namespace
-                // kind holds `dev_len` bytes (a peer in another namespace
-                // fails the first word's test before the second is read).
-                unsafe { read_addr::<8>((dev as *const u8).wrapping_add(i * 8) as *const c_void) }
-                    .map(u64::from_ne_bytes)
-            }
-        });
-        if !same_host {
-            return false;
-        }
-        // SAFETY: a cma iface address holds at least the 4-byte pid.
-        let Some(raw) = (unsafe { read_addr::<4>(addr as *const c_void) }).map(u32::from_ne_bytes) else {
+        // A cma iface address starts with the 4-byte pid.
+        let Some(raw) = addr.read::<4>().map(u32::from_ne_bytes) else {
             return false;
         };
         if raw & ADDR_FLAG_PID_NS != 0 {
-            // SAFETY: with the flag set, the peer's address is the 16-byte
-            // form (its iface_addr_len).
-            match unsafe { read_addr::<ADDR_LEN_NS>(addr as *const c_void) } {
+            // With the flag set, the address is the 16-byte form.
+            match addr.read::<ADDR_LEN_NS>() {
                 Some(a) => {
                     let mut ns = [0u8; 8];
                     ns.copy_from_slice(&a[8..]);
@@ -448,7 +429,7 @@ impl Transport for CmaIface {
             } else {
                 st.active.push_back(slot);
             }
-            let comp = tx.comp;
+            let comp = std::mem::take(&mut tx.comp);
             tx.clear();
             st.pool.push(tx);
             drop(guard);
@@ -457,9 +438,7 @@ impl Transport for CmaIface {
             if !report.is_null() {
                 iface.hdr.schedule_ep_err(report);
             }
-            // SAFETY: the completion was handed to put/get/flush by its
-            // owner, who keeps it alive until it is completed.
-            unsafe { complete(comp, status) };
+            comp.complete(status);
         }
         let mut st = s.lock();
         while let Some(slot) = st.resched.pop_front() {
@@ -472,8 +451,8 @@ impl Transport for CmaIface {
         count
     }
 
-    fn iface_flush(iface: &Iface<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
-        if !comp.is_null() {
+    fn iface_flush(iface: &Iface<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
+        if !comp.is_none() {
             return UCS_ERR_UNSUPPORTED;
         }
         if iface.tl.lock().idle() { UCS_OK } else { UCS_INPROGRESS }
@@ -487,12 +466,12 @@ impl Transport for CmaIface {
     }
 
     fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         Self::submit(iface, ep, Op::Put, iov, remote, comp)
     }
 
     fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: *mut uct_completion_t) -> ucs_status_t {
+                 comp: Completion) -> ucs_status_t {
         Self::submit(iface, ep, Op::Get, iov, remote, comp)
     }
 
@@ -501,14 +480,14 @@ impl Transport for CmaIface {
         UCS_ERR_BUSY
     }
 
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
         let s = &iface.tl;
         let mut guard = s.lock();
         let st = &mut *guard;
         if st.eps[ep.tl.slot].ops.is_empty() {
             return UCS_OK;
         }
-        if !comp.is_null() {
+        if !comp.is_none() {
             let Some(mut tx) = s.get_tx(st) else {
                 return UCS_ERR_NO_MEMORY;
             };
@@ -519,8 +498,8 @@ impl Transport for CmaIface {
         UCS_INPROGRESS
     }
 
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
-        if flags != 0 || !comp.is_null() {
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+        if flags != 0 || !comp.is_none() {
             crate::error!("cma ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
             return UCS_ERR_INVALID_PARAM;
         }

@@ -15,7 +15,7 @@
 
 use crate::abi::*;
 use crate::core::md::{all_cpus, MdImpl};
-use crate::core::ops::complete;
+use crate::core::ops::Completion;
 use libc::c_void;
 
 /// The memory handle of every registration.
@@ -55,10 +55,7 @@ impl MdImpl for CmaMd {
         Ok(CMA_MEMH as uct_mem_h)
     }
 
-    // The completion comes from the caller of uct_md_mem_dereg_v2, which
-    // checked it (the trait's signature is shared by every md).
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: Completion) -> ucs_status_t {
         if memh as usize != CMA_MEMH {
             crate::error!("cma md: {:p} is not a memory handle of this memory domain", memh);
             return UCS_ERR_INVALID_PARAM;
@@ -68,8 +65,7 @@ impl MdImpl for CmaMd {
             // layer checks the capability and the completion): nothing was
             // registered, so there is nothing to wait for.
             crate::debug!("cma md: invalidation of {:p} completes at once (not enforced)", memh);
-            // SAFETY: the caller owns the completion (checked non-NULL).
-            unsafe { complete(comp, UCS_OK) };
+            comp.complete(UCS_OK);
         }
         UCS_OK
     }
@@ -154,8 +150,8 @@ mod tests {
         let md = CmaMd::new(false);
         let h = md.mem_reg(std::ptr::null_mut(), 0, 0).unwrap();
         assert_eq!(h as usize, CMA_MEMH);
-        assert_eq!(md.mem_dereg(h, 0, std::ptr::null_mut()), UCS_OK);
-        assert_eq!(md.mem_dereg(1usize as uct_mem_h, 0, std::ptr::null_mut()), UCS_ERR_INVALID_PARAM);
+        assert_eq!(md.mem_dereg(h, 0, Completion::none()), UCS_OK);
+        assert_eq!(md.mem_dereg(1usize as uct_mem_h, 0, Completion::none()), UCS_ERR_INVALID_PARAM);
     }
 
     #[test]

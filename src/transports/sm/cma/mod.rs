@@ -19,9 +19,9 @@ pub mod md;
 pub mod xfer;
 
 use crate::abi::*;
-use crate::core::component::{self, Component, TlDesc, TlDevice};
+use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed, embed_prefixed, embed_with_defaults, field, parser, BaseMdConfig,
-                          ConfigDesc, Table};
+                          Table};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
 use crate::core::worker::WorkerObj;
@@ -111,10 +111,22 @@ fn md_resources() -> Vec<String> {
     }
 }
 
-fn md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-    // SAFETY: the generic md open hands us this component's parsed config.
-    let cfg = unsafe { &*(config as *const CmaMdConfig) };
-    Ok(Box::new(md::CmaMd::new(cfg.mem_invalidate != 0)))
+/// Opens the cma memory domain and interfaces.
+struct CmaOpen;
+
+impl MdOpen for CmaOpen {
+    type Config = CmaMdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &CmaMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        Ok(Box::new(md::CmaMd::new(cfg.mem_invalidate != 0)))
+    }
+}
+
+impl IfaceOpen for CmaOpen {
+    type Config = CmaIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        iface::open(md, worker, params, cfg)
+    }
 }
 
 fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
@@ -122,20 +134,7 @@ fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
                        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }])
 }
 
-fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
-              -> Result<uct_iface_h, ucs_status_t> {
-    // SAFETY: the generic open hands us this transport's parsed config.
-    let cfg = unsafe { &*(config as *const CmaIfaceConfig) };
-    iface::open(md, worker, params, cfg)
-}
-
-static TLS: [TlDesc; 1] = [TlDesc {
-    name: NAME,
-    config: ConfigDesc { name: c"cma transport", prefix: c"CMA_", table: &IFACE_TABLE,
-                         size: std::mem::size_of::<CmaIfaceConfig>() },
-    query_devices,
-    iface_open,
-}];
+static TLS: [TlDesc; 1] = [TlDesc::new::<CmaOpen>(NAME, c"cma transport", c"CMA_", &IFACE_TABLE, query_devices)];
 
 /// The value UCX's stub unpack gives to keys of memory domains without a
 /// key of their own: remote addresses are used as they are.
@@ -148,12 +147,9 @@ fn rkey_unpack(_buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_
 pub static COMPONENT: Component = Component {
     name: NAME,
     flags: 0,
-    md_config: ConfigDesc { name: c"CMA memory domain", prefix: c"CMA_", table: &MD_TABLE,
-                            size: std::mem::size_of::<CmaMdConfig>() },
-    cm_config: None,
-    cm_open: None,
+    md: MdDesc::new::<CmaOpen>(c"CMA memory domain", c"CMA_", &MD_TABLE),
+    cm: None,
     md_resources,
-    md_open,
     tls: &TLS,
     rkey_unpack,
     rkey_ptr: component::rkey_ptr_unsupported,

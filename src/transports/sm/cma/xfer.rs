@@ -8,6 +8,7 @@
 //! kernel really moved, so a short transfer is resumed where it stopped.
 
 use crate::abi::*;
+use crate::core::ops::Completion;
 use libc::{c_ulong, c_void, iovec, pid_t};
 
 /// Local pieces per system call (UCX's `UCT_SM_MAX_IOV`).
@@ -46,7 +47,7 @@ pub struct Failure {
 /// pool, so the iov storage is allocated once and reused.
 pub struct Tx {
     pub op: Op,
-    pub comp: *mut uct_completion_t,
+    pub comp: Completion,
     pub ep: uct_ep_h,
     pub remote_addr: u64,
     iov: Vec<iovec>,
@@ -62,13 +63,13 @@ impl Default for Tx {
 
 impl Tx {
     pub fn new() -> Tx {
-        Tx { op: Op::Flush, comp: std::ptr::null_mut(), ep: std::ptr::null_mut(), remote_addr: 0, iov: Vec::new(),
+        Tx { op: Op::Flush, comp: Completion::none(), ep: std::ptr::null_mut(), remote_addr: 0, iov: Vec::new(),
              index: 0, offset: 0 }
     }
 
     /// Load a put or get. Returns the number of bytes to move (0: nothing
     /// to do), or `UCS_ERR_INVALID_PARAM` when an entry's size overflows.
-    pub fn load(&mut self, op: Op, iov: &[uct_iov_t], remote_addr: u64, comp: *mut uct_completion_t,
+    pub fn load(&mut self, op: Op, iov: &[uct_iov_t], remote_addr: u64, comp: Completion,
                 ep: uct_ep_h) -> Result<usize, ucs_status_t> {
         self.op = op;
         self.comp = comp;
@@ -90,7 +91,7 @@ impl Tx {
     }
 
     /// Load a flush completion.
-    pub fn load_flush(&mut self, comp: *mut uct_completion_t, ep: uct_ep_h) {
+    pub fn load_flush(&mut self, comp: Completion, ep: uct_ep_h) {
         self.op = Op::Flush;
         self.comp = comp;
         self.ep = ep;
@@ -103,7 +104,7 @@ impl Tx {
     /// Drop the references to user memory (the descriptor goes back to
     /// the pool).
     pub fn clear(&mut self) {
-        self.comp = std::ptr::null_mut();
+        self.comp = Completion::none();
         self.ep = std::ptr::null_mut();
         self.iov.clear();
     }
@@ -203,7 +204,7 @@ mod tests {
         let mut a = [1u8; 4];
         let mut b = [2u8; 0];
         let mut t = Tx::new();
-        let total = t.load(Op::Put, &[iov(&mut a, 0), iov(&mut b, 1)], 0, std::ptr::null_mut(),
+        let total = t.load(Op::Put, &[iov(&mut a, 0), iov(&mut b, 1)], 0, Completion::none(),
                            std::ptr::null_mut()).unwrap();
         assert_eq!(total, 0);
         assert!(t.done());
@@ -215,7 +216,7 @@ mod tests {
         let list: Vec<uct_iov_t> = bufs.iter_mut().map(|b| iov(b, 1)).collect();
         let mut dst = vec![0u8; 200];
         let mut t = Tx::new();
-        let total = t.load(Op::Put, &list, dst.as_mut_ptr() as u64, std::ptr::null_mut(), std::ptr::null_mut())
+        let total = t.load(Op::Put, &list, dst.as_mut_ptr() as u64, Completion::none(), std::ptr::null_mut())
             .unwrap();
         assert_eq!(total, 200);
         // 25-byte segments: 2.5 entries each.
@@ -231,7 +232,7 @@ mod tests {
             assert!(chunk.iter().all(|&x| x == i as u8), "chunk {i}");
         }
         // Big segments: limited by SEG_IOV pieces (16 entries = 160 bytes).
-        let total = t.load(Op::Get, &list, dst.as_mut_ptr() as u64, std::ptr::null_mut(), std::ptr::null_mut())
+        let total = t.load(Op::Get, &list, dst.as_mut_ptr() as u64, Completion::none(), std::ptr::null_mut())
             .unwrap();
         assert_eq!(total, 200);
         assert_eq!(t.transfer(me(), 1 << 20).unwrap(), 160);
@@ -246,20 +247,20 @@ mod tests {
         let mut t = Tx::new();
         let mut e = iov(&mut src[..4], 3);
         e.stride = 100; // ignored, as in UCX
-        assert_eq!(t.load(Op::Put, &[e], dst.as_mut_ptr() as u64, std::ptr::null_mut(), std::ptr::null_mut()),
+        assert_eq!(t.load(Op::Put, &[e], dst.as_mut_ptr() as u64, Completion::none(), std::ptr::null_mut()),
                    Ok(12));
         assert_eq!(t.transfer(me(), 64).unwrap(), 12);
         assert_eq!(dst, [7u8; 12]);
         let huge = uct_iov_t { buffer: src.as_mut_ptr() as *mut c_void, length: usize::MAX, memh: std::ptr::null_mut(),
                                stride: 0, count: 2 };
-        assert_eq!(t.load(Op::Put, &[huge], 0, std::ptr::null_mut(), std::ptr::null_mut()), Err(UCS_ERR_INVALID_PARAM));
+        assert_eq!(t.load(Op::Put, &[huge], 0, Completion::none(), std::ptr::null_mut()), Err(UCS_ERR_INVALID_PARAM));
     }
 
     #[test]
     fn bad_remote_address_is_a_failure() {
         let mut src = [7u8; 8];
         let mut t = Tx::new();
-        t.load(Op::Put, &[iov(&mut src, 1)], 8, std::ptr::null_mut(), std::ptr::null_mut()).unwrap();
+        t.load(Op::Put, &[iov(&mut src, 1)], 8, Completion::none(), std::ptr::null_mut()).unwrap();
         let f = t.transfer(me(), 64).unwrap_err();
         assert_eq!(f.errno, libc::EFAULT);
         assert!(f.detail.starts_with("process_vm_writev(pid="), "{}", f.detail);

@@ -238,21 +238,3 @@ impl<M: Mapper> MmIface<M> {
         }
     }
 }
-
-#[cold]
-#[inline(never)]
-pub(super) extern "C" fn am_id_error(id: u8) -> ucs_status_t {
-    crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
-    std::hint::black_box(UCS_ERR_INVALID_PARAM)
-}
-
-/// What `length_error` reports, by index.
-const LENGTH_WHAT: [&str; 6] = ["am_short", "am_short_iov", "am_zcopy header", "am_zcopy", "put_zcopy iov count", "get_zcopy iov count"];
-
-#[cold]
-#[inline(never)]
-pub(super) extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
-    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
-    crate::error!("mm {}: length {} exceeds the maximum {}", what, len, max);
-    std::hint::black_box(UCS_ERR_INVALID_PARAM)
-}

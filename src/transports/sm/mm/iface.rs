@@ -8,7 +8,8 @@
 //! through mapped rkeys.
 
 use super::desc::{DescPool, ReleaseDesc};
-use super::ep::{am_id_error, length_error, MmEp};
+use super::ep::MmEp;
+use crate::core::iface::checks::{self, Op};
 use super::fifo::{self, Fifo};
 use super::mapper::{Mapper, Segment};
 use super::md::MmMd;
@@ -82,8 +83,15 @@ impl<M: Mapper> Drop for MmIface<M> {
     }
 }
 
+/// An mm iface address: the FIFO's segment id, then the mapper's extra bytes.
+fn split_iface_addr<'a>(addr: PeerAddr<'a>) -> Option<(u64, &'a [u8])> {
+    let seg_id = u64::from_ne_bytes(addr.read::<8>()?);
+    Some((seg_id, &addr.bytes()[8..]))
+}
+
 impl<M: Mapper> Transport for MmIface<M> {
     type Ep = MmEp;
+    const NAME: &'static str = "mm";
     const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
         | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
         | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
@@ -169,42 +177,25 @@ impl<M: Mapper> Transport for MmIface<M> {
         out.write(&v)
     }
 
-    fn is_reachable(iface: &Iface<Self>, dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
-        if dev.is_null() || addr.is_null() {
+    fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        let (Some(dev), Some(addr)) = (dev, addr) else { return false };
+        if !sm::device_addr::same_host(dev) {
             return false;
         }
-        let dev_len = sm::device_addr::len();
-        let same_host = sm::device_addr::reachable(|i| {
-            // SAFETY: a device address of this transport has `dev_len`
-            // bytes (the peer reports the same length when its namespace
-            // matches ours; a shorter one fails the first word's flag test).
-            if (i + 1) * 8 > dev_len { None } else { unsafe { read_addr::<8>((dev as *const u8).add(i * 8) as *const c_void) }.map(u64::from_ne_bytes) }
-        });
-        if !same_host {
-            return false;
-        }
-        let extra_len = iface.tl.md().mapper.iface_addr_extra_len();
-        // SAFETY: an iface address is 8 bytes of FIFO id plus the mapper's
-        // extra bytes, as reported in iface_addr_len.
-        unsafe {
-            let seg_id = u64::from_ne_bytes(read_addr::<8>(addr as *const c_void).unwrap_or_default());
-            let extra = std::slice::from_raw_parts((addr as *const u8).add(8), extra_len);
-            iface.tl.md().mapper.is_reachable(seg_id, extra)
-        }
+        // An iface address is 8 bytes of FIFO id, then the mapper's extra
+        // bytes, as reported in iface_addr_len.
+        let Some((seg_id, extra)) = split_iface_addr(addr) else { return false };
+        iface.tl.md().mapper.is_reachable(seg_id, extra)
     }
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<MmEp, ucs_status_t> {
         let s = &iface.tl;
-        if params.iface_addr.is_null() || params.dev_addr.is_null() {
+        let (Some(iface_addr), Some(_)) = (params.iface_addr, params.dev_addr) else {
             crate::error!("mm: creating an endpoint needs UCT_EP_PARAM_FIELD_DEV_ADDR and _IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
-        }
-        let extra_len = s.md().mapper.iface_addr_extra_len();
-        // SAFETY: as in is_reachable.
-        let (seg_id, extra) = unsafe {
-            let seg_id = u64::from_ne_bytes(read_addr::<8>(params.iface_addr as *const c_void).unwrap_or_default());
-            (seg_id, std::slice::from_raw_parts((params.iface_addr as *const u8).add(8), extra_len).to_vec())
         };
+        let (seg_id, extra) = split_iface_addr(iface_addr).ok_or(UCS_ERR_INVALID_PARAM)?;
+        let extra = extra.to_vec();
         let seg = s.md().mapper.attach(seg_id, s.fifo_bytes(), &extra).inspect_err(|st| {
             crate::error!("mm ep failed to connect to remote FIFO id {:#x}: {}", seg_id, crate::core::log::status_str(*st))
         })?;
@@ -274,8 +265,8 @@ impl<M: Mapper> Transport for MmIface<M> {
         count
     }
 
-    fn iface_flush(_iface: &Iface<Self>, _flags: u32, comp: *mut uct_completion_t) -> ucs_status_t {
-        if !comp.is_null() {
+    fn iface_flush(_iface: &Iface<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
+        if !comp.is_none() {
             return UCS_ERR_UNSUPPORTED;
         }
         fence(Ordering::Release);
@@ -326,12 +317,12 @@ impl<M: Mapper> Transport for MmIface<M> {
     #[inline(always)]
     fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
         let s = &iface.tl;
-        if id as usize >= UCT_AM_ID_MAX {
-            return am_id_error(id);
+        if let Err(e) = checks::am_id(id) {
+            return e;
         }
         let total = payload.len() + 8;
-        if total > s.max_short {
-            return length_error(0, total, s.max_short);
+        if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.max_short) {
+            return e;
         }
         let head = match s.claim(iface, ep) {
             Ok(h) => h,
@@ -352,12 +343,12 @@ impl<M: Mapper> Transport for MmIface<M> {
 
     fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
         let s = &iface.tl;
-        if id as usize >= UCT_AM_ID_MAX {
-            return am_id_error(id);
+        if let Err(e) = checks::am_id(id) {
+            return e;
         }
         let total = iov_total(iov);
-        if total > s.max_short {
-            return length_error(1, total, s.max_short);
+        if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.max_short) {
+            return e;
         }
         let head = match s.claim(iface, ep) {
             Ok(h) => h,
@@ -374,11 +365,11 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
-        if id as usize >= UCT_AM_ID_MAX {
-            return am_id_error(id) as isize;
+        if let Err(e) = checks::am_id(id) {
+            return e as isize;
         }
         if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
-            Self::ep_check(iface, ep, 0, std::ptr::null_mut());
+            Self::ep_check(iface, ep, 0, Completion::none());
         }
         // SAFETY: the closure's pack callback writes into the peer's
         // descriptor, which holds seg_size bytes, the bcopy limit the
@@ -387,20 +378,20 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
-                _comp: *mut uct_completion_t) -> ucs_status_t {
+                _comp: Completion) -> ucs_status_t {
         let s = &iface.tl;
-        if id as usize >= UCT_AM_ID_MAX {
-            return am_id_error(id);
+        if let Err(e) = checks::am_id(id) {
+            return e;
         }
-        if header.len() > s.am_max_hdr() {
-            return length_error(2, header.len(), s.am_max_hdr());
+        if let Err(e) = checks::length::<Self>(Op::AmZcopyHeader, header.len(), s.am_max_hdr()) {
+            return e;
         }
         let payload = iov_total(iov);
-        if header.len() + payload > s.seg_size {
-            return length_error(3, header.len() + payload, s.seg_size);
+        if let Err(e) = checks::length::<Self>(Op::AmZcopy, header.len() + payload, s.seg_size) {
+            return e;
         }
         if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
-            Self::ep_check(iface, ep, 0, std::ptr::null_mut());
+            Self::ep_check(iface, ep, 0, Completion::none());
         }
         // The message is copied into the receiver's descriptor now, so the
         // operation is complete when the call returns.
@@ -415,17 +406,17 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 _comp: *mut uct_completion_t) -> ucs_status_t {
-        if iov.len() > sm::MAX_IOV {
-            return length_error(4, iov.len(), sm::MAX_IOV);
+                 _comp: Completion) -> ucs_status_t {
+        if let Err(e) = checks::iov_count::<Self>(Op::PutZcopy, iov.len(), sm::MAX_IOV) {
+            return e;
         }
         sm::put_zcopy(iov, remote)
     }
 
     fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 _comp: *mut uct_completion_t) -> ucs_status_t {
-        if iov.len() > sm::MAX_IOV {
-            return length_error(5, iov.len(), sm::MAX_IOV);
+                 _comp: Completion) -> ucs_status_t {
+        if let Err(e) = checks::iov_count::<Self>(Op::GetZcopy, iov.len(), sm::MAX_IOV) {
+            return e;
         }
         sm::get_zcopy(iov, remote)
     }
@@ -451,7 +442,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         }
     }
 
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
         let s = &iface.tl;
         let e = &ep.tl;
         if !s.has_room(e) {
@@ -467,7 +458,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         UCS_OK
     }
 
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
         if flags != 0 {
             return UCS_ERR_INVALID_PARAM;
         }

@@ -3,6 +3,7 @@
 
 use super::mapper::{Mapper, Segment};
 use crate::abi::*;
+use crate::core::ops::Completion;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use libc::c_void;
 
@@ -116,7 +117,7 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         Ok(Box::into_raw(Box::new(LocalReg { magic: LOCAL_MAGIC })) as uct_mem_h)
     }
 
-    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: Completion) -> ucs_status_t {
         if !is_local(memh) || flags != 0 {
             crate::error!("mm md: {:p} is not a registration of this memory domain (or flags {:#x})", memh, flags);
             return UCS_ERR_INVALID_PARAM;

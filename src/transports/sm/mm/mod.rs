@@ -24,8 +24,8 @@ mod testutil;
 mod util;
 
 use crate::abi::*;
-use crate::core::component::{Component, TlDesc, TlDevice};
-use crate::core::config::{self, embed_with_defaults, field, parser, ConfigDesc, Table};
+use crate::core::component::{Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
+use crate::core::config::{self, embed_with_defaults, field, parser, Table};
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
@@ -107,35 +107,34 @@ fn posix_md_resources() -> Vec<String> {
     vec!["posix".to_string()]
 }
 
-fn posix_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-    // SAFETY: the generic md open hands us this component's parsed config.
-    let cfg = unsafe { &*(config as *const posix::PosixMdConfig) };
-    Ok(Box::new(md::MmMd { mapper: posix::Posix::from_config(cfg)? }))
+/// Opens posix memory domains and interfaces.
+struct PosixOpen;
+
+impl MdOpen for PosixOpen {
+    type Config = posix::PosixMdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &posix::PosixMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        Ok(Box::new(md::MmMd { mapper: posix::Posix::from_config(cfg)? }))
+    }
 }
 
-fn posix_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
-                    -> Result<uct_iface_h, ucs_status_t> {
-    static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
-    open::open::<posix::Posix>(md, worker, params, config, &INTERNAL)
+impl IfaceOpen for PosixOpen {
+    type Config = MmIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
+        open::open::<posix::Posix>(md, worker, params, cfg, &INTERNAL)
+    }
 }
 
-static POSIX_TLS: [TlDesc; 1] = [TlDesc {
-    name: "posix",
-    config: ConfigDesc { name: c"POSIX transport", prefix: c"POSIX_", table: &TL_IFACE_TABLE,
-                         size: std::mem::size_of::<MmIfaceConfig>() },
-    query_devices,
-    iface_open: posix_iface_open,
-}];
+static POSIX_TLS: [TlDesc; 1] =
+    [TlDesc::new::<PosixOpen>("posix", c"POSIX transport", c"POSIX_", &TL_IFACE_TABLE, query_devices)];
 
 pub static POSIX_COMPONENT: Component = Component {
     name: "posix",
     flags: 0,
-    md_config: ConfigDesc { name: c"posix memory domain", prefix: c"POSIX_", table: &posix::POSIX_MD_TABLE,
-                            size: std::mem::size_of::<posix::PosixMdConfig>() },
-    cm_config: None,
-    cm_open: None,
+    md: MdDesc::new::<PosixOpen>(c"posix memory domain", c"POSIX_", &posix::POSIX_MD_TABLE),
+    cm: None,
     md_resources: posix_md_resources,
-    md_open: posix_md_open,
     tls: &POSIX_TLS,
     rkey_unpack: rkey_unpack::<posix::Posix>,
     rkey_ptr,
@@ -148,35 +147,34 @@ fn sysv_md_resources() -> Vec<String> {
     vec!["sysv".to_string()]
 }
 
-fn sysv_md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-    // SAFETY: the generic md open hands us this component's parsed config.
-    let cfg = unsafe { &*(config as *const sysv::SysvMdConfig) };
-    Ok(Box::new(md::MmMd { mapper: sysv::Sysv::from_config(cfg)? }))
+/// Opens sysv memory domains and interfaces.
+struct SysvOpen;
+
+impl MdOpen for SysvOpen {
+    type Config = sysv::SysvMdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &sysv::SysvMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        Ok(Box::new(md::MmMd { mapper: sysv::Sysv::from_config(cfg)? }))
+    }
 }
 
-fn sysv_iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
-                   -> Result<uct_iface_h, ucs_status_t> {
-    static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
-    open::open::<sysv::Sysv>(md, worker, params, config, &INTERNAL)
+impl IfaceOpen for SysvOpen {
+    type Config = MmIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
+        open::open::<sysv::Sysv>(md, worker, params, cfg, &INTERNAL)
+    }
 }
 
-static SYSV_TLS: [TlDesc; 1] = [TlDesc {
-    name: "sysv",
-    config: ConfigDesc { name: c"SYSV transport", prefix: c"SYSV_", table: &TL_IFACE_TABLE,
-                         size: std::mem::size_of::<MmIfaceConfig>() },
-    query_devices,
-    iface_open: sysv_iface_open,
-}];
+static SYSV_TLS: [TlDesc; 1] =
+    [TlDesc::new::<SysvOpen>("sysv", c"SYSV transport", c"SYSV_", &TL_IFACE_TABLE, query_devices)];
 
 pub static SYSV_COMPONENT: Component = Component {
     name: "sysv",
     flags: 0,
-    md_config: ConfigDesc { name: c"sysv memory domain", prefix: c"SYSV_", table: &sysv::SYSV_MD_TABLE,
-                            size: std::mem::size_of::<sysv::SysvMdConfig>() },
-    cm_config: None,
-    cm_open: None,
+    md: MdDesc::new::<SysvOpen>(c"sysv memory domain", c"SYSV_", &sysv::SYSV_MD_TABLE),
+    cm: None,
     md_resources: sysv_md_resources,
-    md_open: sysv_md_open,
     tls: &SYSV_TLS,
     rkey_unpack: rkey_unpack::<sysv::Sysv>,
     rkey_ptr,

@@ -13,7 +13,7 @@ use crate::abi::*;
 use crate::core::iface::{Iface, IfaceHeader, IfaceParams, InternalOps};
 use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
-use libc::{c_int, c_void};
+use libc::c_int;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -51,10 +51,8 @@ fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t),
 }
 
 /// Open a posix or sysv interface.
-pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void,
+pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig,
                        internal: &'static InternalOps) -> Result<uct_iface_h, ucs_status_t> {
-    // SAFETY: the generic open hands us this transport's parsed config.
-    let cfg = unsafe { &*(config as *const MmIfaceConfig) };
     let Some(mm) = MmMd::<M>::of(md) else {
         crate::error!("mm: memory domain {} is not a shared-memory domain", md.name);
         return Err(UCS_ERR_INVALID_PARAM);

@@ -5,8 +5,9 @@
 //! `src/uct/sm/self/self.c`.)
 
 use crate::abi::*;
-use crate::core::component::{self, Component, TlDesc, TlDevice};
-use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, ConfigDesc, Table};
+use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
+use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, Table};
+use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::core::ops::*;
@@ -23,13 +24,13 @@ const BANDWIDTH: f64 = 6911.0 * 1024.0 * 1024.0;
 const OVERHEAD: f64 = 10e-9;
 
 #[repr(C)]
-struct SelfMdConfig {
+pub struct SelfMdConfig {
     base: BaseMdConfig,
     num_devices: libc::c_int,
 }
 
 #[repr(C)]
-struct SelfIfaceConfig {
+pub struct SelfIfaceConfig {
     base: BaseIfaceConfig,
     seg_size: usize,
 }
@@ -53,23 +54,14 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     ])
 });
 
-static TLS: [TlDesc; 1] = [TlDesc {
-    name: "self",
-    config: ConfigDesc { name: c"Self transport", prefix: c"SELF_", table: &IFACE_TABLE,
-                         size: std::mem::size_of::<SelfIfaceConfig>() },
-    query_devices,
-    iface_open,
-}];
+static TLS: [TlDesc; 1] = [TlDesc::new::<SelfIface>("self", c"Self transport", c"SELF_", &IFACE_TABLE, query_devices)];
 
 pub static COMPONENT: Component = Component {
     name: "self",
     flags: 0,
-    md_config: ConfigDesc { name: c"Self memory domain", prefix: c"SELF_", table: &MD_TABLE,
-                            size: std::mem::size_of::<SelfMdConfig>() },
-    cm_config: None,
-    cm_open: None,
+    md: MdDesc::new::<SelfMd>(c"Self memory domain", c"SELF_", &MD_TABLE),
+    cm: None,
     md_resources: component::single_md_resource_self,
-    md_open,
     tls: &TLS,
     rkey_unpack: component::rkey_unpack_zero,
     rkey_ptr: component::rkey_ptr_unsupported,
@@ -101,7 +93,7 @@ impl MdImpl for SelfMd {
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
         Ok(SELF_MEMH as uct_mem_h)
     }
-    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: Completion) -> ucs_status_t {
         if memh as usize != SELF_MEMH || flags != 0 {
             crate::error!("self md: invalid memory handle {:p} or flags {:#x} for deregistration", memh, flags);
             return UCS_ERR_INVALID_PARAM;
@@ -119,9 +111,14 @@ impl MdImpl for SelfMd {
     }
 }
 
-fn md_open(_c: &'static Component, _name: &str, config: *const c_void) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-    // SAFETY: the generic md open hands us this component's parsed config.
-    let cfg = unsafe { &*(config as *const SelfMdConfig) };
+impl MdOpen for SelfMd {
+    type Config = SelfMdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &SelfMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        md_open(cfg)
+    }
+}
+
+fn md_open(cfg: &SelfMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
     if cfg.num_devices < 0 {
         crate::error!("self md: NUM_DEVICES must not be negative (got {})", cfg.num_devices);
         return Err(UCS_ERR_INVALID_PARAM);
@@ -229,35 +226,9 @@ impl SelfIface {
     }
 }
 
-#[inline(always)]
-fn check_am_id(id: u8) -> Result<(), ucs_status_t> {
-    if (id as usize) < UCT_AM_ID_MAX {
-        Ok(())
-    } else {
-        Err(am_id_error(id))
-    }
-}
-
-#[cold]
-#[inline(never)]
-extern "C" fn am_id_error(id: u8) -> ucs_status_t {
-    crate::error!("invalid active message id {} (valid: 0..{})", id, UCT_AM_ID_MAX - 1);
-    UCS_ERR_INVALID_PARAM
-}
-
-/// What `length_error` reports, by index.
-const LENGTH_WHAT: [&str; 3] = ["am_short", "am_short_iov", "am_bcopy"];
-
-#[cold]
-#[inline(never)]
-extern "C" fn length_error(what: usize, len: usize, max: usize) -> ucs_status_t {
-    let what = LENGTH_WHAT.get(what).copied().unwrap_or("send");
-    crate::error!("self {}: length {} exceeds the maximum {}", what, len, max);
-    UCS_ERR_INVALID_PARAM
-}
-
 impl Transport for SelfIface {
     type Ep = ();
+    const NAME: &'static str = "self";
     const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
         | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
         | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
@@ -305,8 +276,8 @@ impl Transport for SelfIface {
     }
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<(), ucs_status_t> {
-        // SAFETY: a self iface address is 8 bytes (iface_addr_len).
-        match unsafe { read_addr::<8>(params.iface_addr as *const c_void) } {
+        // A self iface address is 8 bytes (iface_addr_len).
+        match params.iface_addr.and_then(|a| a.read::<8>()) {
             None => {
                 crate::error!("self: creating an endpoint needs UCT_EP_PARAM_FIELD_IFACE_ADDR");
                 Err(UCS_ERR_INVALID_PARAM)
@@ -323,20 +294,20 @@ impl Transport for SelfIface {
         out.write(&iface.tl.id.to_ne_bytes())
     }
 
-    fn is_reachable(iface: &Iface<Self>, _dev: *const uct_device_addr_t, addr: *const uct_iface_addr_t) -> bool {
-        // SAFETY: a self iface address is 8 bytes.
-        matches!(unsafe { read_addr::<8>(addr as *const c_void) }, Some(a) if u64::from_ne_bytes(a) == iface.tl.id)
+    fn is_reachable(iface: &Iface<Self>, _dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        // A self iface address is 8 bytes.
+        matches!(addr.and_then(|a| a.read::<8>()), Some(a) if u64::from_ne_bytes(a) == iface.tl.id)
     }
 
     #[inline(always)]
     fn am_short(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        if let Err(s) = check_am_id(id) {
+        if let Err(s) = checks::am_id(id) {
             return s;
         }
         let s = &iface.tl;
         let total = payload.len() + 8;
-        if total > s.send_size {
-            return length_error(0, total, s.send_size);
+        if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.send_size) {
+            return e;
         }
         if total <= SMALL {
             // Small messages are staged on the stack: inline data is only
@@ -361,13 +332,13 @@ impl Transport for SelfIface {
     }
 
     fn am_short_iov(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        if let Err(s) = check_am_id(id) {
+        if let Err(s) = checks::am_id(id) {
             return s;
         }
         let s = &iface.tl;
         let total = iov_total(iov);
-        if total > s.send_size {
-            return length_error(1, total, s.send_size);
+        if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.send_size) {
+            return e;
         }
         let mut buf = s.take();
         let n = iov_gather(iov, buf.bytes(total));
@@ -377,15 +348,15 @@ impl Transport for SelfIface {
     }
 
     fn am_bcopy(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
-        if let Err(s) = check_am_id(id) {
+        if let Err(s) = checks::am_id(id) {
             return s as isize;
         }
         let s = &iface.tl;
         let mut buf = s.take();
         let len = pack.pack_into(buf.bytes(s.send_size));
-        if len > s.send_size {
+        if let Err(e) = checks::length::<Self>(Op::AmBcopy, len, s.send_size) {
             s.give(buf);
-            return length_error(2, len, s.send_size) as isize;
+            return e as isize;
         }
         SelfIface::deliver(&iface.hdr, id, &mut buf, len);
         s.give(buf);
@@ -399,7 +370,7 @@ impl Transport for SelfIface {
         UCS_ERR_BUSY
     }
 
-    fn ep_check(_iface: &Iface<Self>, _ep: &Ep<Self>, flags: u32, _comp: *mut uct_completion_t) -> ucs_status_t {
+    fn ep_check(_iface: &Iface<Self>, _ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
         if flags != 0 {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -409,10 +380,16 @@ impl Transport for SelfIface {
 
 static INTERNAL: crate::core::iface::InternalOps = Internal::<SelfIface>::OPS;
 
-fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, config: *const c_void)
+impl IfaceOpen for SelfIface {
+    type Config = SelfIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &SelfIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        iface_open(md, worker, params, cfg)
+    }
+}
+
+fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &SelfIfaceConfig)
               -> Result<uct_iface_h, ucs_status_t> {
-    // SAFETY: the generic open hands us this transport's parsed config.
-    let cfg = unsafe { &*(config as *const SelfIfaceConfig) };
     if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
         crate::error!("self transport supports only UCT_IFACE_OPEN_MODE_DEVICE");
         return Err(UCS_ERR_UNSUPPORTED);

@@ -9,8 +9,8 @@ use super::state::{free_internal, st, CmIface, CmState, SockCmTl};
 use super::wire::HDR_LEN;
 use crate::abi::*;
 use crate::core::cm::{CmImpl, ListenerImpl};
-use crate::core::component::Component;
-use crate::core::config::{field, parser, ConfigDesc, Table};
+use crate::core::component::{CmDesc, CmOpen, Component};
+use crate::core::config::{field, parser, Table};
 use crate::core::iface::{Iface, IfaceHeader};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
@@ -56,13 +56,8 @@ static TABLE: Lazy<Table> = Lazy::new(|| {
     ])
 });
 
-/// The `TCP_CM_` configuration of the tcp component.
-pub static CM_CONFIG: ConfigDesc = ConfigDesc {
-    name: c"TCP-SOCKCM connection manager",
-    prefix: c"TCP_CM_",
-    table: &TABLE,
-    size: std::mem::size_of::<SockCmConfig>(),
-};
+/// The connection manager of the tcp component (`UCX_TCP_CM_*`).
+pub const CM: CmDesc = CmDesc::new::<SockCmOpen>(c"TCP-SOCKCM connection manager", c"TCP_CM_", &TABLE);
 
 // ---------------------------------------------------------------------------
 // The connection manager.
@@ -142,14 +137,18 @@ impl Drop for SockCm {
     }
 }
 
-/// `cm_open` of the tcp component.
-pub fn open(_component: &'static Component, worker: &WorkerObj, config: *const c_void)
+/// Opens the tcp component's connection manager.
+pub struct SockCmOpen;
+
+impl CmOpen for SockCmOpen {
+    type Config = SockCmConfig;
+    fn open(_component: &'static Component, worker: &WorkerObj, cfg: &SockCmConfig)
             -> Result<Box<dyn CmImpl>, ucs_status_t> {
-    if config.is_null() {
-        return Err(UCS_ERR_INVALID_PARAM);
+        open(worker, cfg)
     }
-    // SAFETY: the generic open hands us this component's parsed CM config.
-    let cfg = unsafe { &*(config as *const SockCmConfig) };
+}
+
+fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_status_t> {
     let tl = SockCmTl {
         priv_data_len: cfg.priv_data_len.saturating_add(HDR_LEN),
         sndbuf: cfg.sndbuf as u64,

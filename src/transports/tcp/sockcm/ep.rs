@@ -330,6 +330,7 @@ impl SockCm {
 
 impl Transport for SockCmTl {
     type Ep = SockCmEp;
+    const NAME: &'static str = "tcp_sockcm";
     const OPS: u64 = op(slot::EP_CONNECT) | op(slot::EP_DISCONNECT) | op(slot::CM_EP_CONN_NOTIFY);
     const HAS_PROGRESS: bool = false;
 

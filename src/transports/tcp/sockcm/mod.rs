@@ -37,6 +37,6 @@ mod sock;
 mod state;
 mod wire;
 
-pub use cm::{open, SockCmConfig, CM_CONFIG};
+pub use cm::{SockCmConfig, CM};
 pub use state::{SockCmEp, SockCmTl};
 pub use wire::HDR_LEN;
