@@ -475,5 +475,6 @@ pub type uct_recv_desc = uct_recv_desc_t;
 /// allocation that holds that slot.
 #[inline]
 pub unsafe fn uct_recv_desc(desc: *mut c_void) -> *mut *mut uct_recv_desc_t {
-    (desc as *mut *mut uct_recv_desc_t).sub(1)
+    // SAFETY: see the function contract.
+    unsafe { (desc as *mut *mut uct_recv_desc_t).sub(1) }
 }

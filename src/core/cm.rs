@@ -52,14 +52,17 @@ impl CmObj {
         if cm.is_null() {
             return None;
         }
-        let c = &*(cm as *const CmObj);
+        // SAFETY: see the function contract; foreign objects fail the magic
+        // test.
+        let c = unsafe { &*(cm as *const CmObj) };
         (c.magic == CM_MAGIC).then_some(c)
     }
 
     /// # Safety
     /// `cm` came from [`CmObj::into_handle`] and is not used afterwards.
     pub unsafe fn destroy(cm: uct_cm_h) {
-        let mut b = Box::from_raw(cm as *mut CmObj);
+        // SAFETY: see the function contract: we own the box again.
+        let mut b = unsafe { Box::from_raw(cm as *mut CmObj) };
         b.magic = 0;
         drop(b);
     }
@@ -110,7 +113,8 @@ impl ListenerObj {
     /// # Safety
     /// `l` came from [`ListenerObj::alloc`] and is not used afterwards.
     pub unsafe fn destroy(l: *mut ListenerObj) {
-        let mut b = Box::from_raw(l);
+        // SAFETY: see the function contract: we own the box again.
+        let mut b = unsafe { Box::from_raw(l) };
         b.magic = 0;
         drop(b);
     }

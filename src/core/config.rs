@@ -230,7 +230,8 @@ impl BaseIfaceConfig {
 unsafe extern "C" fn deprecated_read(_: *const c_char, _: *mut c_void, _: *const c_void) -> c_int { 1 }
 unsafe extern "C" fn deprecated_write(buf: *mut c_char, max: usize, _: *const c_void, _: *const c_void) -> c_int {
     if max > 0 {
-        *buf = 0;
+        // SAFETY: libucs's buffer of `max` bytes.
+        unsafe { *buf = 0 };
     }
     1
 }
@@ -238,7 +239,8 @@ unsafe extern "C" fn deprecated_clone(_: *const c_void, _: *mut c_void, _: *cons
 unsafe extern "C" fn deprecated_release(_: *mut c_void, _: *const c_void) {}
 unsafe extern "C" fn deprecated_help(buf: *mut c_char, max: usize, _: *const c_void) {
     if max > 0 {
-        *buf = 0;
+        // SAFETY: libucs's buffer of `max` bytes.
+        unsafe { *buf = 0 };
     }
 }
 
@@ -341,18 +343,24 @@ unsafe fn header<'a>(config: *const c_void) -> Option<&'a mut BundleHeader> {
     if config.is_null() {
         return None;
     }
-    let h = &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader);
+    // SAFETY: see the function contract: a config pointer of ours has its
+    // header right in front (a foreign one fails the magic test).
+    let h = unsafe { &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader) };
     (h.magic == BUNDLE_MAGIC).then_some(h)
 }
 
 /// # Safety
 /// `config` must be null or a pointer handed out by a config reader.
 pub unsafe fn release(config: *mut c_void) -> ucs_status_t {
-    match header(config) {
+    // SAFETY: see the function contract.
+    match unsafe { header(config) } {
         Some(h) => {
-            ucs::ucs_config_parser_release_opts(config, h.table);
+            // SAFETY: options parsed from `h.table`, released once; the
+            // bundle was calloc'ed by `read`.
+            unsafe { ucs::ucs_config_parser_release_opts(config, h.table) };
             h.magic = 0;
-            libc::free(h as *mut BundleHeader as *mut c_void);
+            // SAFETY: see above.
+            unsafe { libc::free(h as *mut BundleHeader as *mut c_void) };
             UCS_OK
         }
         None => UCS_ERR_INVALID_PARAM,
@@ -362,8 +370,13 @@ pub unsafe fn release(config: *mut c_void) -> ucs_status_t {
 /// # Safety
 /// As for [`release`]; `name`/`value` are C strings.
 pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_char) -> ucs_status_t {
-    match header(config) {
-        Some(h) if !name.is_null() && !value.is_null() => ucs::ucs_config_parser_set_value(config, h.table, name, value),
+    // SAFETY: see the function contract.
+    match unsafe { header(config) } {
+        Some(h) if !name.is_null() && !value.is_null() => {
+            // SAFETY: options parsed from `h.table`; C strings checked
+            // non-NULL.
+            unsafe { ucs::ucs_config_parser_set_value(config, h.table, name, value) }
+        }
         _ => UCS_ERR_INVALID_PARAM,
     }
 }
@@ -371,8 +384,13 @@ pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_c
 /// # Safety
 /// As for [`release`]; `value` holds `max` bytes.
 pub unsafe fn get(config: *mut c_void, name: *const c_char, value: *mut c_char, max: usize) -> ucs_status_t {
-    match header(config) {
-        Some(h) if !name.is_null() && !value.is_null() => ucs::ucs_config_parser_get_value(config, h.table, name, value, max),
+    // SAFETY: see the function contract.
+    match unsafe { header(config) } {
+        Some(h) if !name.is_null() && !value.is_null() => {
+            // SAFETY: options parsed from `h.table`; C strings checked
+            // non-NULL.
+            unsafe { ucs::ucs_config_parser_get_value(config, h.table, name, value, max) }
+        }
         _ => UCS_ERR_INVALID_PARAM,
     }
 }
@@ -382,15 +400,8 @@ pub unsafe fn get(config: *mut c_void, name: *const c_char, value: *mut c_char, 
 /// # Safety
 /// As for [`release`].
 pub unsafe fn is_config(config: *const c_void) -> bool {
-    header(config).is_some()
-}
-
-/// Whether `config` was read from `desc`'s table.
-///
-/// # Safety
-/// As for [`release`].
-pub unsafe fn belongs_to(config: *const c_void, desc: &ConfigDesc) -> bool {
-    matches!(header(config), Some(h) if h.table == Lazy::force(desc.table).as_ptr())
+    // SAFETY: see the function contract.
+    unsafe { header(config) }.is_some()
 }
 
 /// UCX's rule for a transport's buffer pool settings (`*_BUFS_GROW` and

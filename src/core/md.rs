@@ -68,14 +68,16 @@ impl MdObj {
         if md.is_null() {
             return None;
         }
-        let m = &*(md as *const MdObj);
+        // SAFETY: see the function contract.
+        let m = unsafe { &*(md as *const MdObj) };
         (m.magic == MD_MAGIC).then_some(m)
     }
 
     /// # Safety
     /// `md` must come from [`MdObj::into_handle`] and not be used afterwards.
     pub unsafe fn destroy(md: uct_md_h) {
-        let mut b = Box::from_raw(md as *mut MdObj);
+        // SAFETY: see the function contract: we own the box again.
+        let mut b = unsafe { Box::from_raw(md as *mut MdObj) };
         b.magic = 0;
         drop(b);
     }

@@ -1,4 +1,16 @@
-//! Transport-independent machinery.
+//! Transport-independent machinery: what every transport shares and no
+//! transport names. [`component`] describes components, their memory
+//! domains and transports, and their typed openers; [`md`] and [`worker`]
+//! are the objects behind `uct_md_h` and `uct_worker_h`; [`iface`] is the
+//! generic interface/endpoint (the vtable C dispatches through, the
+//! [`iface::Transport`] trait, the shared argument checks); [`ops`] the
+//! safe handles the data path hands transports (payloads, callbacks,
+//! completions, peer addresses); [`config`] and [`config_list`] the
+//! configuration tables, through libucs's parser; [`mem`] memory
+//! allocation; [`cm`] connection managers and listeners; [`log`] logging
+//! through libucs. The list of components is given to core by the exported
+//! functions (`crate::transports::COMPONENTS`); core never imports a
+//! transport or `ffi`.
 
 #[macro_use]
 pub mod log;

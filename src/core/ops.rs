@@ -15,7 +15,7 @@ pub unsafe fn bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
         &[]
     } else {
         // SAFETY: see the function contract.
-        std::slice::from_raw_parts(ptr as *const u8, len)
+        unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
     }
 }
 
@@ -27,7 +27,7 @@ pub unsafe fn iov_slice<'a>(iov: *const uct_iov_t, cnt: usize) -> &'a [uct_iov_t
         &[]
     } else {
         // SAFETY: see the function contract.
-        std::slice::from_raw_parts(iov, cnt)
+        unsafe { std::slice::from_raw_parts(iov, cnt) }
     }
 }
 
@@ -88,7 +88,9 @@ impl Pack {
     /// `dst` must be writable for as much as the callback will write.
     #[inline(always)]
     pub unsafe fn pack_raw(&self, dst: *mut u8) -> usize {
-        (self.cb)(dst as *mut c_void, self.arg)
+        // SAFETY: the user's callback with its own argument, into memory
+        // the function contract makes writable.
+        unsafe { (self.cb)(dst as *mut c_void, self.arg) }
     }
 }
 
@@ -107,7 +109,9 @@ impl Unpack {
     /// `src` must hold `len` readable bytes.
     #[inline(always)]
     pub unsafe fn unpack_raw(&self, src: *const u8, len: usize) {
-        (self.cb)(self.arg, src as *const c_void, len)
+        // SAFETY: the user's callback with its own argument, from memory
+        // the function contract makes readable.
+        unsafe { (self.cb)(self.arg, src as *const c_void, len) }
     }
 }
 
@@ -197,7 +201,9 @@ pub unsafe fn cpu_atomic(target: *mut u8, op: AtomicOp, width: Width, value: u64
     use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
     match width {
         Width::W64 => {
-            let a = &*(target as *const AtomicU64);
+            // SAFETY: see the function contract (aligned, mapped, shared
+            // only through atomic operations).
+            let a = unsafe { &*(target as *const AtomicU64) };
             match op {
                 AtomicOp::Add => a.fetch_add(value, SeqCst),
                 AtomicOp::And => a.fetch_and(value, SeqCst),
@@ -210,7 +216,8 @@ pub unsafe fn cpu_atomic(target: *mut u8, op: AtomicOp, width: Width, value: u64
             }
         }
         Width::W32 => {
-            let a = &*(target as *const AtomicU32);
+            // SAFETY: as above.
+            let a = unsafe { &*(target as *const AtomicU32) };
             let v = value as u32;
             (match op {
                 AtomicOp::Add => a.fetch_add(v, SeqCst),
@@ -394,9 +401,10 @@ impl PurgeCb {
     /// Hand a request back to its owner; false when there is no callback.
     pub fn call(&self, req: PendingReq) -> bool {
         match self.cb {
-            // SAFETY: the request was queued by this owner, and the callback
-            // and argument are the ones it passed to pending_purge.
             Some(f) => {
+                // SAFETY: the request was queued by this owner, and the
+                // callback and argument are the ones it passed to
+                // pending_purge.
                 unsafe { f(req.0, self.arg) };
                 true
             }

@@ -85,11 +85,15 @@ entry! {
         let l = ListenerObj::alloc(cm);
         // SAFETY: checked non-NULL; `l` is our fresh listener.
         match c.imp.listener_create(cm, saddr, socklen, unsafe { &*params }, l as uct_listener_h) {
-            Ok(imp) => unsafe {
-                (*l).attach(imp);
-                *listener_p = l as uct_listener_h;
+            Ok(imp) => {
+                // SAFETY: `l` is our live listener; `listener_p` was
+                // checked non-NULL.
+                unsafe {
+                    (*l).attach(imp);
+                    *listener_p = l as uct_listener_h;
+                }
                 UCS_OK
-            },
+            }
             Err(s) => {
                 // SAFETY: never handed out.
                 unsafe { ListenerObj::destroy(l) };

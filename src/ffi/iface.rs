@@ -34,8 +34,11 @@ unsafe fn read_params(p: &uct_iface_params_t) -> Result<IfaceParams, ucs_status_
     // DEVICE, even without UCT_IFACE_PARAM_FIELD_DEVICE (ucx_perftest
     // relies on it).
     if open_mode & UCT_IFACE_OPEN_MODE_DEVICE != 0 {
-        tl_name = opt_str(p.mode.device.tl_name).unwrap_or_default().to_string();
-        dev_name = opt_str(p.mode.device.dev_name).unwrap_or_default().to_string();
+        // SAFETY: in DEVICE mode the union holds the device names, NULL or
+        // C strings (UCT's contract).
+        let (tl, dev) = unsafe { (opt_str(p.mode.device.tl_name), opt_str(p.mode.device.dev_name)) };
+        tl_name = tl.unwrap_or_default().to_string();
+        dev_name = dev.unwrap_or_default().to_string();
     }
     if has(UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) && !has(UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) {
         crate::error!("alignment offset has no effect without alignment");

@@ -43,7 +43,7 @@ entry! {
         if flags & UCT_MD_MEM_FLAG_FIXED != 0 {
             // SAFETY: sysconf has no preconditions.
             let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
-            if address.is_null() || !(address as usize).is_multiple_of(page) {
+            if address.is_null() || (address as usize) % page != 0 {
                 crate::error!("{}: UCT_MD_MEM_FLAG_FIXED needs a page-aligned address", FN);
                 return UCS_ERR_INVALID_PARAM;
             }

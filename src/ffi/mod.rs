@@ -58,6 +58,10 @@ pub fn run<R: Failure>(name: &'static str, body: impl FnOnce() -> R) -> R {
 macro_rules! entry {
     ($(#[$m:meta])* fn $name:ident($($a:ident : $t:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
+        ///
+        /// # Safety
+        /// Called from C with the arguments UCT's API documents for this
+        /// function (the body checks what the C original checks, and more).
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) -> $ret {
             #[allow(unused)]
@@ -67,6 +71,10 @@ macro_rules! entry {
     };
     ($(#[$m:meta])* fn $name:ident($($a:ident : $t:ty),* $(,)?) $body:block) => {
         $(#[$m])*
+        ///
+        /// # Safety
+        /// Called from C with the arguments UCT's API documents for this
+        /// function (the body checks what the C original checks, and more).
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) {
             #[allow(unused)]
@@ -123,7 +131,8 @@ pub unsafe fn opt_str<'a>(p: *const c_char) -> Option<&'a str> {
     if p.is_null() {
         None
     } else {
-        CStr::from_ptr(p).to_str().ok()
+        // SAFETY: see the function contract.
+        unsafe { CStr::from_ptr(p) }.to_str().ok()
     }
 }
 

@@ -73,9 +73,12 @@ pub struct IfaceHeader {
 /// # Safety
 /// `ep` is a live endpoint of this library.
 unsafe fn report_ep_err(ep: uct_ep_h, status: ucs_status_t) -> c_uint {
-    if let Some(hdr) = IfaceHeader::from_handle((*ep).iface) {
+    // SAFETY: see the function contract: the endpoint names its live
+    // interface, which starts with our header.
+    if let Some(hdr) = unsafe { IfaceHeader::from_handle((*ep).iface) } {
         if let Some(h) = hdr.err_handler {
-            h(hdr.err_handler_arg, ep, status);
+            // SAFETY: the user's handler with the argument it registered.
+            unsafe { h(hdr.err_handler_arg, ep, status) };
         }
     }
     1
@@ -85,15 +88,18 @@ unsafe fn report_ep_err(ep: uct_ep_h, status: ucs_status_t) -> c_uint {
 /// (the endpoint is the argument; the callback is removed when the endpoint
 /// is destroyed, so it is alive here).
 unsafe extern "C" fn ep_err_progress(arg: *mut c_void) -> c_uint {
-    report_ep_err(arg as uct_ep_h, UCS_ERR_CONNECTION_RESET)
+    // SAFETY: the argument is the live endpoint (see above).
+    unsafe { report_ep_err(arg as uct_ep_h, UCS_ERR_CONNECTION_RESET) }
 }
 
 unsafe extern "C" fn ep_timeout_progress(arg: *mut c_void) -> c_uint {
-    report_ep_err(arg as uct_ep_h, UCS_ERR_ENDPOINT_TIMEOUT)
+    // SAFETY: as for ep_err_progress.
+    unsafe { report_ep_err(arg as uct_ep_h, UCS_ERR_ENDPOINT_TIMEOUT) }
 }
 
 unsafe extern "C" fn is_ep_err_for(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int {
-    let e = &*elem;
+    // SAFETY: libucs hands the predicate a live queue element.
+    let e = unsafe { &*elem };
     let reset: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_err_progress;
     let timeout: unsafe extern "C" fn(*mut c_void) -> c_uint = ep_timeout_progress;
     matches!(e.cb, Some(cb) if (std::ptr::fn_addr_eq(cb, reset) || std::ptr::fn_addr_eq(cb, timeout))
@@ -218,7 +224,7 @@ impl IfaceHeader {
         match h.cb {
             // SAFETY: the handler was installed through uct_iface_set_am_handler
             // together with its argument; see the function contract for data.
-            Some(cb) => cb(h.arg, data, length, flags),
+            Some(cb) => unsafe { cb(h.arg, data, length, flags) },
             None => UCS_OK,
         }
     }

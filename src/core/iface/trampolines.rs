@@ -42,27 +42,81 @@ macro_rules! hot {
 /// leads here is only ever installed in `Iface<T>`'s vtable).
 #[inline(always)]
 unsafe fn parts<'a, T: Transport>(ep: uct_ep_h) -> (&'a Iface<T>, &'a Ep<T>) {
-    let ep = &*(ep as *const Ep<T>);
-    (&*(ep.base.iface as *const Iface<T>), ep)
+    // SAFETY: see the function contract: `ep` is an `Ep<T>`, whose base
+    // names its (live) `Iface<T>`.
+    unsafe {
+        let ep = &*(ep as *const Ep<T>);
+        (&*(ep.base.iface as *const Iface<T>), ep)
+    }
 }
 
+/// # Safety
+/// `iface` must be an interface created as `Iface<T>`.
 #[inline(always)]
 unsafe fn iface_of<'a, T: Transport>(iface: uct_iface_h) -> &'a Iface<T> {
-    &*(iface as *const Iface<T>)
+    // SAFETY: see the function contract.
+    unsafe { &*(iface as *const Iface<T>) }
+}
+
+// The unsafe steps every trampoline takes, each argued once. A trampoline
+// of `T` is installed only in the vtable of `Iface<T>` (see `build_ops`),
+// so C reaches it only with that interface or one of its endpoints, and
+// with the other arguments as UCT's API documents them.
+
+/// The interface and endpoint behind an endpoint handle.
+macro_rules! parts {
+    ($ep:expr) => {{
+        // SAFETY: an endpoint of `Iface<T>` (see above).
+        unsafe { parts::<T>($ep) }
+    }};
+}
+
+/// The interface behind an interface handle.
+macro_rules! iface {
+    ($iface:expr) => {{
+        // SAFETY: an `Iface<T>` (see above).
+        unsafe { iface_of::<T>($iface) }
+    }};
+}
+
+/// The caller's buffer of `len` bytes, for the call.
+macro_rules! bytes {
+    ($p:expr, $len:expr) => {{
+        // SAFETY: UCT's contract: the buffer holds `len` readable bytes
+        // for the call (NULL only with a zero length).
+        unsafe { bytes($p, $len) }
+    }};
+}
+
+/// The caller's iov list (checked non-NULL when the count is not zero).
+macro_rules! iovs {
+    ($p:expr, $n:expr) => {{
+        // SAFETY: UCT's contract: `n` readable entries, for the call.
+        unsafe { iov_slice($p, $n) }
+    }};
+}
+
+/// The caller's completion (NULL: none).
+macro_rules! comp {
+    ($c:expr) => {{
+        // SAFETY: UCT's contract: the caller keeps it alive until the
+        // operation completes.
+        unsafe { Completion::from_raw($c) }
+    }};
 }
 
 unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_void, length: c_uint,
                                                remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
-        T::put_short(i, e, bytes(buffer, length as usize), Remote::new(remote_addr, rkey))
+        let (i, e) = parts!(ep);
+        T::put_short(i, e, bytes!(buffer, length as usize), Remote::new(remote_addr, rkey))
     })
 }
 
 unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_callback_t, arg: *mut c_void,
                                                remote_addr: u64, rkey: uct_rkey_t) -> isize {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
             None => UCS_ERR_INVALID_PARAM as isize,
@@ -77,8 +131,8 @@ unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
         if iov.is_null() && iovcnt != 0 {
             return null_iov();
         }
-        let (i, e) = parts::<T>(ep);
-        T::put_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), Completion::from_raw(comp))
+        let (i, e) = parts!(ep);
+        T::put_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
     })
 }
 
@@ -89,8 +143,8 @@ unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
         if iov.is_null() && iovcnt != 0 {
             return null_iov();
         }
-        let (i, e) = parts::<T>(ep);
-        T::get_zcopy(i, e, iov_slice(iov, iovcnt), Remote::new(remote_addr, rkey), Completion::from_raw(comp))
+        let (i, e) = parts!(ep);
+        T::get_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
     })
 }
 
@@ -101,8 +155,8 @@ unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *con
         if iov.is_null() && iovcnt != 0 {
             return null_iov();
         }
-        let (i, e) = parts::<T>(ep);
-        T::am_zcopy(i, e, id, bytes(header, header_length as usize), iov_slice(iov, iovcnt), flags, Completion::from_raw(comp))
+        let (i, e) = parts!(ep);
+        T::am_zcopy(i, e, id, bytes!(header, header_length as usize), iovs!(iov, iovcnt), flags, comp!(comp))
     })
 }
 
@@ -110,9 +164,9 @@ unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpa
                                                length: usize, remote_addr: u64, rkey: uct_rkey_t,
                                                comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match Unpack::new(unpack_cb, arg) {
-            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), Completion::from_raw(comp)),
+            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp!(comp)),
             None => UCS_ERR_INVALID_PARAM,
         }
     })
@@ -121,8 +175,8 @@ unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpa
 unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64, payload: *const c_void,
                                               length: c_uint) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
-        T::am_short(i, e, id, header, bytes(payload, length as usize))
+        let (i, e) = parts!(ep);
+        T::am_short(i, e, id, header, bytes!(payload, length as usize))
     })
 }
 
@@ -132,15 +186,15 @@ unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *co
         if iov.is_null() && iovcnt != 0 {
             return null_iov();
         }
-        let (i, e) = parts::<T>(ep);
-        T::am_short_iov(i, e, id, iov_slice(iov, iovcnt))
+        let (i, e) = parts!(ep);
+        T::am_short_iov(i, e, id, iovs!(iov, iovcnt))
     })
 }
 
 unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct_pack_callback_t, arg: *mut c_void,
                                               flags: c_uint) -> isize {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::am_bcopy(i, e, id, p, flags),
             None => UCS_ERR_INVALID_PARAM as isize,
@@ -152,9 +206,9 @@ unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u
                                              rkey: uct_rkey_t, result: *mut u64,
                                              comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
-                        FetchResult::U64(result), Completion::from_raw(comp))
+                        FetchResult::U64(result), comp!(comp))
     })
 }
 
@@ -162,16 +216,16 @@ unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u
                                              rkey: uct_rkey_t, result: *mut u32,
                                              comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
-                        Remote::new(remote_addr, rkey), FetchResult::U32(result), Completion::from_raw(comp))
+                        Remote::new(remote_addr, rkey), FetchResult::U32(result), comp!(comp))
     })
 }
 
 unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, remote_addr: u64,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
             None => bad_opcode(opcode),
@@ -182,7 +236,7 @@ unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint,
 unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, remote_addr: u64,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
             None => bad_opcode(opcode),
@@ -194,10 +248,10 @@ unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
                                                     remote_addr: u64, rkey: uct_rkey_t,
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U32(result), Completion::from_raw(comp)),
+                                       FetchResult::U32(result), comp!(comp)),
             None => bad_opcode(opcode),
         }
     })
@@ -207,10 +261,10 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
                                                     remote_addr: u64, rkey: uct_rkey_t,
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U64(result), Completion::from_raw(comp)),
+                                       FetchResult::U64(result), comp!(comp)),
             None => bad_opcode(opcode),
         }
     })
@@ -237,7 +291,7 @@ extern "C" fn bad_opcode(opcode: u32) -> ucs_status_t {
 unsafe extern "C" fn t_pending_add<T: Transport>(ep: uct_ep_h, req: *mut uct_pending_req_t,
                                                  flags: c_uint) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         if req.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -248,29 +302,29 @@ unsafe extern "C" fn t_pending_add<T: Transport>(ep: uct_ep_h, req: *mut uct_pen
 unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending_purge_callback_t,
                                                    arg: *mut c_void) {
     guard!((), {
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::pending_purge(i, e, PurgeCb::new(cb, arg))
     })
 }
 
 unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
-        T::ep_flush(i, e, flags, Completion::from_raw(comp))
+        let (i, e) = parts!(ep);
+        T::ep_flush(i, e, flags, comp!(comp))
     })
 }
 
 unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
     hot!({
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::ep_fence(i, e, flags)
     })
 }
 
 unsafe extern "C" fn t_ep_check<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
-        T::ep_check(i, e, flags, Completion::from_raw(comp))
+        let (i, e) = parts!(ep);
+        T::ep_check(i, e, flags, comp!(comp))
     })
 }
 
@@ -279,30 +333,31 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         if params.is_null() || ep_p.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        let p = &*params;
-        let iface = iface_of::<T>(p.iface);
+        // SAFETY: checked non-NULL; the caller's parameters, for the call.
+        let p = unsafe { &*params };
+        let iface = iface!(p.iface);
         let m = p.field_mask;
         let lens = iface.hdr.addr_lens();
-        let ep_params = EpParams {
-            raw: p,
-            // SAFETY: addresses of this transport, valid for the call.
-            dev_addr: if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 {
-                unsafe { PeerAddr::new(p.dev_addr as *const c_void, lens.device) }
-            } else {
-                None
-            },
-            // SAFETY: as above.
-            iface_addr: if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 {
-                unsafe { PeerAddr::new(p.iface_addr as *const c_void, lens.iface) }
-            } else {
-                None
-            },
+        let dev_addr = if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 {
+            // SAFETY: the peer's address of this transport, valid for the
+            // call, when the field mask says it is there.
+            unsafe { PeerAddr::new(p.dev_addr as *const c_void, lens.device) }
+        } else {
+            None
         };
+        let iface_addr = if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 {
+            // SAFETY: see above.
+            unsafe { PeerAddr::new(p.iface_addr as *const c_void, lens.iface) }
+        } else {
+            None
+        };
+        let ep_params = EpParams { raw: p, dev_addr, iface_addr };
         match T::ep_create(iface, &ep_params) {
             Ok(tl) => {
-                let ep = Box::into_raw(Box::new(Ep::<T> { base: uct_ep_t { iface: p.iface }, tl }));
-                T::ep_init(iface, &*ep);
-                *ep_p = ep as uct_ep_h;
+                let ep = Box::new(Ep::<T> { base: uct_ep_t { iface: p.iface }, tl });
+                T::ep_init(iface, &ep);
+                // SAFETY: checked non-NULL above; the caller's out-pointer.
+                unsafe { *ep_p = Box::into_raw(ep) as uct_ep_h };
                 UCS_OK
             }
             Err(s) => s,
@@ -312,40 +367,41 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
 
 unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
     guard!((), {
-        let iface = iface_of::<T>((*ep).iface);
+        let (iface, _) = parts!(ep);
         // A peer-failure report still queued for this endpoint must not
         // run after it is gone.
         iface.hdr.cancel_ep_err(ep);
         // SAFETY: the ep was boxed by t_ep_create and is destroyed once.
-        let mut ep = Box::from_raw(ep as *mut Ep<T>);
+        let mut ep = unsafe { Box::from_raw(ep as *mut Ep<T>) };
         T::ep_destroy(iface, &mut ep);
     })
 }
 
 unsafe extern "C" fn t_ep_connect<T: Transport>(ep: uct_ep_h, params: *const uct_ep_connect_params_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
-        T::ep_connect(i, e, params.as_ref())
+        let (i, e) = parts!(ep);
+        // SAFETY: NULL or the caller's parameters, valid for the call.
+        T::ep_connect(i, e, unsafe { params.as_ref() })
     })
 }
 
 unsafe extern "C" fn t_ep_disconnect<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::ep_disconnect(i, e, flags)
     })
 }
 
 unsafe extern "C" fn t_cm_ep_conn_notify<T: Transport>(ep: uct_ep_h) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         T::cm_ep_conn_notify(i, e)
     })
 }
 
 unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         // SAFETY: the caller's buffer holds the ep address length we report.
         match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().ep) } {
             Some(out) => T::ep_get_address(i, e, out),
@@ -357,7 +413,7 @@ unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct
 unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const uct_device_addr_t,
                                                       ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
+        let (i, e) = parts!(ep);
         let lens = i.hdr.addr_lens();
         // SAFETY: the peer's addresses of this transport, valid for the call.
         let (dev, ep_addr) = unsafe {
@@ -369,23 +425,23 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
 
 unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
                                                  comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!(T::iface_flush(iface_of::<T>(iface), flags, Completion::from_raw(comp)))
+    hot!(T::iface_flush(iface!(iface), flags, comp!(comp)))
 }
 
 unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
-    hot!(T::iface_fence(iface_of::<T>(iface), flags))
+    hot!(T::iface_fence(iface!(iface), flags))
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), iface_of::<T>(iface).hdr.progress_enable(flags))
+    guard!((), iface!(iface).hdr.progress_enable(flags))
 }
 
 unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), iface_of::<T>(iface).hdr.progress_disable(flags))
+    guard!((), iface!(iface).hdr.progress_disable(flags))
 }
 
 unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
-    hot!(T::progress(iface_of::<T>(iface)))
+    hot!(T::progress(iface!(iface)))
 }
 
 unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {
@@ -393,9 +449,10 @@ unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut
         if fd_p.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        match T::event_fd_get(iface_of::<T>(iface)) {
+        match T::event_fd_get(iface!(iface)) {
             Ok(fd) => {
-                *fd_p = fd;
+                // SAFETY: checked non-NULL above; the caller's out-pointer.
+                unsafe { *fd_p = fd };
                 UCS_OK
             }
             Err(s) => s,
@@ -404,13 +461,13 @@ unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut
 }
 
 unsafe extern "C" fn t_event_arm<T: Transport>(iface: uct_iface_h, events: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, T::event_arm(iface_of::<T>(iface), events))
+    guard!(UCS_ERR_IO_ERROR, T::event_arm(iface!(iface), events))
 }
 
 unsafe extern "C" fn t_iface_close<T: Transport>(iface: uct_iface_h) {
     guard!((), {
         // SAFETY: boxed by Iface::into_handle, closed once.
-        let mut b = Box::from_raw(iface as *mut Iface<T>);
+        let mut b = unsafe { Box::from_raw(iface as *mut Iface<T>) };
         // Remove the progress callback at once (not deferred): the next
         // worker progress must not call into the freed interface.
         let flags = b.hdr.progress_flags();
@@ -425,13 +482,15 @@ unsafe extern "C" fn t_iface_query<T: Transport>(iface: uct_iface_h, attr: *mut 
         if attr.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        *attr = query_attr(iface_of::<T>(iface));
+        let a = query_attr(iface!(iface));
+        // SAFETY: checked non-NULL above; the caller's struct.
+        unsafe { *attr = a };
         UCS_OK
     })
 }
 
 unsafe extern "C" fn t_get_device_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_device_addr_t) -> ucs_status_t {
-    let i = iface_of::<T>(iface);
+    let i = iface!(iface);
     // SAFETY: the caller's buffer holds the device address length we report.
     guard!(UCS_ERR_IO_ERROR, match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().device) } {
         Some(out) => T::get_device_address(i, out),
@@ -440,7 +499,7 @@ unsafe extern "C" fn t_get_device_address<T: Transport>(iface: uct_iface_h, addr
 }
 
 unsafe extern "C" fn t_get_address<T: Transport>(iface: uct_iface_h, addr: *mut uct_iface_addr_t) -> ucs_status_t {
-    let i = iface_of::<T>(iface);
+    let i = iface!(iface);
     // SAFETY: the caller's buffer holds the iface address length we report.
     guard!(UCS_ERR_IO_ERROR, match unsafe { AddrOut::new(addr as *mut u8, i.hdr.addr_lens().iface) } {
         Some(out) => T::get_address(i, out),
@@ -450,7 +509,7 @@ unsafe extern "C" fn t_get_address<T: Transport>(iface: uct_iface_h, addr: *mut 
 
 unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *const uct_device_addr_t,
                                                   addr: *const uct_iface_addr_t) -> c_int {
-    let i = iface_of::<T>(iface);
+    let i = iface!(iface);
     let lens = i.hdr.addr_lens();
     // SAFETY: the peer's addresses of this transport, valid for the call.
     let (dev, addr) = unsafe {
@@ -459,14 +518,21 @@ unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *cons
     guard!(0, T::is_reachable(i, dev, addr) as c_int)
 }
 
+/// # Safety
+/// `iface` is an `Iface<T>` and `attr` the caller's (non-NULL) struct.
 unsafe fn internal_estimate_perf<T: Transport>(iface: uct_iface_h, attr: *mut uct_perf_attr_t) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, T::estimate_perf(iface_of::<T>(iface), &mut *attr))
+    // SAFETY: see the function contract.
+    guard!(UCS_ERR_IO_ERROR, T::estimate_perf(iface!(iface), unsafe { &mut *attr }))
 }
 
+/// # Safety
+/// `ep` is an endpoint of an `Iface<T>` and `attr` the caller's (non-NULL)
+/// struct.
 unsafe fn internal_ep_query<T: Transport>(ep: uct_ep_h, attr: *mut uct_ep_attr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
-        let (i, e) = parts::<T>(ep);
-        T::ep_query(i, e, &mut *attr)
+        let (i, e) = parts!(ep);
+        // SAFETY: see the function contract.
+        T::ep_query(i, e, unsafe { &mut *attr })
     })
 }
 
