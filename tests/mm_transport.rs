@@ -5,7 +5,7 @@
 //! queue, and the wake-up event.
 
 use std::ffi::{c_uint, c_void, CStr};
-use std::ptr::{null, null_mut};
+use std::ptr::null_mut;
 use ::uct::abi::*;
 use ::uct::ffi::component::*;
 use ::uct::ffi::config::*;
@@ -32,77 +32,102 @@ struct Pair {
     ep: uct_ep_h,
 }
 
-unsafe fn open_iface(md: uct_md_h, worker: uct_worker_h, tl: &CStr) -> Side {
-    let mut config = null_mut();
-    assert_eq!(uct_md_iface_config_read(md, tl.as_ptr(), null(), null(), &mut config), UCS_OK);
-    let mut p: uct_iface_params_t = std::mem::zeroed();
-    p.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE | UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
-    p.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
-    p.mode.device.tl_name = tl.as_ptr();
-    p.mode.device.dev_name = c"memory".as_ptr();
+/// Opens one more interface of `tl` on `md` (device "memory", our headroom).
+///
+/// # Safety
+///
+/// `md` and `worker` are open.
+unsafe fn open_iface(md: uct_md_h, worker: uct_worker_h, tl: &'static CStr) -> Side {
+    // SAFETY: `md` is open (the caller's promise).
+    let config = unsafe { iface_config(md, tl, &[]) };
+    let mut p = device_params(tl, c"memory");
+    p.field_mask |= UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
     p.rx_headroom = HEADROOM;
     let mut iface = null_mut();
-    assert_eq!(uct_iface_open(md, worker, &p, config, &mut iface), UCS_OK);
+    // SAFETY: md and worker are open (the caller's promise), the
+    // configuration was just read, the parameters point at static names, the out-pointer is a
+    // local.
+    assert_eq!(unsafe { uct_iface_open(md, worker, &p, config, &mut iface) }, UCS_OK);
     Side { iface, config }
 }
 
+impl Side {
+    /// The interface's operations table.
+    fn ops(&self) -> &uct_iface_ops_t {
+        // SAFETY: a Side's interface stays open until its Pair drops, and
+        // starts with its operations table.
+        unsafe { &(*self.iface).ops }
+    }
+
+    fn progress(&self) -> u32 {
+        // SAFETY: the interface is open (see ops) and used from this thread.
+        unsafe { self.ops().iface_progress.unwrap()(self.iface) }
+    }
+}
+
 impl Pair {
-    fn new(tl: &CStr) -> Pair {
-        unsafe {
-            let mut async_ = null_mut();
-            assert_eq!(ucs_async_context_create(ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
-            let mut worker = null_mut();
-            assert_eq!(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &mut worker), UCS_OK);
-            let c = component(tl.to_str().unwrap());
-            let mut mdc = null_mut();
-            assert_eq!(uct_md_config_read(c, null(), null(), &mut mdc), UCS_OK);
-            let mut md = null_mut();
-            assert_eq!(uct_md_open(c, tl.as_ptr(), mdc, &mut md), UCS_OK);
-            uct_config_release(mdc as *mut c_void);
-            let rx = open_iface(md, worker, tl);
-            let tx = open_iface(md, worker, tl);
-            let mut attr: uct_iface_attr_t = std::mem::zeroed();
-            assert_eq!(uct_iface_query(rx.iface, &mut attr), UCS_OK);
-            let mut dev = vec![0u8; attr.device_addr_len];
-            let mut addr = vec![0u8; attr.iface_addr_len];
-            assert_eq!(uct_iface_get_device_address(rx.iface, dev.as_mut_ptr() as *mut uct_device_addr_t), UCS_OK);
-            assert_eq!(uct_iface_get_address(rx.iface, addr.as_mut_ptr() as *mut uct_iface_addr_t), UCS_OK);
-            assert_ne!(uct_iface_is_reachable(tx.iface, dev.as_ptr() as *const _, addr.as_ptr() as *const _), 0);
-            let mut ep_p: uct_ep_params_t = std::mem::zeroed();
-            ep_p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            ep_p.iface = tx.iface;
-            ep_p.dev_addr = dev.as_ptr() as *const _;
-            ep_p.iface_addr = addr.as_ptr() as *const _;
-            let mut ep = null_mut();
-            assert_eq!(uct_ep_create(&ep_p, &mut ep), UCS_OK);
-            Pair { async_, worker, md, rx, tx, ep }
-        }
+    fn new(tl: &'static CStr) -> Pair {
+        let (async_, worker) = new_worker();
+        let md = open_md(tl, &[]);
+        // SAFETY: md and worker were just opened.
+        let (rx, tx) = unsafe { (open_iface(md, worker, tl), open_iface(md, worker, tl)) };
+        // SAFETY: both interfaces were just opened; the addresses are rx's
+        // own, as long as it declared.
+        let ep = unsafe {
+            let (dev, addr) = iface_addresses(rx.iface);
+            connect_to_iface(tx.iface, &dev, &addr).expect("ep to the receiver")
+        };
+        Pair { async_, worker, md, rx, tx, ep }
     }
 
     fn progress_rx(&self) -> u32 {
-        unsafe { (*self.rx.iface).ops.iface_progress.unwrap()(self.rx.iface) }
+        self.rx.progress()
     }
 
     fn progress_tx(&self) -> u32 {
-        unsafe { (*self.tx.iface).ops.iface_progress.unwrap()(self.tx.iface) }
+        self.tx.progress()
     }
 
     fn am_short(&self, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+        // SAFETY: the Pair's endpoint is live until it drops; the payload
+        // outlives the call, which copies it.
         unsafe {
-            (*self.tx.iface).ops.ep_am_short.unwrap()(self.ep, id, header, payload.as_ptr() as *const c_void,
-                                                      payload.len() as c_uint)
+            self.tx.ops().ep_am_short.unwrap()(self.ep, id, header, payload.as_ptr() as *const c_void,
+                                               payload.len() as c_uint)
         }
     }
 
     fn am_bcopy(&self, id: u8, fill: &mut Fill) -> isize {
-        unsafe {
-            (*self.tx.iface).ops.ep_am_bcopy.unwrap()(self.ep, id, Some(pack_fill), fill as *mut Fill as *mut c_void, 0)
-        }
+        // SAFETY: the Pair's endpoint is live until it drops; `fill` is the
+        // argument pack_fill expects and outlives the call.
+        unsafe { self.tx.ops().ep_am_bcopy.unwrap()(self.ep, id, Some(pack_fill), fill as *mut Fill as *mut c_void, 0) }
+    }
+
+    /// `ep_flush` with no completion.
+    fn flush(&self) -> ucs_status_t {
+        // SAFETY: the Pair's endpoint is live until it drops; no completion
+        // is passed.
+        unsafe { self.tx.ops().ep_flush.unwrap()(self.ep, 0, null_mut()) }
+    }
+
+    /// Registers `on_am` for `id` on the receiver, writing into `rx`.
+    ///
+    /// # Safety
+    ///
+    /// `rx` outlives every progress call of the receiver after this one.
+    unsafe fn listen(&self, id: u8, rx: &mut Rx) {
+        // SAFETY: the receiver is open; `rx` outlives its progress calls
+        // (the caller's promise), where the handler runs.
+        assert_eq!(unsafe { uct_iface_set_am_handler(self.rx.iface, id, Some(on_am), rx as *mut Rx as *mut c_void, 0) },
+                   UCS_OK);
     }
 }
 
 impl Drop for Pair {
     fn drop(&mut self) {
+        // SAFETY: everything was opened in new() and is closed only here,
+        // the endpoint first, then each object before the one it was made
+        // from.
         unsafe {
             uct_ep_destroy(self.ep);
             for s in [&self.tx, &self.rx] {
@@ -121,9 +146,13 @@ struct Fill {
     len: usize,
 }
 
+/// Pack callback: `arg` is the `Fill` to write.
 unsafe extern "C" fn pack_fill(dest: *mut c_void, arg: *mut c_void) -> usize {
-    let f = &*(arg as *const Fill);
-    std::ptr::write_bytes(dest as *mut u8, f.byte, f.len);
+    // SAFETY: am_bcopy passes a live Fill.
+    let f = unsafe { &*(arg as *const Fill) };
+    // SAFETY: the transport's buffer holds a segment, and the tests ask for
+    // at most that.
+    unsafe { std::ptr::write_bytes(dest as *mut u8, f.byte, f.len) };
     f.len
 }
 
@@ -134,27 +163,42 @@ struct Rx {
     keep: bool,
 }
 
+/// Active-message handler: `arg` is the test's `Rx` (see Pair::listen).
 unsafe extern "C" fn on_am(arg: *mut c_void, data: *mut c_void, len: usize, flags: c_uint) -> ucs_status_t {
-    let rx = &mut *(arg as *mut Rx);
+    // SAFETY: registered with a `*mut Rx` that outlives the progress calls;
+    // the test does not touch it while progress runs.
+    let rx = unsafe { &mut *(arg as *mut Rx) };
     if flags & UCT_CB_PARAM_FLAG_DESC != 0 {
         // The headroom before the data is ours to write.
-        std::ptr::write_bytes((data as *mut u8).sub(HEADROOM), 0xee, HEADROOM);
+        // SAFETY: a descriptor has the rx_headroom the interfaces were
+        // opened with (HEADROOM) right before the data.
+        unsafe { std::ptr::write_bytes((data as *mut u8).sub(HEADROOM), 0xee, HEADROOM) };
         if rx.keep {
             rx.kept.push((data as *mut u8, len));
             return UCS_INPROGRESS;
         }
     }
-    rx.inline.push(std::slice::from_raw_parts(data as *const u8, len).to_vec());
+    // SAFETY: the transport passes `len` readable bytes at `data`.
+    rx.inline.push(unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec());
     UCS_OK
 }
 
 /// What `uct_iface_release_desc` (an inline C helper) does.
+///
+/// # Safety
+///
+/// `desc` is the start (headroom included) of a descriptor a handler kept
+/// (UCS_INPROGRESS) and has not been released yet; it is not used after.
 unsafe fn release_desc(desc: *mut u8) {
-    let rd = *(desc as *mut *mut uct_recv_desc_t).sub(1);
-    ((*rd).cb.unwrap())(rd, desc as *mut c_void);
+    // SAFETY: a kept descriptor is preceded by the pointer to its release
+    // descriptor (the caller's promise that `desc` is one).
+    let rd = unsafe { *(desc as *mut *mut uct_recv_desc_t).sub(1) };
+    // SAFETY: the release descriptor's callback takes the descriptor back,
+    // once.
+    unsafe { ((*rd).cb.unwrap())(rd, desc as *mut c_void) };
 }
 
-fn each_tl(f: impl Fn(&CStr)) {
+fn each_tl(f: impl Fn(&'static CStr)) {
     f(c"posix");
     f(c"sysv");
 }
@@ -164,10 +208,9 @@ fn short_and_bcopy_delivery() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let mut rx = Rx::default();
-        unsafe {
-            assert_eq!(uct_iface_set_am_handler(p.rx.iface, 3, Some(on_am), &mut rx as *mut Rx as *mut c_void, 0),
-                       UCS_OK);
-        }
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(3, &mut rx) };
         assert_eq!(p.am_short(3, 0xabcdef, b"hi"), UCS_OK);
         let mut f = Fill { byte: 7, len: 5000 };
         assert_eq!(p.am_bcopy(3, &mut f), 5000);
@@ -188,10 +231,9 @@ fn kept_descriptors_are_not_reused_until_released() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let mut rx = Rx { keep: true, ..Default::default() };
-        unsafe {
-            assert_eq!(uct_iface_set_am_handler(p.rx.iface, 4, Some(on_am), &mut rx as *mut Rx as *mut c_void, 0),
-                       UCS_OK);
-        }
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(4, &mut rx) };
         // Keep the first 10 messages, then more than a whole FIFO's worth
         // flows through: the kept payloads must stay intact.
         for i in 0..10u8 {
@@ -221,8 +263,12 @@ fn kept_descriptors_are_not_reused_until_released() {
         }
         for (i, &(data, len)) in rx.kept.iter().enumerate() {
             assert_eq!(len, 1000);
+            // SAFETY: a kept descriptor stays valid until released, and
+            // holds the `len` bytes the handler was given.
             let got = unsafe { std::slice::from_raw_parts(data, len) };
             assert!(got.iter().all(|&b| b == i as u8), "kept descriptor {i} was overwritten");
+            // SAFETY: `data` was kept by on_am and is released once, here;
+            // the descriptor starts HEADROOM bytes before it.
             unsafe { release_desc(data.sub(HEADROOM)) };
         }
     });
@@ -234,10 +280,15 @@ struct PendingCtx {
     runs: std::cell::Cell<u32>,
 }
 
+/// Pending callback: `req` is the first field of a live PendingCtx.
 unsafe extern "C" fn pending_send(req: *mut uct_pending_req_t) -> ucs_status_t {
-    let ctx = &mut *(req as *mut PendingCtx);
+    // SAFETY: the only request queued with this callback is `ctx.req` of
+    // the test, and `req` is PendingCtx's first field (same address); the
+    // test only reads `runs` (a Cell) while progress runs.
+    let ctx = unsafe { &*(req as *const PendingCtx) };
     ctx.runs.set(ctx.runs.get() + 1);
-    (*ctx.pair).am_short(5, 99, b"")
+    // SAFETY: `pair` points at the test's Pair, which outlives the request.
+    unsafe { (*ctx.pair).am_short(5, 99, b"") }
 }
 
 #[test]
@@ -245,16 +296,17 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let mut rx = Rx::default();
-        unsafe {
-            assert_eq!(uct_iface_set_am_handler(p.rx.iface, 5, Some(on_am), &mut rx as *mut Rx as *mut c_void, 0),
-                       UCS_OK);
-        }
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(5, &mut rx) };
+        // SAFETY: a pending request is plain data; all-zero is valid (the
+        // callback is set below).
         let mut ctx = PendingCtx { req: unsafe { std::mem::zeroed() }, pair: &p, runs: std::cell::Cell::new(0) };
         ctx.req.func = Some(pending_send);
         // Resources available: pending_add says "go send".
-        let add = |c: &mut PendingCtx| unsafe {
-            (*p.tx.iface).ops.ep_pending_add.unwrap()(p.ep, &mut c.req, 0)
-        };
+        // SAFETY: the Pair's endpoint is live; `ctx` outlives the queued
+        // request, which runs (and leaves the queue) before the test ends.
+        let add = |c: &mut PendingCtx| unsafe { p.tx.ops().ep_pending_add.unwrap()(p.ep, &mut c.req, 0) };
         assert_eq!(add(&mut ctx), UCS_ERR_BUSY);
         let mut sent = 0;
         while p.am_short(5, sent, b"") == UCS_OK {
@@ -262,7 +314,7 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
             assert!(sent <= 1024, "the FIFO never filled up");
         }
         assert_eq!(sent, 64, "default FIFO size");
-        assert_eq!(unsafe { (*p.tx.iface).ops.ep_flush.unwrap()(p.ep, 0, null_mut()) }, UCS_ERR_NO_RESOURCE);
+        assert_eq!(p.flush(), UCS_ERR_NO_RESOURCE);
         assert_eq!(add(&mut ctx), UCS_OK);
         // The receiver drains; the sender's progress then runs the request.
         while rx.inline.len() < 64 {
@@ -276,7 +328,7 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
         }
         assert_eq!(ctx.runs.get(), 1);
         assert_eq!(&rx.inline[64][..8], &99u64.to_ne_bytes());
-        assert_eq!(unsafe { (*p.tx.iface).ops.ep_flush.unwrap()(p.ep, 0, null_mut()) }, UCS_OK);
+        assert_eq!(p.flush(), UCS_OK);
     });
 }
 
@@ -285,9 +337,12 @@ fn armed_interface_is_woken_by_a_send() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(6, &mut rx) };
+        // SAFETY: the receiver is open until `p` drops; `fd` and `pfd` are
+        // locals (one pollfd, as passed).
         unsafe {
-            assert_eq!(uct_iface_set_am_handler(p.rx.iface, 6, Some(on_am), &mut rx as *mut Rx as *mut c_void, 0),
-                       UCS_OK);
             let mut fd = -1;
             assert_eq!(uct_iface_event_fd_get(p.rx.iface, &mut fd), UCS_OK);
             assert_eq!(uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV), UCS_OK);
@@ -314,6 +369,7 @@ fn armed_interface_is_woken_by_a_send() {
 fn ep_check_on_a_live_peer_is_ok() {
     each_tl(|tl| {
         let p = Pair::new(tl);
+        // SAFETY: the Pair's endpoint is live; no completion is passed.
         unsafe {
             assert_eq!(uct_ep_check(p.ep, 0, null_mut()), UCS_OK);
             assert_eq!(uct_ep_check(p.ep, 1, null_mut()), UCS_ERR_INVALID_PARAM);

@@ -32,59 +32,59 @@ fn name_of(a: &[c_char]) -> String {
 
 impl Fixture {
     fn new(seg_size: Option<&CStr>) -> Fixture {
-        unsafe {
-            let mut async_ = null_mut();
-            assert_eq!(ucs_async_context_create(ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
-            let mut worker = null_mut();
-            assert_eq!(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &mut worker), UCS_OK);
-            let component = common::component("self");
-            let mut md_config = null_mut();
-            assert_eq!(uct_md_config_read(component, null(), null(), &mut md_config), UCS_OK);
-            let mut md = null_mut();
-            assert_eq!(uct_md_open(component, c"self".as_ptr(), md_config, &mut md), UCS_OK);
-            uct_config_release(md_config as *mut c_void);
-            let mut iface_config = null_mut();
-            assert_eq!(uct_md_iface_config_read(md, c"self".as_ptr(), null(), null(), &mut iface_config), UCS_OK);
-            if let Some(v) = seg_size {
-                assert_eq!(uct_config_modify(iface_config as *mut c_void, c"SEG_SIZE".as_ptr(), v.as_ptr()), UCS_OK);
-            }
-            let mut params: uct_iface_params_t = std::mem::zeroed();
-            params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE
-                | UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
-            params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
-            params.mode.device.tl_name = c"self".as_ptr();
-            params.mode.device.dev_name = c"memory0".as_ptr();
-            let mut iface = null_mut();
-            assert_eq!(uct_iface_open(md, worker, &params, iface_config, &mut iface), UCS_OK);
-            Fixture { async_, worker, component, md, iface_config, iface }
-        }
+        let (async_, worker) = new_worker();
+        let component = common::component("self");
+        let md = open_md(c"self", &[]);
+        let settings: &[(&CStr, &CStr)] = match seg_size {
+            Some(v) => &[(c"SEG_SIZE", v)],
+            None => &[],
+        };
+        // SAFETY: `md` was just opened.
+        let iface_config = unsafe { iface_config(md, c"self", settings) };
+        let mut params = device_params(c"self", c"memory0");
+        params.field_mask |= UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
+        let mut iface = null_mut();
+        // SAFETY: md, worker and configuration were just made; the
+        // parameters point at static names; the out-pointer is a local.
+        assert_eq!(unsafe { uct_iface_open(md, worker, &params, iface_config, &mut iface) }, UCS_OK);
+        Fixture { async_, worker, component, md, iface_config, iface }
     }
 
     fn attr(&self) -> uct_iface_attr_t {
-        unsafe {
-            let mut a: uct_iface_attr_t = std::mem::zeroed();
-            assert_eq!(uct_iface_query(self.iface, &mut a), UCS_OK);
-            a
-        }
+        // SAFETY: the fixture's interface is open until it drops.
+        unsafe { iface_attr(self.iface) }
+    }
+
+    /// The interface's operations table.
+    fn ops(&self) -> &uct_iface_ops_t {
+        // SAFETY: the fixture's interface is open until it drops, and starts
+        // with its operations table.
+        unsafe { &(*self.iface).ops }
     }
 
     fn ep(&self) -> uct_ep_h {
-        unsafe {
-            let mut addr = [0u8; 8];
-            assert_eq!(uct_iface_get_address(self.iface, addr.as_mut_ptr() as *mut uct_iface_addr_t), UCS_OK);
-            let mut p: uct_ep_params_t = std::mem::zeroed();
-            p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            p.iface = self.iface;
-            p.iface_addr = addr.as_ptr() as *const uct_iface_addr_t;
-            let mut ep = null_mut();
-            assert_eq!(uct_ep_create(&p, &mut ep), UCS_OK);
-            ep
-        }
+        let mut addr = [0u8; 8];
+        // SAFETY: the fixture's interface is open; its address is 8 bytes
+        // long (iface_addr_len, checked by the capability test).
+        assert_eq!(unsafe { uct_iface_get_address(self.iface, addr.as_mut_ptr() as *mut uct_iface_addr_t) }, UCS_OK);
+        // SAFETY: plain data; all-zero means "no field set".
+        let mut p: uct_ep_params_t = unsafe { std::mem::zeroed() };
+        p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        p.iface = self.iface;
+        p.iface_addr = addr.as_ptr() as *const uct_iface_addr_t;
+        let mut ep = null_mut();
+        // SAFETY: the interface is open, `addr` outlives the call (the
+        // device address is empty: its length is 0), the out-pointer is a
+        // local.
+        assert_eq!(unsafe { uct_ep_create(&p, &mut ep) }, UCS_OK);
+        ep
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        // SAFETY: everything was opened in new() and is closed only here,
+        // each object before the one it was made from.
         unsafe {
             uct_iface_close(self.iface);
             uct_config_release(self.iface_config as *mut c_void);
@@ -100,17 +100,26 @@ struct Seen {
     messages: Vec<Vec<u8>>,
 }
 
+/// Active-message handler: `arg` is the test's `Seen`, alive and not
+/// otherwise borrowed while the sends (which deliver at once) run.
 unsafe extern "C" fn record(arg: *mut c_void, data: *mut c_void, length: usize, flags: c_uint) -> ucs_status_t {
-    let seen = &mut *(arg as *mut Seen);
+    // SAFETY: `arg` was registered as a `*mut Seen` that outlives the sends.
+    let seen = unsafe { &mut *(arg as *mut Seen) };
     assert_eq!(flags, 0, "self delivers inline data");
-    seen.messages.push(std::slice::from_raw_parts(data as *const u8, length).to_vec());
+    // SAFETY: the transport passes `length` readable bytes at `data`.
+    seen.messages.push(unsafe { std::slice::from_raw_parts(data as *const u8, length) }.to_vec());
     UCS_OK
 }
 
+/// Pack callback: `arg` points at the number of bytes to write.
 unsafe extern "C" fn pack_abc(dest: *mut c_void, arg: *mut c_void) -> usize {
-    let n = *(arg as *const usize);
-    for i in 0..n {
-        *(dest as *mut u8).add(i) = b'a' + (i % 26) as u8;
+    // SAFETY: the test passes a pointer to a live usize.
+    let n = unsafe { *(arg as *const usize) };
+    // SAFETY: the transport gives a segment-sized buffer and the test asks
+    // for less than a segment.
+    let out = unsafe { std::slice::from_raw_parts_mut(dest as *mut u8, n) };
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = b'a' + (i % 26) as u8;
     }
     n
 }
@@ -141,10 +150,14 @@ fn am_short_and_bcopy_reach_the_handler() {
     let f = Fixture::new(None);
     let ep = f.ep();
     let mut seen = Seen::default();
+    let ops = f.ops();
+    // SAFETY: the interface is open and `ep` is its live endpoint until the
+    // destroy at the end; `seen` outlives every send (self delivers inside
+    // the send call); the payloads and `n` outlive the calls that read
+    // them; the refused sends read nothing.
     unsafe {
         assert_eq!(uct_iface_set_am_handler(f.iface, 7, Some(record), &mut seen as *mut Seen as *mut c_void, 0),
                    UCS_OK);
-        let ops = &(*f.iface).ops;
         let payload = *b"hello";
         let st = ops.ep_am_short.unwrap()(ep, 7, 0x1122334455667788, payload.as_ptr() as *const c_void, 5);
         assert_eq!(st, UCS_OK);
@@ -170,6 +183,13 @@ fn rma_and_atomics_through_an_rkey() {
     let f = Fixture::new(None);
     let ep = f.ep();
     let mut target = [0u64; 4];
+    let ops = f.ops();
+    // SAFETY: md, component and interface are the fixture's, open; `ep` is
+    // live until the destroy at the end; `target` (32 bytes, 8-aligned) is
+    // registered for the whole block and the remote operations only touch
+    // it (the misaligned one is refused); `packed` has room for the packed
+    // key (self's is empty: rkey_packed_size is 0); values and out-pointers
+    // are locals.
     unsafe {
         let mut memh = null_mut();
         assert_eq!(uct_md_mem_reg(f.md, target.as_mut_ptr() as *mut c_void, 32, UCT_MD_MEM_ACCESS_ALL, &mut memh),
@@ -178,7 +198,6 @@ fn rma_and_atomics_through_an_rkey() {
         assert_eq!(uct_md_mkey_pack(f.md, memh, packed.as_mut_ptr() as *mut c_void), UCS_OK);
         let mut bundle: uct_rkey_bundle_t = std::mem::zeroed();
         assert_eq!(::uct::ffi::md::uct_rkey_unpack(f.component, packed.as_ptr() as *const c_void, &mut bundle), UCS_OK);
-        let ops = &(*f.iface).ops;
         let base = target.as_mut_ptr() as u64;
         let v = 41u64.to_ne_bytes();
         assert_eq!(ops.ep_put_short.unwrap()(ep, v.as_ptr() as *const c_void, 8, base, bundle.rkey), UCS_OK);
@@ -205,10 +224,15 @@ fn rma_and_atomics_through_an_rkey() {
 fn every_vtable_slot_is_callable_and_flags_are_honest() {
     let f = Fixture::new(None);
     let ep = f.ep();
+    let ops = f.ops();
+    // SAFETY: the table is 50 function-pointer slots (its 400 bytes are
+    // asserted in the ABI layout checks), so it reads as 50 words.
+    let slots: &[usize; 50] = unsafe { &*(ops as *const uct_iface_ops_t as *const [usize; 50]) };
+    assert!(slots.iter().all(|&p| p != 0), "no vtable slot may be NULL");
+    // SAFETY: interface and endpoint are live until the destroy at the end;
+    // the unsupported operations return before reading their (NULL or
+    // empty) arguments.
     unsafe {
-        let ops = &(*f.iface).ops;
-        let slots: &[usize; 50] = &*(ops as *const uct_iface_ops_t as *const [usize; 50]);
-        assert!(slots.iter().all(|&p| p != 0), "no vtable slot may be NULL");
         // Operations the flags do not claim answer UNSUPPORTED.
         assert_eq!(ops.ep_put_zcopy.unwrap()(ep, null(), 0, 0, 0, null_mut()), UCS_ERR_UNSUPPORTED);
         assert_eq!(ops.ep_get_short.unwrap()(ep, null_mut(), 0, 0, 0), UCS_ERR_UNSUPPORTED);
@@ -237,32 +261,29 @@ unsafe extern "C" fn oneshot(_arg: *mut c_void) -> c_uint {
 #[test]
 fn oneshot_progress_callback_runs_once() {
     let f = Fixture::new(None);
+    let mut id: uct_worker_cb_id_t = UCS_CALLBACKQ_ID_NULL;
+    // SAFETY: the fixture's worker is live; the callback ignores its NULL
+    // argument; the id out-pointer is a local.
     unsafe {
-        let mut id: uct_worker_cb_id_t = UCS_CALLBACKQ_ID_NULL;
-        uct_worker_progress_register_safe(f.worker, Some(oneshot), null_mut(), UCS_CALLBACKQ_FLAG_ONESHOT, &mut id);
-        assert_ne!(id, UCS_CALLBACKQ_ID_NULL);
-        // The inline uct_worker_progress walks fast_elems until a NULL cb;
-        // walk it the same way here.
-        for _ in 0..5 {
-            let q = &(*f.worker).progress_q;
-            for e in q.fast_elems.iter() {
-                match e.cb {
-                    Some(cb) => {
-                        cb(e.arg);
-                    }
-                    None => break,
-                }
-            }
-        }
-        // A one-shot callback removes itself; its id must not be
-        // unregistered afterwards (libucs asserts on stale ids).
+        uct_worker_progress_register_safe(f.worker, Some(oneshot), null_mut(), UCS_CALLBACKQ_FLAG_ONESHOT, &mut id)
+    };
+    assert_ne!(id, UCS_CALLBACKQ_ID_NULL);
+    // The inline uct_worker_progress walks fast_elems until a NULL cb;
+    // walk it the same way here.
+    for _ in 0..5 {
+        // SAFETY: the fixture's worker is live and used from this thread.
+        unsafe { worker_progress(f.worker) };
     }
+    // A one-shot callback removes itself; its id must not be
+    // unregistered afterwards (libucs asserts on stale ids).
     assert_eq!(ONESHOT_RUNS.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[test]
 fn config_get_modify_and_unknown_keys() {
     let f = Fixture::new(None);
+    // SAFETY: the fixture's configuration is live until it drops; keys and
+    // values are C strings; `buf` is 64 bytes, the size passed.
     unsafe {
         let cfg = f.iface_config as *mut c_void;
         let mut buf = [0 as c_char; 64];
@@ -281,6 +302,10 @@ fn config_get_modify_and_unknown_keys() {
 #[test]
 fn mem_alloc_methods() {
     for method in [UCT_ALLOC_METHOD_HEAP, UCT_ALLOC_METHOD_MMAP] {
+        // SAFETY: the parameter and result structs are plain data (all-zero
+        // valid) and locals; the allocation is at least 10000 bytes when it
+        // succeeds (asserted before the write) and freed once; the refused
+        // allocation leaves nothing to free.
         unsafe {
             let mut params: uct_mem_alloc_params_t = std::mem::zeroed();
             params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_NAME;
@@ -299,6 +324,8 @@ fn mem_alloc_methods() {
 #[test]
 fn iface_mem_alloc_registers_with_the_md() {
     let f = Fixture::new(None);
+    // SAFETY: the fixture's interface is open; `mem` is plain data (all-zero
+    // valid), a local, and freed once after a successful allocation.
     unsafe {
         let mut mem: uct_allocated_memory_t = std::mem::zeroed();
         assert_eq!(uct_iface_mem_alloc(f.iface, 4096, UCT_MD_MEM_ACCESS_ALL, c"buf".as_ptr(), &mut mem), UCS_OK);

@@ -5,7 +5,7 @@
 //! flush, the pending queue when the socket is full, and peer failure.
 
 use std::ffi::{c_uint, c_void};
-use std::ptr::{null, null_mut};
+use std::ptr::null_mut;
 use ::uct::abi::*;
 use ::uct::ffi::component::*;
 use ::uct::ffi::config::*;
@@ -25,23 +25,13 @@ struct World {
 
 impl World {
     fn new(n: usize) -> World {
-        unsafe {
-            let mut async_ = null_mut();
-            assert_eq!(ucs_async_context_create(ASYNC_MODE_THREAD_SPINLOCK, &mut async_), UCS_OK);
-            let mut worker = null_mut();
-            assert_eq!(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &mut worker), UCS_OK);
-            let c = component("tcp");
-            let mut mdc = null_mut();
-            assert_eq!(uct_md_config_read(c, null(), null(), &mut mdc), UCS_OK);
-            let mut md = null_mut();
-            assert_eq!(uct_md_open(c, c"tcp".as_ptr(), mdc, &mut md), UCS_OK);
-            uct_config_release(mdc as *mut c_void);
-            let mut w = World { async_, worker, md, ifaces: Vec::new() };
-            for _ in 0..n {
-                w.open();
-            }
-            w
+        let (async_, worker) = new_worker();
+        let md = open_md(c"tcp", &[]);
+        let mut w = World { async_, worker, md, ifaces: Vec::new() };
+        for _ in 0..n {
+            w.open();
         }
+        w
     }
 
     fn open(&mut self) -> uct_iface_h {
@@ -50,34 +40,59 @@ impl World {
 
     /// An interface with some `UCX_TCP_*` settings changed.
     fn open_with(&mut self, settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> uct_iface_h {
-        unsafe {
-            let mut config = null_mut();
-            assert_eq!(uct_md_iface_config_read(self.md, c"tcp".as_ptr(), null(), null(), &mut config), UCS_OK);
-            for (k, v) in settings {
-                assert_eq!(uct_config_modify(config as *mut c_void, k.as_ptr(), v.as_ptr()), UCS_OK);
-            }
-            let mut p: uct_iface_params_t = std::mem::zeroed();
-            p.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE
-                | UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
-            p.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
-            p.mode.device.tl_name = c"tcp".as_ptr();
-            p.mode.device.dev_name = c"lo".as_ptr();
-            p.err_handler = Some(on_error);
-            p.err_handler_arg = null_mut();
-            let mut iface = null_mut();
-            assert_eq!(uct_iface_open(self.md, self.worker, &p, config, &mut iface), UCS_OK);
-            (*iface).ops.iface_progress_enable.unwrap()(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-            self.ifaces.push((iface, config));
-            iface
-        }
+        // SAFETY: the World's md is open until it drops.
+        let config = unsafe { iface_config(self.md, c"tcp", settings) };
+        let mut p = device_params(c"tcp", c"lo");
+        p.field_mask |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
+        p.err_handler = Some(on_error);
+        p.err_handler_arg = null_mut();
+        let mut iface = null_mut();
+        // SAFETY: md and worker are the World's, open; the configuration was
+        // just read; the parameters point at static names and a handler that
+        // ignores its (NULL) argument; the out-pointer is a local.
+        assert_eq!(unsafe { uct_iface_open(self.md, self.worker, &p, config, &mut iface) }, UCS_OK);
+        self.ifaces.push((iface, config));
+        self.set_progress(self.ifaces.len() - 1, true);
+        iface
     }
 
     fn iface(&self, i: usize) -> uct_iface_h {
         self.ifaces[i].0
     }
 
+    /// The operations table of interface `i`.
+    fn iface_ops(&self, i: usize) -> &uct_iface_ops_t {
+        // SAFETY: the interfaces in `ifaces` are open (they are closed only
+        // after leaving the list), and an interface starts with its table.
+        unsafe { &(*self.iface(i)).ops }
+    }
+
+    /// Puts interface `i` on the worker's progress (send and receive), or
+    /// takes it off.
+    fn set_progress(&self, i: usize, on: bool) {
+        let ops = self.iface_ops(i);
+        let f = if on { ops.iface_progress_enable } else { ops.iface_progress_disable };
+        // SAFETY: interface `i` is open (see iface_ops); the flags are valid.
+        unsafe { f.unwrap()(self.iface(i), UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    }
+
+    /// Registers `on_am` for `id` on interface `i`, writing into `got`.
+    ///
+    /// # Safety
+    ///
+    /// `got` outlives every progress call of the World after this one.
+    unsafe fn listen(&self, i: usize, id: u8, got: &Got) {
+        let arg = got as *const Got as *mut c_void;
+        // SAFETY: interface `i` is open; `got` outlives the progress calls
+        // where the handler runs (the caller's promise), and the handler
+        // only reads through the pointer (Got mutates inside a RefCell).
+        assert_eq!(unsafe { uct_iface_set_am_handler(self.iface(i), id, Some(on_am), arg, 0) }, UCS_OK);
+    }
+
     fn progress(&self) {
-        unsafe { uct_worker_progress_c(self.worker) };
+        // SAFETY: the World's worker is live until it drops; the tests use
+        // it from one thread.
+        unsafe { worker_progress(self.worker) };
     }
 
     #[track_caller]
@@ -90,64 +105,66 @@ impl World {
     }
 
     fn addrs(&self, i: usize) -> (Vec<u8>, Vec<u8>) {
-        unsafe {
-            let mut attr: uct_iface_attr_t = std::mem::zeroed();
-            assert_eq!(uct_iface_query(self.iface(i), &mut attr), UCS_OK);
-            let mut dev = vec![0u8; attr.device_addr_len];
-            let mut addr = vec![0u8; attr.iface_addr_len];
-            assert_eq!(uct_iface_get_device_address(self.iface(i), dev.as_mut_ptr() as *mut _), UCS_OK);
-            assert_eq!(uct_iface_get_address(self.iface(i), addr.as_mut_ptr() as *mut _), UCS_OK);
-            (dev, addr)
-        }
+        // SAFETY: interface `i` is open (see iface_ops).
+        unsafe { iface_addresses(self.iface(i)) }
     }
 
     /// An endpoint from iface `from` to iface `to` (CONNECT_TO_IFACE).
-    fn ep_to_iface(&self, from: usize, to: usize) -> uct_ep_h {
+    fn ep_to_iface(&self, from: usize, to: usize) -> Ep {
         let (dev, addr) = self.addrs(to);
-        unsafe {
-            assert_ne!(uct_iface_is_reachable(self.iface(from), dev.as_ptr() as *const _, addr.as_ptr() as *const _), 0);
-            let mut p: uct_ep_params_t = std::mem::zeroed();
-            p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            p.iface = self.iface(from);
-            p.dev_addr = dev.as_ptr() as *const _;
-            p.iface_addr = addr.as_ptr() as *const _;
-            let mut ep = null_mut();
-            assert_eq!(uct_ep_create(&p, &mut ep), UCS_OK);
-            ep
-        }
+        // SAFETY: `from` is open; the addresses are `to`'s own, as long as
+        // a tcp interface declares them.
+        let ep = unsafe { connect_to_iface(self.iface(from), &dev, &addr) }
+            .unwrap_or_else(|s| panic!("uct_ep_create: {s}"));
+        // SAFETY: just created; its interface stays open while the tests
+        // use the endpoint, and they end it only with Ep::destroy (or leave
+        // it to the interface's close).
+        unsafe { Ep::from_raw(ep) }
     }
 
     /// A connected pair of endpoints between ifaces `a` and `b` (CONNECT_TO_EP).
-    fn ep_pair(&self, a: usize, b: usize) -> (uct_ep_h, uct_ep_h) {
+    fn ep_pair(&self, a: usize, b: usize) -> (Ep, Ep) {
+        let mk = |i: usize| {
+            // SAFETY: plain data; all-zero means "no field set".
+            let mut p: uct_ep_params_t = unsafe { std::mem::zeroed() };
+            p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+            p.iface = self.iface(i);
+            let mut ep = null_mut();
+            // SAFETY: interface `i` is open; the out-pointer is a local.
+            assert_eq!(unsafe { uct_ep_create(&p, &mut ep) }, UCS_OK);
+            // SAFETY: just created; as for ep_to_iface.
+            unsafe { Ep::from_raw(ep) }
+        };
+        let (ea, eb) = (mk(a), mk(b));
+        let mut aa = [0u8; 10];
+        let mut ab = [0u8; 10];
+        // SAFETY: both endpoints are live; the buffers are 10 bytes, a tcp
+        // endpoint address (ep_addr_len).
         unsafe {
-            let mk = |i: usize| {
-                let mut p: uct_ep_params_t = std::mem::zeroed();
-                p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-                p.iface = self.iface(i);
-                let mut ep = null_mut();
-                assert_eq!(uct_ep_create(&p, &mut ep), UCS_OK);
-                ep
-            };
-            let (ea, eb) = (mk(a), mk(b));
-            let mut aa = [0u8; 10];
-            let mut ab = [0u8; 10];
-            assert_eq!(uct_ep_get_address(ea, aa.as_mut_ptr() as *mut _), UCS_OK);
-            assert_eq!(uct_ep_get_address(eb, ab.as_mut_ptr() as *mut _), UCS_OK);
-            let (da, _) = self.addrs(a);
-            let (db, _) = self.addrs(b);
-            assert_eq!(uct_ep_connect_to_ep(ea, db.as_ptr() as *const _, ab.as_ptr() as *const _), UCS_OK);
-            assert_eq!(uct_ep_connect_to_ep(eb, da.as_ptr() as *const _, aa.as_ptr() as *const _), UCS_OK);
-            (ea, eb)
+            assert_eq!(uct_ep_get_address(ea.raw(), aa.as_mut_ptr() as *mut _), UCS_OK);
+            assert_eq!(uct_ep_get_address(eb.raw(), ab.as_mut_ptr() as *mut _), UCS_OK);
         }
+        let (da, _) = self.addrs(a);
+        let (db, _) = self.addrs(b);
+        // SAFETY: both endpoints are live; the peers' device and endpoint
+        // addresses are complete (as long as declared) and outlive the calls.
+        unsafe {
+            assert_eq!(uct_ep_connect_to_ep(ea.raw(), db.as_ptr() as *const _, ab.as_ptr() as *const _), UCS_OK);
+            assert_eq!(uct_ep_connect_to_ep(eb.raw(), da.as_ptr() as *const _, aa.as_ptr() as *const _), UCS_OK);
+        }
+        (ea, eb)
     }
 
-    fn flush(&self, ep: uct_ep_h) {
-        self.progress_until(|| unsafe { ops(ep).ep_flush.unwrap()(ep, 0, null_mut()) } == UCS_OK);
+    fn flush(&self, ep: Ep) {
+        self.progress_until(|| flush_now(ep) == UCS_OK);
     }
 }
 
 impl Drop for World {
     fn drop(&mut self) {
+        // SAFETY: everything was opened by the World and is closed only
+        // here (interfaces popped by a test were closed by it), each object
+        // before the one it was made from.
         unsafe {
             for &(i, c) in &self.ifaces {
                 uct_iface_close(i);
@@ -160,31 +177,12 @@ impl Drop for World {
     }
 }
 
-/// What the inline `uct_worker_progress` of the C headers does: walk the
-/// fast callbacks (slow and one-shot ones run through a proxy among them).
-unsafe fn uct_worker_progress_c(w: uct_worker_h) -> u32 {
-    let mut n = 0;
-    let elems = std::ptr::addr_of!((*w).progress_q.fast_elems) as *const ucs_callbackq_elem_t;
-    for i in 0..UCS_CALLBACKQ_FAST_COUNT + 1 {
-        let e = std::ptr::read_volatile(elems.add(i));
-        match e.cb {
-            Some(cb) => n += cb(e.arg),
-            None => break,
-        }
-    }
-    n
-}
-
-unsafe fn ops<'a>(ep: uct_ep_h) -> &'a uct_iface_ops_t {
-    &(*(*ep).iface).ops
-}
-
 /// Endpoints reported to the error handler (shared by the tests, which
 /// run in parallel threads).
 static ERRORS: std::sync::Mutex<Vec<(usize, ucs_status_t)>> = std::sync::Mutex::new(Vec::new());
 
-fn failed(ep: uct_ep_h) -> bool {
-    ERRORS.lock().unwrap().iter().any(|&(e, _)| e == ep as usize)
+fn failed(ep: Ep) -> bool {
+    ERRORS.lock().unwrap().iter().any(|&(e, _)| e == ep.raw() as usize)
 }
 
 unsafe extern "C" fn on_error(_arg: *mut c_void, ep: uct_ep_h, status: ucs_status_t) -> ucs_status_t {
@@ -206,8 +204,13 @@ impl Got {
     }
 }
 
+/// Active-message handler: `arg` is a `Got` (see World::listen).
 unsafe extern "C" fn on_am(arg: *mut c_void, data: *mut c_void, len: usize, _flags: c_uint) -> ucs_status_t {
-    (*(arg as *const Got)).0.borrow_mut().push(std::slice::from_raw_parts(data as *const u8, len).to_vec());
+    // SAFETY: the transport passes `len` readable bytes at `data`.
+    let msg = unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec();
+    // SAFETY: registered with a `*const Got` that outlives the progress
+    // calls; no borrow of its RefCell is held while progress runs.
+    unsafe { (*(arg as *const Got)).0.borrow_mut().push(msg) };
     UCS_OK
 }
 
@@ -216,31 +219,46 @@ fn count(c: &uct_completion_t) -> i32 {
     unsafe { std::ptr::read_volatile(&c.count) }
 }
 
-fn am_short(ep: uct_ep_h, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-    unsafe { ops(ep).ep_am_short.unwrap()(ep, id, header, payload.as_ptr() as *const c_void, payload.len() as c_uint) }
+fn am_short(ep: Ep, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+    // SAFETY: a live endpoint (Ep); the payload outlives the call, which
+    // copies it (or keeps nothing when it refuses).
+    unsafe {
+        ep.ops().ep_am_short.unwrap()(ep.raw(), id, header, payload.as_ptr() as *const c_void, payload.len() as c_uint)
+    }
 }
 
 struct Fill(u8, usize);
 
+/// Pack callback: `arg` is the `Fill` to write.
 unsafe extern "C" fn pack_fill(dest: *mut c_void, arg: *mut c_void) -> usize {
-    let f = &*(arg as *const Fill);
-    std::ptr::write_bytes(dest as *mut u8, f.0, f.1);
+    // SAFETY: am_bcopy passes a live Fill.
+    let f = unsafe { &*(arg as *const Fill) };
+    // SAFETY: the transport's buffer holds a segment (8 KiB), and the tests
+    // ask for at most that.
+    unsafe { std::ptr::write_bytes(dest as *mut u8, f.0, f.1) };
     f.1
 }
 
-fn am_bcopy(ep: uct_ep_h, id: u8, f: &Fill) -> isize {
-    unsafe { ops(ep).ep_am_bcopy.unwrap()(ep, id, Some(pack_fill), f as *const Fill as *mut c_void, 0) }
+fn am_bcopy(ep: Ep, id: u8, f: &Fill) -> isize {
+    // SAFETY: a live endpoint (Ep); `f` is what pack_fill expects and
+    // outlives the call.
+    unsafe { ep.ops().ep_am_bcopy.unwrap()(ep.raw(), id, Some(pack_fill), f as *const Fill as *mut c_void, 0) }
+}
+
+/// `ep_flush` without a completion: UCS_OK once everything is out.
+fn flush_now(ep: Ep) -> ucs_status_t {
+    // SAFETY: a live endpoint (Ep); no completion is passed.
+    unsafe { ep.ops().ep_flush.unwrap()(ep.raw(), 0, null_mut()) }
 }
 
 #[test]
 fn connect_to_iface_simultaneous_both_ways() {
     let w = World::new(2);
     let got = [Got::default(), Got::default()];
-    unsafe {
-        for (i, g) in got.iter().enumerate() {
-            assert_eq!(uct_iface_set_am_handler(w.iface(i), 5, Some(on_am), g as *const Got as *mut c_void, 0),
-                       UCS_OK);
-        }
+    for (i, g) in got.iter().enumerate() {
+        // SAFETY: `got` lives to the end of the test, past the last
+        // progress call of `w`.
+        unsafe { w.listen(i, 5, g) };
     }
     // Both sides connect before either progresses: simultaneous connection.
     let ab = w.ep_to_iface(0, 1);
@@ -262,10 +280,10 @@ fn connect_to_iface_simultaneous_both_ways() {
     w.progress_until(|| am_short(aa, 5, 4, b"self") == UCS_OK);
     w.progress_until(|| got[0].len() == 2);
     w.flush(aa);
-    unsafe {
-        for ep in [ab, ba, ab2, aa] {
-            uct_ep_destroy(ep);
-        }
+    for ep in [ab, ba, ab2, aa] {
+        // SAFETY: each is destroyed once; afterwards only `failed` looks at
+        // the handle's value.
+        unsafe { ep.destroy() };
     }
     for _ in 0..100 {
         w.progress();
@@ -277,10 +295,9 @@ fn connect_to_iface_simultaneous_both_ways() {
 fn connect_to_ep_all_operations() {
     let w = World::new(2);
     let got = Got::default();
-    unsafe {
-        assert_eq!(uct_iface_set_am_handler(w.iface(1), 7, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
-                   UCS_OK);
-    }
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 7, &got) };
     let (ea, eb) = w.ep_pair(0, 1);
     w.progress_until(|| am_short(ea, 7, 9, &[1, 2, 3]) == UCS_OK);
     // bcopy of the largest size
@@ -293,12 +310,16 @@ fn connect_to_ep_all_operations() {
         uct_iov_t { buffer: part1.as_ptr() as *mut c_void, length: 100, memh: null_mut(), stride: 0, count: 1 },
         uct_iov_t { buffer: part2.as_ptr() as *mut c_void, length: 3000, memh: null_mut(), stride: 0, count: 1 },
     ];
-    w.progress_until(|| unsafe { ops(ea).ep_am_short_iov.unwrap()(ea, 7, iov.as_ptr(), 2) } == UCS_OK);
+    // SAFETY: a live endpoint; the iov's buffers outlive the call, which
+    // copies them.
+    w.progress_until(|| unsafe { ea.ops().ep_am_short_iov.unwrap()(ea.raw(), 7, iov.as_ptr(), 2) } == UCS_OK);
     let mut comp = uct_completion_t { func: None, count: 1, status: UCS_OK };
     let hdr = [0x5au8; 16];
     let st = loop {
+        // SAFETY: a live endpoint; header, iov buffers and `comp` live to the
+        // end of the test, past the completion (waited for below).
         let s = unsafe {
-            ops(ea).ep_am_zcopy.unwrap()(ea, 7, hdr.as_ptr() as *const c_void, 16, iov.as_ptr(), 2, 0, &mut comp)
+            ea.ops().ep_am_zcopy.unwrap()(ea.raw(), 7, hdr.as_ptr() as *const c_void, 16, iov.as_ptr(), 2, 0, &mut comp)
         };
         if s != UCS_ERR_NO_RESOURCE {
             break s;
@@ -323,41 +344,49 @@ fn connect_to_ep_all_operations() {
                             count: 1 }];
     let mut pcomp = uct_completion_t { func: None, count: 1, status: UCS_OK };
     w.progress_until(|| {
-        let s = unsafe { ops(eb).ep_put_zcopy.unwrap()(eb, piov.as_ptr(), 1, dst.as_mut_ptr() as u64, 0, null_mut()) };
+        // SAFETY: a live endpoint; `src` and `dst` (100000 bytes each, the
+        // length put) live past the flush that waits for the put; tcp
+        // ignores the rkey.
+        let s = unsafe {
+            eb.ops().ep_put_zcopy.unwrap()(eb.raw(), piov.as_ptr(), 1, dst.as_mut_ptr() as u64, 0, null_mut())
+        };
         s == UCS_INPROGRESS
     });
-    assert_eq!(unsafe { ops(eb).ep_flush.unwrap()(eb, 0, &mut pcomp) }, UCS_INPROGRESS);
+    // SAFETY: a live endpoint; `pcomp` outlives the flush (waited for below).
+    assert_eq!(unsafe { eb.ops().ep_flush.unwrap()(eb.raw(), 0, &mut pcomp) }, UCS_INPROGRESS);
     w.progress_until(|| count(&pcomp) == 0);
     assert_eq!(pcomp.status, UCS_OK);
     assert_eq!(dst, src);
     w.flush(ea);
+    // SAFETY: interface 0 is open, no completion is passed; the endpoints
+    // are destroyed once and not used after.
     unsafe {
-        assert_eq!((*w.iface(0)).ops.iface_flush.unwrap()(w.iface(0), 0, null_mut()), UCS_OK);
-        uct_ep_destroy(ea);
-        uct_ep_destroy(eb);
+        assert_eq!(w.iface_ops(0).iface_flush.unwrap()(w.iface(0), 0, null_mut()), UCS_OK);
+        ea.destroy();
+        eb.destroy();
     }
 }
 
-static mut PENDING_RAN: u32 = 0;
+static PENDING_RAN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 unsafe extern "C" fn pending_cb(_req: *mut uct_pending_req_t) -> ucs_status_t {
-    PENDING_RAN += 1;
+    PENDING_RAN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     UCS_OK
 }
 
 #[test]
 fn pending_queue_and_peer_failure() {
     let mut w = World::new(1);
-    let i2 = w.open();
+    w.open(); // interface 1, the receiver
     let got = Got::default();
-    unsafe {
-        assert_eq!(uct_iface_set_am_handler(i2, 1, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0), UCS_OK);
-    }
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 1, &got) };
     let ab = w.ep_to_iface(0, 1);
     w.progress_until(|| am_short(ab, 1, 0, b"hi") == UCS_OK);
     // Fill the socket without letting the receiver read: only our own
     // interface makes progress (the receiver's progress is disabled).
-    unsafe { (*i2).ops.iface_progress_disable.unwrap()(i2, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    w.set_progress(1, false);
     let f = Fill(1, 8192);
     let mut sent = 0;
     loop {
@@ -373,17 +402,21 @@ fn pending_queue_and_peer_failure() {
     // SAFETY: all-zero is a valid request; the callback is set below.
     let mut req: uct_pending_req_t = unsafe { std::mem::zeroed() };
     req.func = Some(pending_cb);
-    assert_eq!(unsafe { ops(ab).ep_pending_add.unwrap()(ab, &mut req, 0) }, UCS_OK);
-    unsafe { (*i2).ops.iface_progress_enable.unwrap()(i2, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
-    w.progress_until(|| unsafe { std::ptr::read_volatile(std::ptr::addr_of!(PENDING_RAN)) } == 1);
+    // SAFETY: a live endpoint; `req` lives to the end of the test and runs
+    // (leaving the queue) in the progress_until below.
+    assert_eq!(unsafe { ab.ops().ep_pending_add.unwrap()(ab.raw(), &mut req, 0) }, UCS_OK);
+    w.set_progress(1, true);
+    w.progress_until(|| PENDING_RAN.load(std::sync::atomic::Ordering::SeqCst) == 1);
     w.progress_until(|| got.len() == sent + 1);
     // The peer goes away: the error handler hears of it.
+    // Off the worker first: uct_iface_close removes the callback with
+    // the thread-safe (deferred) call, which a later progress of the
+    // same worker may still reach.
+    w.set_progress(1, false);
+    let (i, c) = w.ifaces.pop().unwrap();
+    // SAFETY: taken out of the World's list, so closed once, here; nothing
+    // uses the interface after (only ab, of interface 0, goes on).
     unsafe {
-        let (i, c) = w.ifaces.pop().unwrap();
-        // Off the worker first: uct_iface_close removes the callback with
-        // the thread-safe (deferred) call, which a later progress of the
-        // same worker may still reach.
-        (*i).ops.iface_progress_disable.unwrap()(i, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
         uct_iface_close(i);
         uct_config_release(c as *mut c_void);
     }
@@ -392,7 +425,8 @@ fn pending_queue_and_peer_failure() {
         failed(ab)
     });
     assert_ne!(am_short(ab, 1, 0, b"x"), UCS_OK);
-    unsafe { uct_ep_destroy(ab) };
+    // SAFETY: destroyed once, not used after.
+    unsafe { ab.destroy() };
 }
 
 /// Active messages sent back to back (no progress call in between) are held
@@ -407,18 +441,13 @@ fn back_to_back_messages_coalesce_in_order() {
         w.open_with(&[(c"TX_COALESCE", c"64k")]);
     }
     let got = Got::default();
-    let (i0, i1) = (w.iface(0), w.iface(1));
-    unsafe {
-        assert_eq!(uct_iface_set_am_handler(i1, 3, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
-                   UCS_OK);
-    }
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 3, &got) };
     let (ea, eb) = w.ep_pair(0, 1);
     w.progress_until(|| am_short(ea, 3, 0, b"warm-up") == UCS_OK);
     w.progress_until(|| got.len() == 1);
-    let sender_progress = |on: bool| unsafe {
-        let f = if on { (*i0).ops.iface_progress_enable } else { (*i0).ops.iface_progress_disable };
-        f.unwrap()(i0, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    };
+    let sender_progress = |on: bool| w.set_progress(0, on);
     let part1 = [0x11u8; 300];
     let part2 = [0x22u8; 700];
     let iov = [
@@ -446,12 +475,18 @@ fn back_to_back_messages_coalesce_in_order() {
             assert_eq!(am_bcopy(ea, 3, &f), size as isize, "{release}: am_bcopy {size}");
             want.push(vec![0x30 + k as u8; size]);
         }
-        assert_eq!(unsafe { ops(ea).ep_am_short_iov.unwrap()(ea, 3, iov.as_ptr(), 2) }, UCS_OK);
+        // SAFETY: a live endpoint; the iov's buffers outlive the call, which
+        // copies them.
+        assert_eq!(unsafe { ea.ops().ep_am_short_iov.unwrap()(ea.raw(), 3, iov.as_ptr(), 2) }, UCS_OK);
         want.push([part1.as_slice(), &part2].concat());
         // a small zero-copy message is copied in with the others: done now
         let small_hdr = [0x77u8; 4];
+        // SAFETY: a live endpoint; header and iov buffers outlive the loop,
+        // and a small zero-copy message is copied at once (UCS_OK, asserted),
+        // so no completion is needed.
         let s = unsafe {
-            ops(ea).ep_am_zcopy.unwrap()(ea, 3, small_hdr.as_ptr() as *const c_void, 4, iov.as_ptr(), 2, 0, null_mut())
+            ea.ops().ep_am_zcopy.unwrap()(ea.raw(), 3, small_hdr.as_ptr() as *const c_void, 4, iov.as_ptr(), 2, 0,
+                                          null_mut())
         };
         assert_eq!(s, UCS_OK, "{release}: small am_zcopy");
         want.push([small_hdr.as_slice(), &part1, &part2].concat());
@@ -467,23 +502,27 @@ fn back_to_back_messages_coalesce_in_order() {
         let zhdr = [0x5au8; 8];
         match release {
             "flush" => {
-                let s = unsafe { ops(ea).ep_flush.unwrap()(ea, 0, null_mut()) };
+                let s = flush_now(ea);
                 assert!(s == UCS_OK || s == UCS_INPROGRESS, "{release}: flush {s}");
             }
-            "arm" => assert_eq!(unsafe { (*i0).ops.iface_event_arm.unwrap()(i0, UCT_EVENT_RECV) }, UCS_OK),
+            // SAFETY: interface 0 is open.
+            "arm" => assert_eq!(unsafe { w.iface_ops(0).iface_event_arm.unwrap()(w.iface(0), UCT_EVENT_RECV) }, UCS_OK),
             "progress" => sender_progress(true),
             "zcopy" => {
                 // larger than the send buffer: a real zero-copy send, which
                 // takes the held messages along ahead of it
+                // SAFETY: a live endpoint; `zhdr`, `big` and `comp` live until
+                // the completion is waited for below.
                 let s = unsafe {
-                    ops(ea).ep_am_zcopy.unwrap()(ea, 3, zhdr.as_ptr() as *const c_void, 8, big_iov.as_ptr(), 1, 0,
-                                                 &mut comp)
+                    ea.ops().ep_am_zcopy.unwrap()(ea.raw(), 3, zhdr.as_ptr() as *const c_void, 8, big_iov.as_ptr(), 1,
+                                                  0, &mut comp)
                 };
                 assert!(s == UCS_OK || s == UCS_INPROGRESS, "{release}: am_zcopy {s}");
                 zst = s;
                 want.push([zhdr.as_slice(), &big].concat());
             }
-            _ => unsafe { uct_ep_destroy(ea) },
+            // SAFETY: the last round: `ea` is not used after.
+            _ => unsafe { ea.destroy() },
         }
         w.progress_until(|| got.len() >= base + want.len());
         assert_eq!(got.len(), base + want.len(), "{release}");
@@ -498,7 +537,8 @@ fn back_to_back_messages_coalesce_in_order() {
             w.flush(ea);
         }
     }
-    unsafe { uct_ep_destroy(eb) };
+    // SAFETY: destroyed once, not used after.
+    unsafe { eb.destroy() };
     for _ in 0..100 {
         w.progress();
     }
@@ -511,14 +551,15 @@ fn back_to_back_messages_coalesce_in_order() {
 #[repr(C)]
 struct Fragments {
     req: uct_pending_req_t,
-    ep: uct_ep_h,
+    ep: Ep,
     sent: u32,
     total: u32,
 }
 
 unsafe extern "C" fn send_fragment(req: *mut uct_pending_req_t) -> ucs_status_t {
-    // SAFETY: `req` is the first field of a live Fragments.
-    let f = &mut *(req as *mut Fragments);
+    // SAFETY: `req` is the first field of a live Fragments (repr(C), same
+    // address), which the test only reads while progress runs.
+    let f = unsafe { &mut *(req as *mut Fragments) };
     let s = am_short(f.ep, 2, f.sent as u64, &[0x42; 64]);
     if s != UCS_OK {
         return s;
@@ -532,18 +573,17 @@ fn pending_request_in_progress_is_called_again() {
     let w = World::new(2);
     let got = Got::default();
     let fills = Got::default();
-    let i1 = w.iface(1);
+    // SAFETY: `got` and `fills` live to the end of the test, past the last
+    // progress call of `w`.
     unsafe {
-        assert_eq!(uct_iface_set_am_handler(i1, 2, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
-                   UCS_OK);
-        assert_eq!(uct_iface_set_am_handler(i1, 3, Some(on_am), &fills as *const Got as *mut Got as *mut c_void, 0),
-                   UCS_OK);
+        w.listen(1, 2, &got);
+        w.listen(1, 3, &fills);
     }
     let (ea, _eb) = w.ep_pair(0, 1);
     w.progress_until(|| am_short(ea, 2, u64::MAX, b"first") == UCS_OK);
     w.progress_until(|| got.len() == 1);
     // Fill the socket while the receiver does not read.
-    unsafe { (*i1).ops.iface_progress_disable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    w.set_progress(1, false);
     let fill = Fill(7, 8192);
     let mut filled = 0;
     while am_bcopy(ea, 3, &fill) == 8192 {
@@ -554,8 +594,12 @@ fn pending_request_in_progress_is_called_again() {
     // SAFETY: all-zero is a valid request; the callback is set below.
     let mut f = Fragments { req: unsafe { std::mem::zeroed() }, ep: ea, sent: 0, total: 40 };
     f.req.func = Some(send_fragment);
-    assert_eq!(unsafe { ops(ea).ep_pending_add.unwrap()(ea, &mut f.req, 0) }, UCS_OK);
-    unsafe { (*i1).ops.iface_progress_enable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    // SAFETY: a live endpoint; `f` lives to the end of the test and has
+    // left the queue (its last call answered UCS_OK) once `sent` is 40.
+    assert_eq!(unsafe { ea.ops().ep_pending_add.unwrap()(ea.raw(), &mut f.req, 0) }, UCS_OK);
+    w.set_progress(1, true);
+    // SAFETY: a read of a live field, volatile because the callback writes
+    // it through a pointer.
     w.progress_until(|| unsafe { std::ptr::read_volatile(&f.sent) } == 40);
     w.progress_until(|| got.len() == 41 && fills.len() == filled);
     for k in 0..40u64 {
@@ -579,15 +623,13 @@ unsafe extern "C" fn count_completion(comp: *mut uct_completion_t) {
 fn destroy_with_a_zcopy_send_in_flight() {
     let w = World::new(2);
     let got = Got::default();
-    let i1 = w.iface(1);
-    unsafe {
-        assert_eq!(uct_iface_set_am_handler(i1, 4, Some(on_am), &got as *const Got as *mut Got as *mut c_void, 0),
-                   UCS_OK);
-    }
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 4, &got) };
     let (ea, eb) = w.ep_pair(0, 1);
     w.progress_until(|| am_short(ea, 4, 0, b"hello") == UCS_OK);
     w.progress_until(|| got.len() == 1);
-    unsafe { (*i1).ops.iface_progress_disable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    w.set_progress(1, false);
     let payload = vec![0x5au8; 60_000];
     let piov = [uct_iov_t { buffer: payload.as_ptr() as *mut c_void, length: payload.len(), memh: null_mut(),
                             stride: 0, count: 1 }];
@@ -595,8 +637,10 @@ fn destroy_with_a_zcopy_send_in_flight() {
     let hdr = [0u8; 8];
     let mut tries = 0;
     loop {
+        // SAFETY: a live endpoint; `hdr`, `payload` and `comp` live to the end
+        // of the test, past the cancellation by the destroy below.
         let s = unsafe {
-            ops(ea).ep_am_zcopy.unwrap()(ea, 4, hdr.as_ptr() as *const c_void, 8, piov.as_ptr(), 1, 0, &mut comp)
+            ea.ops().ep_am_zcopy.unwrap()(ea.raw(), 4, hdr.as_ptr() as *const c_void, 8, piov.as_ptr(), 1, 0, &mut comp)
         };
         if s == UCS_INPROGRESS {
             break;
@@ -607,13 +651,14 @@ fn destroy_with_a_zcopy_send_in_flight() {
         w.progress();
     }
     let before = COMP_CALLS.load(std::sync::atomic::Ordering::SeqCst);
-    let f = unsafe { ops(ea).ep_flush.unwrap()(ea, 0, null_mut()) };
+    let f = flush_now(ea);
     assert!(f == UCS_INPROGRESS || f == UCS_ERR_NO_RESOURCE, "flush with a send in flight: {f}");
-    unsafe { uct_ep_destroy(ea) };
+    // SAFETY: destroyed once, not used after.
+    unsafe { ea.destroy() };
     assert_eq!(COMP_CALLS.load(std::sync::atomic::Ordering::SeqCst), before + 1, "completion not run once");
     assert_eq!(comp.status, UCS_ERR_CANCELED);
     assert_eq!(comp.count, 0);
-    unsafe { (*i1).ops.iface_progress_enable.unwrap()(i1, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV) };
+    w.set_progress(1, true);
     for _ in 0..1000 {
         w.progress();
     }
@@ -623,9 +668,10 @@ fn destroy_with_a_zcopy_send_in_flight() {
     let (ea2, eb2) = w.ep_pair(0, 1);
     w.progress_until(|| am_short(ea2, 4, 7, b"after") == UCS_OK);
     w.progress_until(|| got.len() > n && got.get(got.len() - 1).ends_with(b"after"));
+    // SAFETY: each destroyed once, none used after.
     unsafe {
-        uct_ep_destroy(ea2);
-        uct_ep_destroy(eb2);
-        uct_ep_destroy(eb);
+        ea2.destroy();
+        eb2.destroy();
+        eb.destroy();
     }
 }
