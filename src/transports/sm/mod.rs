@@ -14,6 +14,13 @@
 //! UCX's `src/uct/sm/base/sm_ep.c` compute it). These functions touch that
 //! memory directly; the caller vouches for the range, as UCT requires of the
 //! user of a remote key.
+//!
+//! The family makes no system call of its own: shared memory files,
+//! mappings and SysV segments are [`crate::sys::shm`]'s, the cross-memory
+//! copies [`crate::sys::vm`]'s, the mm wake-up socket a
+//! [`crate::sys::socket::Socket`]. What stays `unsafe` here is the work on
+//! the shared memory itself (FIFOs, descriptors, mapped rkeys, atomics),
+//! each block with the reason it is sound.
 
 pub mod cma;
 pub mod mm;

@@ -346,8 +346,7 @@ impl Transport for CmaIface {
     }
 
     fn get_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
-        // SAFETY: no preconditions.
-        let pid = unsafe { libc::getpid() } as u32;
+        let pid = crate::sys::getpid() as u32;
         if pid_ns_is_default() {
             out.write(&pid.to_ne_bytes())
         } else {
@@ -526,13 +525,6 @@ fn cpu_is_fujitsu_arm() -> bool {
     })
 }
 
-/// `sysconf(_SC_IOV_MAX)`, or Linux's 1024 when it is unknown.
-fn system_iov_max() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_IOV_MAX) };
-    if v > 0 { v as usize } else { 1024 }
-}
-
 /// Open a cma interface.
 pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIfaceConfig)
             -> Result<uct_iface_h, ucs_status_t> {
@@ -560,7 +552,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
     }
     crate::core::config::check_pool_limits("cma tx descriptors", c.tx_bufs_grow, c.tx_max_bufs)?;
     let max_bufs = c.tx_max_bufs as c_uint;
-    let max_iov = (c.max_iov as usize).min(system_iov_max());
+    let max_iov = (c.max_iov as usize).min(crate::sys::iov_max());
     let hdr = IfaceHeader::new(md, worker, params, &c.sm.base, &INTERNAL);
     let tl = CmaIface {
         max_iov,

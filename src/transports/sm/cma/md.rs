@@ -16,6 +16,7 @@
 use crate::abi::*;
 use crate::core::md::{all_cpus, MdImpl};
 use crate::core::ops::Completion;
+use crate::sys::{errno_str, vm};
 use libc::c_void;
 
 /// The memory handle of every registration.
@@ -76,17 +77,22 @@ impl MdImpl for CmaMd {
 fn writev_works() -> bool {
     let src: u64 = 0x5eed;
     let mut dst: u64 = 0;
-    let local = libc::iovec { iov_base: &src as *const u64 as *mut c_void, iov_len: 8 };
-    let remote = libc::iovec { iov_base: &mut dst as *mut u64 as *mut c_void, iov_len: 8 };
-    // SAFETY: both ranges are our own live locals of 8 bytes; the kernel
-    // checks them anyway and reports a fault as an error.
-    let delivered = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if delivered != 8 {
-        crate::debug!("cma: unusable, a process_vm_writev of 8 bytes to ourselves gave {}: {}", delivered,
-                      std::io::Error::last_os_error());
-        return false;
+    let local = [libc::iovec { iov_base: &src as *const u64 as *mut c_void, iov_len: 8 }];
+    let remote = [vm::RemoteIoVec { base: &mut dst as *mut u64 as usize, len: 8 }];
+    // SAFETY: both ranges are our own live locals of 8 bytes, `dst` not
+    // otherwise accessed during the call.
+    match unsafe { vm::write_to(crate::sys::getpid(), &local, &remote) } {
+        Ok(8) => true,
+        Ok(n) => {
+            crate::debug!("cma: unusable, a process_vm_writev of 8 bytes to ourselves gave {}", n);
+            false
+        }
+        Err(err) => {
+            crate::debug!("cma: unusable, a process_vm_writev of 8 bytes to ourselves gave -1: {}",
+                          errno_str(err as i32));
+            false
+        }
     }
-    true
 }
 
 /// The Yama verdict for the value read from the ptrace scope file.
@@ -94,10 +100,8 @@ fn ptrace_scope_allows(value: &str) -> bool {
     let (ok, extra) = match value {
         "0" => (true, ""),
         "1" => {
-            // SAFETY: prctl with integer arguments only; it changes who may
-            // attach to this process, which is what CMA peers need.
-            let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
-            if r == 0 {
+            // Who may attach to this process is what CMA peers need.
+            if vm::set_ptracer_any().is_ok() {
                 (true, " (any process may attach to us now)")
             } else {
                 (false, " (PR_SET_PTRACER_ANY refused)")

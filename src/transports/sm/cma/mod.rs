@@ -12,7 +12,8 @@
 //!
 //! - [`md`]: the memory domain, and whether CMA is usable on this host.
 //! - [`iface`]: the interface, endpoints and the transfer queue.
-//! - [`xfer`]: one transfer (an iov walk and the system call).
+//! - [`xfer`]: one transfer (an iov walk and the system call, made through
+//!   [`crate::sys::vm`]).
 
 pub mod iface;
 pub mod md;

@@ -6,10 +6,12 @@
 //! segment is at most `SEG_SIZE` bytes in at most [`SEG_IOV`] local pieces,
 //! against one contiguous remote range. The cursor advances by what the
 //! kernel really moved, so a short transfer is resumed where it stopped.
+//! The copies are [`crate::sys::vm`]'s.
 
 use crate::abi::*;
 use crate::core::ops::Completion;
-use libc::{c_ulong, c_void, iovec, pid_t};
+use crate::sys::vm::{self, RemoteIoVec};
+use libc::{c_void, iovec, pid_t};
 
 /// Local pieces per system call (UCX's `UCT_SM_MAX_IOV`).
 pub const SEG_IOV: usize = 16;
@@ -157,24 +159,27 @@ impl Tx {
     pub fn transfer(&mut self, pid: pid_t, seg_size: usize) -> Result<usize, Failure> {
         let mut local = [iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; SEG_IOV];
         let (n, bytes) = self.next_segment(seg_size, &mut local);
-        let remote = iovec { iov_base: self.remote_addr as usize as *mut c_void, iov_len: bytes };
-        // SAFETY: the kernel reads or writes only the ranges named by the
-        // iovecs: ours come from the caller's iov list (which the UCT
-        // contract keeps valid until completion), the remote one lives in
+        let remote = [RemoteIoVec { base: self.remote_addr as usize, len: bytes }];
+        // SAFETY (both calls): our pieces come from the caller's iov list,
+        // which the UCT contract keeps valid (and, for a get, unused by the
+        // caller) until the operation completes; the remote range lives in
         // the peer. Bad ranges on either side give EFAULT, not a fault.
-        let ret = unsafe {
-            match self.op {
-                Op::Put => libc::process_vm_writev(pid, local.as_ptr(), n as c_ulong, &remote, 1, 0),
-                Op::Get => libc::process_vm_readv(pid, local.as_ptr(), n as c_ulong, &remote, 1, 0),
-                Op::Flush => 0,
-            }
+        let result = match self.op {
+            // SAFETY: see above.
+            Op::Put => unsafe { vm::write_to(pid, &local[..n], &remote) },
+            // SAFETY: see above.
+            Op::Get => unsafe { vm::read_from(pid, &mut local[..n], &remote) },
+            Op::Flush => Ok(0),
         };
-        if ret > 0 {
-            let moved = (ret as usize).min(bytes);
-            self.advance(moved);
-            return Ok(moved);
-        }
-        let errno = if ret < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 };
+        let (ret, errno) = match result {
+            Ok(0) => (0, 0),
+            Ok(moved) => {
+                let moved = moved.min(bytes);
+                self.advance(moved);
+                return Ok(moved);
+            }
+            Err(err) => (-1, err as i32),
+        };
         let pieces: Vec<String> = local[..n].iter().map(|v| format!("{:p}+{}", v.iov_base, v.iov_len)).collect();
         Err(Failure {
             errno,
@@ -195,8 +200,7 @@ mod tests {
     }
 
     fn me() -> pid_t {
-        // SAFETY: no preconditions.
-        unsafe { libc::getpid() }
+        crate::sys::getpid()
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl<M: Mapper> DescPool<M> {
         };
         if seg.length > u32::MAX as usize {
             crate::error!("mm: descriptor segment of {} bytes is too large", seg.length);
-            let _ = self.md().mapper.free(&seg);
+            let _ = self.md().mapper.free(seg);
             return false;
         }
         let base = seg.address as *mut u8;
@@ -138,7 +138,7 @@ impl<M: Mapper> DescPool<M> {
 impl<M: Mapper> Drop for DescPool<M> {
     fn drop(&mut self) {
         for seg in self.chunks.borrow_mut().drain(..) {
-            let _ = self.md().mapper.free(&seg);
+            let _ = self.md().mapper.free(seg);
         }
     }
 }

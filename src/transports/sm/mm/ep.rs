@@ -12,7 +12,8 @@ use super::mapper::{Mapper, RemoteSeg};
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
 use crate::core::ops::*;
-use libc::c_void;
+use crate::sys::socket::{Io, MsgFlags, UnixAddr};
+use crate::sys::Errno;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -37,8 +38,9 @@ pub struct MmEp {
     /// The last segment used, checked before the map.
     pub(super) last_seg: Cell<(u64, *mut u8, usize)>,
     pub(super) peer_extra: Vec<u8>,
-    pub(super) signal_addr: libc::sockaddr_un,
-    pub(super) signal_len: libc::socklen_t,
+    /// The peer's wake-up socket, as its FIFO names it (None when the
+    /// address there is not a unix one: waking the peer then fails).
+    pub(super) signal_addr: Option<UnixAddr>,
     pub(super) peer_pid: i32,
     pub(super) peer_start: u64,
 }
@@ -134,25 +136,18 @@ impl<M: Mapper> MmIface<M> {
         }
     }
 
+    /// Send the peer's wake-up socket one byte. A full socket (a wake-up
+    /// is pending already) or a peer socket gone is not worth a word.
     #[cold]
     fn signal(&self, ep: &MmEp) {
-        let b = 0u8;
-        loop {
-            // SAFETY: sending one byte to the address the peer published.
-            let r = unsafe {
-                libc::sendto(self.signal_fd, &b as *const u8 as *const c_void, 1, 0,
-                             &ep.signal_addr as *const libc::sockaddr_un as *const libc::sockaddr, ep.signal_len)
-            };
-            if r >= 0 {
-                return;
-            }
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) | Some(libc::ECONNREFUSED) => return,
-                _ => {
-                    crate::warn!("mm: failed to send wakeup signal: {}", std::io::Error::last_os_error());
-                    return;
-                }
+        let io = match &ep.signal_addr {
+            Some(to) => self.signal.send_to_unix(&[0u8], to, MsgFlags::empty()),
+            // The kernel refuses such an address with EINVAL.
+            None => Io::Err(Errno::EINVAL),
+        };
+        if let Io::Err(err) = io {
+            if err != Errno::ECONNREFUSED {
+                crate::warn!("mm: failed to send wakeup signal: {}", crate::sys::errno_str(err as i32));
             }
         }
     }

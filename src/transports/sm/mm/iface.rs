@@ -16,9 +16,10 @@ use super::md::MmMd;
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
 use crate::core::ops::*;
+use crate::sys::socket::{unix_addr_from_raw, Io, MsgFlags, Socket};
 use crate::transports::sm;
 use crate::ucs;
-use libc::{c_int, c_void};
+use libc::c_int;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
@@ -50,7 +51,9 @@ pub struct MmIface<M: Mapper> {
     pub(super) spare: Cell<Option<*mut u8>>,
     pub(super) pool: Box<DescPool<M>>,
     pub(super) release: Box<ReleaseDesc<M>>,
-    pub(super) signal_fd: c_int,
+    /// The wake-up socket (a unix datagram socket whose address is in our
+    /// FIFO's control block): its descriptor is the interface's event fd.
+    pub(super) signal: Socket,
     /// Endpoints with pending requests or a full FIFO, in arrival order.
     pub(super) pending_eps: RefCell<VecDeque<*const Ep<Self>>>,
     pub(super) bandwidth: f64,
@@ -77,9 +80,8 @@ impl<M: Mapper> Drop for MmIface<M> {
         if let Some(s) = self.spare.take() {
             self.pool.put(s);
         }
-        // SAFETY: closing our own socket.
-        unsafe { libc::close(self.signal_fd) };
-        let _ = self.md().mapper.free(&self.fifo_seg);
+        let seg = std::mem::take(&mut self.fifo_seg);
+        let _ = self.md().mapper.free(seg);
     }
 }
 
@@ -225,8 +227,7 @@ impl<M: Mapper> Transport for MmIface<M> {
             segs: RefCell::new(HashMap::new()),
             last_seg: Cell::new((0, std::ptr::null_mut(), 0)),
             peer_extra: extra,
-            signal_addr,
-            signal_len,
+            signal_addr: unix_addr_from_raw(&signal_addr, signal_len),
             peer_pid: pid,
             peer_start: start,
         })
@@ -274,7 +275,7 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> {
-        Ok(iface.tl.signal_fd)
+        Ok(iface.tl.signal.fd())
     }
 
     fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
@@ -295,20 +296,14 @@ impl<M: Mapper> Transport for MmIface<M> {
         {
             return UCS_ERR_BUSY;
         }
+        // One datagram waiting means a wake-up came: the caller must poll.
         let mut buf = [0u8; 32];
-        // SAFETY: draining our own non-blocking socket into a local buffer.
-        let r = unsafe { libc::recv(s.signal_fd, buf.as_mut_ptr() as *mut c_void, buf.len(), 0) };
-        if r > 0 {
-            return UCS_ERR_BUSY;
-        }
-        if r == 0 {
-            return UCS_ERR_CONNECTION_RESET;
-        }
-        match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EAGAIN) => UCS_OK,
-            Some(libc::EINTR) => UCS_ERR_BUSY,
-            _ => {
-                crate::error!("mm: failed to read the signal socket: {}", std::io::Error::last_os_error());
+        match s.signal.recv(&mut buf, MsgFlags::empty()) {
+            Io::Done(_) => UCS_ERR_BUSY,
+            Io::Closed => UCS_ERR_CONNECTION_RESET,
+            Io::Again => UCS_OK,
+            Io::Err(err) => {
+                crate::error!("mm: failed to read the signal socket: {}", crate::sys::errno_str(err as i32));
                 UCS_ERR_IO_ERROR
             }
         }

@@ -7,14 +7,28 @@
 
 use crate::abi::*;
 use libc::c_void;
+use std::os::fd::OwnedFd;
 
 /// A segment this process created (the memory handle of mm memory domains).
+/// It is released by [`Mapper::free`], which takes it.
 #[derive(Debug)]
 pub struct Segment {
     /// Identifier a peer uses to attach the segment.
     pub seg_id: u64,
     pub address: *mut c_void,
     pub length: usize,
+    /// A descriptor that must stay open while the segment exists: a posix
+    /// segment reached through `/proc/<pid>/fd/<fd>` is named by it (its
+    /// number is inside `seg_id`). Closed when the segment is dropped.
+    pub fd: Option<OwnedFd>,
+}
+
+impl Default for Segment {
+    /// No segment (nothing mapped, nothing to free): what is left where a
+    /// segment was taken out to be freed.
+    fn default() -> Segment {
+        Segment { seg_id: 0, address: std::ptr::null_mut(), length: 0, fd: None }
+    }
 }
 
 /// A peer's segment mapped into this process.
@@ -38,7 +52,8 @@ pub trait Mapper: Send + Sync + 'static {
     /// outlive its creator, even if the creator is killed (unlink /
     /// IPC_RMID as soon as the peer can still attach by id).
     fn alloc(&self, length: usize, address: *mut c_void, fixed: bool, name: &str) -> Result<Segment, ucs_status_t>;
-    fn free(&self, seg: &Segment) -> ucs_status_t;
+    /// Unmap (detach) a segment of `alloc` and release its name.
+    fn free(&self, seg: Segment) -> ucs_status_t;
 
     /// Mapper-specific bytes that follow the FIFO `seg_id` in the iface
     /// address (posix: PID namespace id or directory; sysv: none).

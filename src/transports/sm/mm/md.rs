@@ -110,7 +110,7 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         // SAFETY: validated above; the handle was boxed by mem_alloc.
         let mut m = unsafe { Box::from_raw(memh as *mut Memh) };
         m.magic = 0;
-        self.mapper.free(&m.seg)
+        self.mapper.free(std::mem::take(&mut m.seg))
     }
 
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {

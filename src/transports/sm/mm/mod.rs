@@ -8,6 +8,9 @@
 //! mapper; [`fifo`] is the shared receive FIFO's layout; [`iface`] is the
 //! interface, whose endpoint and send path are in `ep.rs`, receive path in
 //! `recv.rs`, receive descriptors in `desc.rs` and creation in `open.rs`.
+//! The mappers' system calls are [`crate::sys::shm`]'s; the wake-up socket
+//! of an interface is a [`crate::sys::socket::Socket`] (a unix datagram
+//! socket, closed with the interface).
 
 mod desc;
 mod ep;

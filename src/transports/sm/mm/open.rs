@@ -1,6 +1,8 @@
 //! Opening an mm interface: the configuration checks, the receive FIFO in a
-//! new shared segment with its wake-up socket, and a receive descriptor for
-//! every element (as `uct_mm_iface_t`'s constructor in UCX 1.13.1's
+//! new shared segment with its wake-up socket (a unix datagram socket bound
+//! to a kernel-chosen abstract name, which the FIFO's control block
+//! publishes), and a receive descriptor for every element (as
+//! `uct_mm_iface_t`'s constructor in UCX 1.13.1's
 //! `src/uct/sm/mm/base/mm_iface.c` does).
 
 use super::desc::{release_desc, DescPool, ReleaseDesc};
@@ -13,7 +15,8 @@ use crate::abi::*;
 use crate::core::iface::{Iface, IfaceHeader, IfaceParams, InternalOps};
 use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
-use libc::c_int;
+use crate::sys::socket::{unix_addr_to_raw, Socket, UnixAddr};
+use crate::sys::errno_str;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -22,32 +25,18 @@ use std::sync::atomic::Ordering;
 /// `FIFO_MAX_POLL` when the setting is 0 or infinite.
 const FIFO_DEFAULT_MAX_POLL: u32 = 16;
 
-fn create_signal_socket() -> Result<(c_int, libc::sockaddr_un, libc::socklen_t), ucs_status_t> {
-    // SAFETY: plain socket calls on a descriptor we own; all-zero is a valid
-    // sockaddr_un; binding with only the family asks for an abstract name.
-    unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            crate::error!("failed to create unix domain socket for signal: {}", std::io::Error::last_os_error());
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        let mut sa: libc::sockaddr_un = std::mem::zeroed();
-        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        if libc::bind(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr,
-                      std::mem::size_of::<libc::sa_family_t>() as libc::socklen_t) < 0 {
-            crate::error!("failed to auto-bind unix domain socket: {}", std::io::Error::last_os_error());
-            libc::close(fd);
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        sa = std::mem::zeroed();
-        if libc::getsockname(fd, &mut sa as *mut libc::sockaddr_un as *mut libc::sockaddr, &mut len) < 0 {
-            crate::error!("failed to get the unix domain socket address: {}", std::io::Error::last_os_error());
-            libc::close(fd);
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        Ok((fd, sa, len))
-    }
+/// The wake-up socket: non-blocking, close-on-exec, autobound; with the
+/// name it got.
+fn create_signal_socket() -> Result<(Socket, UnixAddr), ucs_status_t> {
+    let sock = Socket::unix_dgram().map_err(|err| {
+        crate::error!("failed to create unix domain socket for signal: {}", errno_str(err as i32));
+        UCS_ERR_IO_ERROR
+    })?;
+    let name = sock.autobind().map_err(|err| {
+        crate::error!("failed to auto-bind unix domain socket: {}", errno_str(err as i32));
+        UCS_ERR_IO_ERROR
+    })?;
+    Ok((sock, name))
 }
 
 /// Open a posix or sysv interface.
@@ -108,17 +97,17 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
     let fifo_seg = mm.alloc_segment(fifo::segment_bytes(fifo_size, elem_size), "mm_recv_fifo")?;
     // SAFETY: the segment was just created with the FIFO's size.
     let fifo = unsafe { Fifo::new(fifo_seg.address as *mut u8, fifo_size, elem_size) };
-    let (signal_fd, sa, sa_len) = match create_signal_socket() {
+    let (signal, signal_name) = match create_signal_socket() {
         Ok(x) => x,
         Err(s) => {
-            let _ = mm.mapper.free(&fifo_seg);
+            let _ = mm.mapper.free(fifo_seg);
             return Err(s);
         }
     };
     fifo.head().store(0, Ordering::Relaxed);
     fifo.tail().store(0, Ordering::Relaxed);
-    // SAFETY: getpid has no preconditions.
-    fifo.set_pid(unsafe { libc::getpid() });
+    fifo.set_pid(crate::sys::getpid());
+    let (sa, sa_len) = unix_addr_to_raw(&signal_name);
     fifo.set_signal_addr(&sa, sa_len);
     crate::debug!("mm: own FIFO at {:p} (segment {:p}) pid {}", fifo.elem(0).data(), fifo_seg.address, fifo.pid());
 
@@ -136,9 +125,8 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
                 pool.put(c.get());
             }
             drop(pool);
-            // SAFETY: closing our own socket.
-            unsafe { libc::close(signal_fd) };
-            let _ = mm.mapper.free(&fifo_seg);
+            drop(signal);
+            let _ = mm.mapper.free(fifo_seg);
             return Err(UCS_ERR_NO_RESOURCE);
         };
         let e = fifo.elem(i);
@@ -170,7 +158,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
         spare: Cell::new(spare),
         pool,
         release,
-        signal_fd,
+        signal,
         pending_eps: RefCell::new(VecDeque::new()),
         bandwidth: cfg.sm.bandwidth,
         extra_flags,

@@ -3,15 +3,18 @@
 //! once: Linux keeps a removed segment attachable by id until its last
 //! detach, so it never outlives the processes using it. The segment id is
 //! the shmid; the packed rkey is `{shmid u32, owner address u64}`, packed,
-//! 12 bytes, as in UCX 1.13.1's `src/uct/sm/mm/sysv/mm_sysv.c`.
+//! 12 bytes, as in UCX 1.13.1's `src/uct/sm/mm/sysv/mm_sysv.c`. The
+//! `shmget`/`shmat`/`shmdt`/`shmctl` calls are those of [`crate::sys::shm`].
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
-use super::util::{align_up, errno, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use super::util::{align_up, huge_page_size, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
 use crate::abi::*;
 use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
+use crate::sys::{shm, Errno};
 use libc::{c_int, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
+use std::ptr::NonNull;
 
 /// The parsed `sysv` memory-domain options (our own layout).
 #[repr(C)]
@@ -38,39 +41,33 @@ const SEGMENT_MODE: c_int = 0o660;
 /// `{shmid u32, owner address u64}`, packed.
 const PACKED_RKEY_SIZE: usize = 12;
 
-/// `shmat` failures are reported as `(void *)-1`.
-fn shmat_failed(p: *mut c_void) -> bool {
-    p as isize == -1
-}
-
 /// Attach a segment by id anywhere in our address space.
 fn attach_id(shmid: c_int) -> Result<*mut c_void, ucs_status_t> {
-    // SAFETY: shmat with a NULL address lets the kernel pick a free range.
-    let addr = unsafe { libc::shmat(shmid, std::ptr::null(), 0) };
-    if shmat_failed(addr) {
-        crate::error!("shmat(shmid={shmid}) failed: {}", os_error_text(errno()));
-        return Err(UCS_ERR_SHMEM_SEGMENT);
+    match shm::shmat(shmid) {
+        Ok(addr) => {
+            crate::trace!("attached sysv segment {shmid} at {addr:p}");
+            Ok(addr.as_ptr())
+        }
+        Err(err) => {
+            crate::error!("shmat(shmid={shmid}) failed: {}", os_error_text(err));
+            Err(UCS_ERR_SHMEM_SEGMENT)
+        }
     }
-    crate::trace!("attached sysv segment {shmid} at {addr:p}");
-    Ok(addr)
 }
 
+/// Detach an attachment. Callers pass an address `shmat` returned, and
+/// nothing of theirs uses the attachment afterwards.
 fn detach_addr(address: *mut c_void) -> ucs_status_t {
-    // SAFETY: callers pass an address returned by shmat; nothing of ours
-    // uses the mapping afterwards.
-    if unsafe { libc::shmdt(address) } != 0 {
-        crate::warn!("shmdt({address:p}) failed: {}", os_error_text(errno()));
+    let r = match NonNull::new(address) {
+        // SAFETY: an attachment of ours, no longer used (see above).
+        Some(a) => unsafe { shm::shmdt(a) },
+        None => Err(Errno::EINVAL),
+    };
+    if let Err(err) = r {
+        crate::warn!("shmdt({address:p}) failed: {}", os_error_text(err));
         return UCS_ERR_INVALID_PARAM;
     }
     UCS_OK
-}
-
-/// The size of segment `shmid`, if we may look at it.
-fn segment_size(shmid: c_int) -> Option<usize> {
-    // SAFETY: `ds` is a plain output buffer for IPC_STAT.
-    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
-    // SAFETY: see above.
-    (unsafe { libc::shmctl(shmid, libc::IPC_STAT, &mut ds) } == 0).then_some(ds.shm_segsz)
 }
 
 pub struct Sysv {
@@ -100,19 +97,16 @@ impl Sysv {
             align_up(length, page_size()).ok_or(UCS_ERR_NO_MEMORY)?
         };
 
-        let flags = libc::IPC_CREAT | libc::IPC_EXCL | SEGMENT_MODE | if huge { libc::SHM_HUGETLB } else { 0 };
-        // SAFETY: shmget takes no pointers.
-        let shmid = unsafe { libc::shmget(libc::IPC_PRIVATE, size, flags) };
-        if shmid < 0 {
-            let err = errno();
-            let text = format!("shmget(size={size}, flags=0x{flags:x}) for {name} failed: {}", os_error_text(err));
-            return Err(match err {
+        let shmid = shm::shmget_private(size, SEGMENT_MODE, huge).map_err(|err| {
+            let text = format!("shmget(size={size}, flags=0x{:x}) for {name} failed: {}",
+                               shm::shmget_flags(SEGMENT_MODE, huge), os_error_text(err));
+            match err {
                 // Huge pages missing or not allowed: expected, "try" falls back.
-                libc::ENOMEM | libc::EPERM if huge => {
+                Errno::ENOMEM | Errno::EPERM if huge => {
                     crate::debug!("{text}");
                     UCS_ERR_NO_MEMORY
                 }
-                libc::ENOMEM | libc::EPERM | libc::ENOSPC | libc::EINVAL => {
+                Errno::ENOMEM | Errno::EPERM | Errno::ENOSPC | Errno::EINVAL => {
                     crate::error!("{text}");
                     UCS_ERR_NO_MEMORY
                 }
@@ -120,30 +114,38 @@ impl Sysv {
                     crate::error!("{text}");
                     UCS_ERR_SHMEM_SEGMENT
                 }
-            });
-        }
+            }
+        })?;
 
-        let (hint, shm_flags) = if fixed { (at as *const c_void, libc::SHM_REMAP) } else { (std::ptr::null(), 0) };
-        // SAFETY: SHM_REMAP replaces the caller's range at `at` only when the
-        // caller asked for a fixed placement; otherwise the kernel picks.
-        let addr = unsafe { libc::shmat(shmid, hint, shm_flags) };
-        let shmat_errno = errno();
+        let (hint, shm_flags) = if fixed { (at, libc::SHM_REMAP) } else { (std::ptr::null_mut(), 0) };
+        let attached = if fixed {
+            // A fixed attach at NULL is refused, as shmat refuses SHM_REMAP
+            // without an address.
+            match NonNull::new(at) {
+                // SAFETY: with a fixed placement the caller of
+                // `uct_md_mem_alloc` gave up the range at `at`.
+                Some(at) => unsafe { shm::shmat_at(shmid, at) },
+                None => Err(Errno::EINVAL),
+            }
+        } else {
+            shm::shmat(shmid)
+        };
         // Remove the id now: the attachment keeps the segment alive (and
         // attachable by id on Linux) and the kernel frees it with the last detach.
-        // SAFETY: IPC_RMID takes no buffer.
-        if unsafe { libc::shmctl(shmid, libc::IPC_RMID, std::ptr::null_mut()) } != 0 {
-            crate::warn!("shmctl(IPC_RMID, shmid={shmid}) failed: {}", os_error_text(errno()));
+        if let Err(err) = shm::shm_remove(shmid) {
+            crate::warn!("shmctl(IPC_RMID, shmid={shmid}) failed: {}", os_error_text(err));
         }
-        if shmat_failed(addr) {
-            if shmat_errno == libc::ENOMEM {
-                return Err(UCS_ERR_NO_MEMORY);
+        let addr = match attached {
+            Ok(addr) => addr.as_ptr(),
+            Err(Errno::ENOMEM) => return Err(UCS_ERR_NO_MEMORY),
+            Err(err) => {
+                crate::error!("shmat(shmid={shmid}, address={hint:p}, flags=0x{shm_flags:x}) failed: {}",
+                              os_error_text(err));
+                return Err(UCS_ERR_SHMEM_SEGMENT);
             }
-            crate::error!("shmat(shmid={shmid}, address={hint:p}, flags=0x{shm_flags:x}) failed: {}",
-                          os_error_text(shmat_errno));
-            return Err(UCS_ERR_SHMEM_SEGMENT);
-        }
+        };
         crate::debug!("allocated sysv shared memory {name} at {addr:p} length {size} shmid {shmid}");
-        Ok(Segment { seg_id: shmid as u64, address: addr, length: size })
+        Ok(Segment { seg_id: shmid as u64, address: addr, length: size, fd: None })
     }
 }
 
@@ -180,7 +182,7 @@ impl Mapper for Sysv {
         Err(status)
     }
 
-    fn free(&self, seg: &Segment) -> ucs_status_t {
+    fn free(&self, seg: Segment) -> ucs_status_t {
         detach_addr(seg.address)
     }
 
@@ -203,7 +205,7 @@ impl Mapper for Sysv {
         };
         let address = attach_id(shmid)?;
         // A segment smaller than the peer says would fault on access.
-        let size = segment_size(shmid).unwrap_or(usize::MAX);
+        let size = shm::shm_size(shmid).unwrap_or(usize::MAX);
         if size < length {
             crate::error!("sysv segment {shmid} has {size} bytes, {length} requested");
             detach_addr(address);
@@ -276,11 +278,7 @@ mod tests {
 
     /// (exists, marked for destruction, attach count).
     fn segment_state(shmid: c_int) -> Option<(bool, u64)> {
-        // SAFETY: plain IPC_STAT into a local buffer.
-        let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
-        // SAFETY: `ds` is a writable shmid_ds; IPC_STAT only fills it.
-        (unsafe { libc::shmctl(shmid, libc::IPC_STAT, &mut ds) } == 0)
-            .then_some((ds.shm_perm.mode & SHM_DEST != 0, ds.shm_nattch))
+        shm::shm_stat(shmid).ok().map(|ds| (ds.shm_perm.mode & SHM_DEST != 0, ds.shm_nattch))
     }
 
     /// The `ipcs -m` line of `shmid`, if ipcs is installed and lists it.
@@ -352,7 +350,7 @@ mod tests {
                  &[(PEER_ENV, "sysv".into()), ("RKEY", hex(&rkey)), ("LEN", len.to_string())]);
         assert!(check(seg.address as *const u8, len / 2, 2));
         assert!(check((seg.address as *const u8).wrapping_add(len / 2), len - len / 2, 3));
-        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(m.free(seg), UCS_OK);
         // Gone with the last detach.
         assert_eq!(segment_state(shmid), None);
         if let Some(line) = ipcs_line(shmid) {
@@ -364,20 +362,18 @@ mod tests {
     fn same_process_attach_and_fixed_address() {
         let m = sysv(&[(c"MM_HUGETLB_MODE", c"n")]);
         let len = 4 * page_size();
-        // SAFETY: an anonymous reservation, replaced by the fixed attach below.
-        let at = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        assert_ne!(at, libc::MAP_FAILED);
+        // A reservation of ours, replaced by the fixed attach below.
+        let at = shm::reserve_address_space(len).expect("reserve").as_ptr();
         let seg = m.alloc(len, at, true, "fixed").expect("fixed alloc");
         assert_eq!(seg.address, at);
         fill(at as *mut u8, len, 5);
         let rseg = m.attach(seg.seg_id, len, &[]).expect("attach own");
         assert!(check(rseg.address as *const u8, len, 5));
-        assert_eq!(segment_state(seg.seg_id as c_int), Some((true, 2)));
+        let shmid = seg.seg_id as c_int;
+        assert_eq!(segment_state(shmid), Some((true, 2)));
         m.detach(&rseg);
-        assert_eq!(m.free(&seg), UCS_OK);
-        assert_eq!(segment_state(seg.seg_id as c_int), None);
+        assert_eq!(m.free(seg), UCS_OK);
+        assert_eq!(segment_state(shmid), None);
     }
 
     #[test]
@@ -397,7 +393,7 @@ mod tests {
         let seg = m.alloc(4096, std::ptr::null_mut(), false, "short").expect("alloc");
         assert_eq!(m.attach(seg.seg_id, 1 << 20, &[]).unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
         assert_eq!(segment_state(seg.seg_id as c_int), Some((true, 1)), "failed attach left a mapping");
-        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(m.free(seg), UCS_OK);
     }
 
     #[test]
@@ -406,11 +402,11 @@ mod tests {
             .ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0);
         let m = sysv(&[(c"MM_HUGETLB_MODE", c"try")]);
         let seg = m.alloc(4 << 20, std::ptr::null_mut(), false, "try").expect("try");
-        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(m.free(seg), UCS_OK);
         // A small request would more than double with a huge page: regular pages.
         let seg = m.alloc(4096, std::ptr::null_mut(), false, "small").expect("small");
         assert_eq!(seg.length, page_size());
-        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(m.free(seg), UCS_OK);
         if reserved == 0 {
             let m = sysv(&[(c"MM_HUGETLB_MODE", c"y")]);
             assert!(m.alloc(4 << 20, std::ptr::null_mut(), false, "yes").is_err());

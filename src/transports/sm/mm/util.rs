@@ -2,6 +2,7 @@
 //! setting, the page and huge-page sizes, rounding, and errno text.
 
 use crate::abi::*;
+use crate::sys::Errno;
 use libc::c_int;
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -40,11 +41,7 @@ impl HugetlbMode {
 
 pub(crate) fn page_size() -> usize {
     static PAGE: OnceLock<usize> = OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if v > 0 { v as usize } else { 4096 }
-    })
+    *PAGE.get_or_init(crate::sys::page_size)
 }
 
 /// The default huge page size ("Hugepagesize" in /proc/meminfo), if any.
@@ -70,10 +67,7 @@ pub(crate) fn align_up(value: usize, align: usize) -> Option<usize> {
     Some(value.checked_add(align - 1)? & !(align - 1))
 }
 
-pub(crate) fn errno() -> c_int {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-pub(crate) fn os_error_text(err: c_int) -> String {
-    std::io::Error::from_raw_os_error(err).to_string()
+/// The system's text for a failed call's errno, as the logs print it.
+pub(crate) fn os_error_text(err: Errno) -> String {
+    crate::sys::errno_str(err as i32)
 }

@@ -2,15 +2,19 @@
 //! creating, sizing and mapping a file, and opening a peer's file from its
 //! id (through `/proc/<pid>/fd/<fd>`, `shm_open` or a path in the
 //! configured directory), with the id layout of UCX 1.13.1's
-//! `src/uct/sm/mm/posix/mm_posix.c`.
+//! `src/uct/sm/mm/posix/mm_posix.c`. The system calls are those of
+//! [`crate::sys::shm`]; this file picks their flags and turns their errors
+//! into the mapper's logs and statuses.
 
 use super::super::mapper::RemoteSeg;
-use super::super::util::{align_up, errno, huge_page_size, os_error_text, page_size};
+use super::super::util::{align_up, huge_page_size, os_error_text, page_size};
 use crate::abi::*;
+use crate::sys::{shm, Errno};
 use crate::ucs;
 use libc::c_void;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(super) const FLAG_PROCFS: u64 = 1 << 63;
@@ -68,48 +72,32 @@ pub(super) fn random_mmid() -> u64 {
 /// Open a segment file; `create` asks for a new one (`O_CREAT|O_EXCL`).
 /// `Ok(None)` when the name is taken.
 pub(super) fn open_file(path: &CStr, shm: bool, create: bool) -> Result<Option<OwnedFd>, ucs_status_t> {
-    let flags = libc::O_RDWR | libc::O_CLOEXEC | if create { libc::O_CREAT | libc::O_EXCL } else { 0 };
-    // SAFETY: `path` is a NUL-terminated string that outlives the call.
-    let fd = unsafe {
-        if shm {
-            libc::shm_open(path.as_ptr(), flags, CREATE_MODE)
-        } else {
-            libc::open(path.as_ptr(), flags, CREATE_MODE as libc::c_uint)
+    match shm::open_file(path, shm, create, CREATE_MODE) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::EEXIST) if create => Ok(None),
+        Err(err) => {
+            crate::error!("{}({}, flags=0x{:x}) failed: {}", if shm { "shm_open" } else { "open" }, shown(path),
+                          shm::open_flags(create), os_error_text(err));
+            Err(UCS_ERR_SHMEM_SEGMENT)
         }
-    };
-    if fd >= 0 {
-        // SAFETY: `fd` was just returned by the kernel and is owned by nobody else.
-        return Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
     }
-    let err = errno();
-    if create && err == libc::EEXIST {
-        return Ok(None);
-    }
-    crate::error!("{}({}, flags=0x{:x}) failed: {}", if shm { "shm_open" } else { "open" }, shown(path), flags,
-                  os_error_text(err));
-    Err(UCS_ERR_SHMEM_SEGMENT)
 }
 
 /// Give the file `length` bytes of real backing store, so that a full tmpfs
 /// shows up now (`UCS_ERR_NO_MEMORY`) rather than as SIGBUS on first touch.
 pub(super) fn reserve(fd: &OwnedFd, length: usize) -> Result<(), ucs_status_t> {
-    let len = libc::off_t::try_from(length).map_err(|_| UCS_ERR_NO_MEMORY)?;
-    loop {
-        // SAFETY: `fd` is an open descriptor we own.
-        let ret = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, len) };
-        match ret {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            libc::ENOSPC | libc::EFBIG => {
-                crate::error!("not enough space for a shared memory segment of {length} bytes: {}; \
-                               check the free space of /dev/shm or of UCX_POSIX_DIR", os_error_text(ret));
-                return Err(UCS_ERR_NO_MEMORY);
-            }
-            err => {
-                crate::error!("failed to reserve {length} bytes for a shared memory segment: {}",
-                              os_error_text(err));
-                return Err(UCS_ERR_IO_ERROR);
-            }
+    // A size past the file offset range fails quietly, before any call.
+    libc::off_t::try_from(length).map_err(|_| UCS_ERR_NO_MEMORY)?;
+    match shm::fallocate(fd, length) {
+        Ok(()) => Ok(()),
+        Err(err @ (Errno::ENOSPC | Errno::EFBIG)) => {
+            crate::error!("not enough space for a shared memory segment of {length} bytes: {}; \
+                           check the free space of /dev/shm or of UCX_POSIX_DIR", os_error_text(err));
+            Err(UCS_ERR_NO_MEMORY)
+        }
+        Err(err) => {
+            crate::error!("failed to reserve {length} bytes for a shared memory segment: {}", os_error_text(err));
+            Err(UCS_ERR_IO_ERROR)
         }
     }
 }
@@ -117,10 +105,13 @@ pub(super) fn reserve(fd: &OwnedFd, length: usize) -> Result<(), ucs_status_t> {
 /// `mmap` a segment file: page-aligned, or huge-page aligned with `huge`
 /// (never more than twice the page-aligned size). Returns the address and
 /// the mapped length.
-pub(super) fn map_file(fd: RawFd, length: usize, at: *mut c_void, fixed: bool, huge: bool, quiet: bool)
+///
+/// With `fixed` the mapping replaces whatever is at `at` (`MAP_FIXED`): the
+/// caller of `uct_md_mem_alloc` gave that range up by asking for
+/// `UCT_MD_MEM_FLAG_FIXED` there.
+pub(super) fn map_file(fd: BorrowedFd<'_>, length: usize, at: *mut c_void, fixed: bool, huge: bool, quiet: bool)
             -> Result<(*mut c_void, usize), ucs_status_t> {
     let mut size = align_up(length, page_size()).ok_or(UCS_ERR_NO_MEMORY)?;
-    let mut flags = libc::MAP_SHARED;
     if huge {
         let Some(huge_page) = huge_page_size() else {
             crate::debug!("the system has no huge pages");
@@ -131,38 +122,45 @@ pub(super) fn map_file(fd: RawFd, length: usize, at: *mut c_void, fixed: bool, h
             return Err(UCS_ERR_EXCEEDS_LIMIT);
         }
         size = huge_size;
-        flags |= libc::MAP_HUGETLB;
     }
-    let hint = if fixed {
-        flags |= libc::MAP_FIXED;
-        at
+    let (hint, mapped) = if fixed {
+        // A fixed mapping at NULL is refused, as mmap refuses it.
+        let r = match NonNull::new(at) {
+            // SAFETY: the range at `at` is the caller's to replace (see above).
+            Some(at) => unsafe { shm::map_shared_at(fd, size, at, huge) },
+            None => Err(Errno::EINVAL),
+        };
+        (at, r)
     } else {
-        std::ptr::null_mut()
+        (std::ptr::null_mut(), shm::map_shared(fd, size, huge))
     };
-    // SAFETY: a shared file mapping; MAP_FIXED is only used when the caller
-    // asked to place the segment at `at`, which then is theirs to replace.
-    let addr = unsafe { libc::mmap(hint, size, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
-    if addr == libc::MAP_FAILED {
-        let err = errno();
-        let text = format!("shared memory mmap(addr={hint:p}, length={size}, flags={}{}, fd={fd}) failed: {}",
-                           if fixed { " FIXED" } else { "" }, if huge { " HUGETLB" } else { "" },
-                           os_error_text(err));
-        if quiet {
-            crate::debug!("{text}");
-        } else {
-            crate::error!("{text}");
+    match mapped {
+        Ok(addr) => Ok((addr.as_ptr(), size)),
+        Err(err) => {
+            let text = format!("shared memory mmap(addr={hint:p}, length={size}, flags={}{}, fd={}) failed: {}",
+                               if fixed { " FIXED" } else { "" }, if huge { " HUGETLB" } else { "" },
+                               fd.as_raw_fd(), os_error_text(err));
+            if quiet {
+                crate::debug!("{text}");
+            } else {
+                crate::error!("{text}");
+            }
+            Err(UCS_ERR_SHMEM_SEGMENT)
         }
-        return Err(UCS_ERR_SHMEM_SEGMENT);
     }
-    Ok((addr, size))
 }
 
+/// Unmap a mapping of [`map_file`]. Callers pass one it returned, with its
+/// length, and nothing of theirs refers to it afterwards.
 pub(super) fn unmap(address: *mut c_void, length: usize) -> ucs_status_t {
-    // SAFETY: callers pass a mapping made by `map_file` with its length;
-    // nothing of ours refers to it afterwards.
-    if unsafe { libc::munmap(address, length) } != 0 {
-        crate::warn!("shared memory munmap(address={address:p}, length={length}) failed: {}",
-                     os_error_text(errno()));
+    let r = match NonNull::new(address) {
+        // SAFETY: a mapping of `map_file` with its length, no longer used
+        // (see above).
+        Some(a) => unsafe { shm::unmap(a, length) },
+        None => Err(Errno::EINVAL),
+    };
+    if let Err(err) = r {
+        crate::warn!("shared memory munmap(address={address:p}, length={length}) failed: {}", os_error_text(err));
         return UCS_ERR_SHMEM_SEGMENT;
     }
     UCS_OK
@@ -203,20 +201,17 @@ pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> 
     if !huge {
         // A mapping past the end of the file faults on access (SIGBUS): check
         // the size now, so a stale or forged id fails here instead.
-        // SAFETY: `st` is a plain output buffer for fstat on an open fd.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: see above.
-        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-            crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(errno()));
-            return Err(UCS_ERR_SHMEM_SEGMENT);
-        }
-        let file_pages = align_up(usize::try_from(st.st_size).unwrap_or(0), page_size()).unwrap_or(usize::MAX);
+        let file_size = shm::file_size(&fd).map_err(|err| {
+            crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
+            UCS_ERR_SHMEM_SEGMENT
+        })?;
+        let file_pages = align_up(usize::try_from(file_size).unwrap_or(0), page_size()).unwrap_or(usize::MAX);
         if align_up(length, page_size()).is_none_or(|want| want > file_pages) {
-            crate::error!("shared memory segment 0x{seg_id:x} has {} bytes, {length} requested", st.st_size);
+            crate::error!("shared memory segment 0x{seg_id:x} has {file_size} bytes, {length} requested");
             return Err(UCS_ERR_SHMEM_SEGMENT);
         }
     }
-    let (address, length) = map_file(fd.as_raw_fd(), length, std::ptr::null_mut(), false, huge, false)?;
+    let (address, length) = map_file(fd.as_fd(), length, std::ptr::null_mut(), false, huge, false)?;
     crate::trace!("attached posix segment 0x{seg_id:x} at {address:p} length {length}");
     Ok(RemoteSeg { address, length })
 }

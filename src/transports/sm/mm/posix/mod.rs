@@ -15,23 +15,25 @@
 //! reached by path in a directory other than `/dev/shm`.
 //!
 //! This file holds the md configuration and the [`Posix`] mapper (with its
-//! rkey packing); the segment ids and backing files are in `file.rs`.
+//! rkey packing); the segment ids and backing files are in `file.rs`. The
+//! system calls behind both are in [`crate::sys::shm`].
 
 mod file;
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
-use super::util::{align_up, errno, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
-use file::{attach_segment, c_prefix, file_path, map_file, open_file, procfs_id, procfs_split, random_mmid, reserve,
+use super::util::{align_up, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
+use file::{attach_segment, c_prefix, file_path, map_file, open_file, procfs_id, random_mmid, reserve,
            shm_name, shown, unmap, FLAG_HUGETLB, FLAG_PID_NS, FLAG_PROCFS, FLAG_SHM_OPEN, MMID_MASK,
            PACKED_RKEY_SIZE, PROCFS_FIELD_MASK, SHM_OPEN_DIR};
 use crate::abi::*;
 use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
+use crate::sys::shm;
 use crate::ucs;
 use libc::{c_char, c_int, c_void};
 use once_cell::sync::Lazy;
 use std::ffi::{CStr, CString};
 use std::mem::offset_of;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 // ---------------------------------------------------------------------------
 // Configuration: `UCX_POSIX_HUGETLB_MODE`, `UCX_POSIX_DIR`, `UCX_POSIX_USE_PROC_LINK`.
@@ -140,11 +142,9 @@ impl Posix {
         let shm = seg_id & FLAG_SHM_OPEN != 0;
         let path = if shm { Some(shm_name(mmid)) } else { file_path(self.dir.as_bytes(), mmid) };
         let Some(path) = path else { return UCS_ERR_SHMEM_SEGMENT };
-        // SAFETY: `path` is NUL-terminated and outlives the call.
-        let ret = unsafe { if shm { libc::shm_unlink(path.as_ptr()) } else { libc::unlink(path.as_ptr()) } };
-        if ret != 0 {
+        if let Err(err) = shm::unlink_file(&path, shm) {
             crate::error!("{}({}) failed: {}", if shm { "shm_unlink" } else { "unlink" }, shown(&path),
-                          os_error_text(errno()));
+                          os_error_text(err));
             return UCS_ERR_SHMEM_SEGMENT;
         }
         UCS_OK
@@ -152,7 +152,7 @@ impl Posix {
 
     /// Map the new file, with huge pages as `UCX_POSIX_HUGETLB_MODE` asks.
     /// Returns (address, mapped length, whether huge pages are used).
-    fn map_new(&self, fd: RawFd, length: usize, at: *mut c_void, fixed: bool)
+    fn map_new(&self, fd: BorrowedFd<'_>, length: usize, at: *mut c_void, fixed: bool)
                -> Result<(*mut c_void, usize, bool), ucs_status_t> {
         if self.hugetlb_mode != HugetlbMode::No {
             let only_huge = self.hugetlb_mode == HugetlbMode::Yes;
@@ -172,15 +172,10 @@ impl Posix {
 
 impl Mapper for Posix {
     fn max_alloc(&self) -> u64 {
-        let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-        // SAFETY: `dir` is NUL-terminated; `st` is a writable statvfs buffer.
-        if unsafe { libc::statvfs(self.dir.as_ptr(), st.as_mut_ptr()) } != 0 {
-            crate::error!("could not stat shared memory directory {}: {}", shown(&self.dir), os_error_text(errno()));
-            return 0;
-        }
-        // SAFETY: statvfs succeeded and filled the buffer (it was zeroed anyway).
-        let st = unsafe { st.assume_init() };
-        st.f_bsize.saturating_mul(st.f_bavail)
+        shm::fs_available(&self.dir).unwrap_or_else(|err| {
+            crate::error!("could not stat shared memory directory {}: {}", shown(&self.dir), os_error_text(err));
+            0
+        })
     }
 
     fn rkey_packed_size(&self) -> usize {
@@ -216,7 +211,7 @@ impl Mapper for Posix {
                 | if self.pid_ns_default { 0 } else { FLAG_PID_NS };
         }
 
-        let (addr, mapped, huge) = match self.map_new(fd.as_raw_fd(), length, address, fixed) {
+        let (addr, mapped, huge) = match self.map_new(fd.as_fd(), length, address, fixed) {
             Ok(m) => m,
             Err(status) if self.use_proc_link => return Err(status),
             Err(status) => return Err(undo_name(status)),
@@ -224,25 +219,21 @@ impl Mapper for Posix {
         if huge {
             seg_id |= FLAG_HUGETLB;
         }
-        if self.use_proc_link {
-            // The open descriptor is the segment's name from now on: `free`
-            // closes it (its number is inside `seg_id`).
-            let _ = fd.into_raw_fd();
-        }
+        // With proc links the open descriptor is the segment's name from now
+        // on (its number is inside `seg_id`): the segment keeps it, and it
+        // closes when the segment is freed.
+        let fd = self.use_proc_link.then_some(fd);
         crate::debug!("allocated posix shared memory {name} at {addr:p} length {mapped} id 0x{seg_id:x}");
-        Ok(Segment { seg_id, address: addr, length: mapped })
+        Ok(Segment { seg_id, address: addr, length: mapped, fd })
     }
 
-    fn free(&self, seg: &Segment) -> ucs_status_t {
+    fn free(&self, seg: Segment) -> ucs_status_t {
         let status = unmap(seg.address, seg.length);
         if status != UCS_OK {
             return status;
         }
         if seg.seg_id & FLAG_PROCFS != 0 {
-            let (_, fd) = procfs_split(seg.seg_id);
-            // SAFETY: `alloc` left this descriptor open for the segment and
-            // nothing else owns it; the segment is going away.
-            drop(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            // Closing the descriptor (dropping `seg`) releases the file.
             UCS_OK
         } else {
             self.unlink(seg.seg_id)

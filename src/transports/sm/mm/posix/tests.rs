@@ -5,6 +5,7 @@
 
 use super::file::*;
 use super::*;
+use std::os::unix::fs::MetadataExt;
 use crate::core::config::ConfigDesc;
 use crate::transports::sm::mm::testutil::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
 
@@ -83,11 +84,7 @@ fn config_names_and_defaults() {
 #[test]
 fn attributes() {
     let m = posix(&[]);
-    // SAFETY: statvfs is plain data; all-zero is a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid path and buffer.
-    assert_eq!(unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut st) }, 0);
-    let expect = st.f_bsize as u64 * st.f_bavail as u64;
+    let expect = shm::fs_available(c"/dev/shm").expect("statvfs");
     let got = m.max_alloc();
     assert!(got.abs_diff(expect) <= 64 << 20, "max_alloc {got} vs statvfs {expect}");
     if m.pid_ns_default {
@@ -179,13 +176,11 @@ fn proc_link_segment_shared_with_peer() {
     let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).expect("fd link");
     let link = link.to_string_lossy().into_owned();
     assert!(link.contains(FILE_PREFIX) && link.ends_with("(deleted)"), "{link}");
-    // SAFETY: plain fstat on the segment's descriptor.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a writable stat buffer for an fd we own.
-    assert_eq!(unsafe { libc::fstat(fd as c_int, &mut st) }, 0);
-    assert_eq!(st.st_nlink, 0);
-    assert_eq!(st.st_size as usize, seg.length);
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(seg.fd.as_ref().expect("the segment keeps its descriptor").as_raw_fd() as u64, fd);
+    let st = std::fs::metadata(format!("/proc/self/fd/{fd}")).expect("stat through the fd link");
+    assert_eq!(st.nlink(), 0);
+    assert_eq!(st.len() as usize, seg.length);
+    assert_eq!(m.free(seg), UCS_OK);
     // Closed (the number may have been reused by another test, but not for this file).
     let after = std::fs::read_link(format!("/proc/self/fd/{fd}")).map(|p| p.to_string_lossy().into_owned());
     assert_ne!(after.ok().as_deref(), Some(link.as_str()));
@@ -198,7 +193,7 @@ fn shm_open_name_segment_shared_with_peer() {
     assert_eq!(seg.seg_id & FLAGS_MASK, FLAG_SHM_OPEN);
     let name = format!("{FILE_PREFIX}{:x}", seg.seg_id & MMID_MASK);
     assert!(shm_files().contains(&name));
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(m.free(seg), UCS_OK);
     assert!(!shm_files().contains(&name), "{name} left in /dev/shm");
 }
 
@@ -213,7 +208,7 @@ fn directory_segment_shared_with_peer() {
     let rkey = pack(&m, &seg);
     assert_eq!(&rkey[24..], d.as_bytes_with_nul());
     assert_eq!(dir.entries(), 1);
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(m.free(seg), UCS_OK);
     assert_eq!(dir.entries(), 0);
 }
 
@@ -222,11 +217,7 @@ fn same_process_attach_and_fixed_address() {
     let m = posix(&[]);
     // Reserve a range, then place a segment there.
     let len = 4 * page_size();
-    // SAFETY: an anonymous reservation, replaced by the fixed mapping below.
-    let at = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-    };
-    assert_ne!(at, libc::MAP_FAILED);
+    let at = shm::reserve_address_space(len).expect("reserve").as_ptr();
     let seg = m.alloc(len, at, true, "fixed").expect("fixed alloc");
     assert_eq!(seg.address, at);
     fill(seg.address as *mut u8, len, 9);
@@ -236,7 +227,7 @@ fn same_process_attach_and_fixed_address() {
     fill(rseg.address as *mut u8, 100, 4);
     assert!(check(seg.address as *const u8, 100, 4));
     m.detach(&rseg);
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(m.free(seg), UCS_OK);
 }
 
 #[test]
@@ -280,7 +271,7 @@ fn bad_rkeys_and_ids() {
     good[16..24].copy_from_slice(&u64::MAX.to_ne_bytes());
     // SAFETY: as above.
     assert_eq!(unsafe { Posix::unpack(good.as_ptr()) }.unwrap_err(), UCS_ERR_SHMEM_SEGMENT);
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(m.free(seg), UCS_OK);
 }
 
 #[test]
@@ -291,14 +282,11 @@ fn full_directory_is_no_memory() {
     let d = dir.cstr();
     for proc_link in [c"y", c"n"] {
         let m = posix(&[(c"DIR", &d), (c"USE_PROC_LINK", proc_link)]);
-        // SAFETY: statvfs is plain data; all-zero is a valid value.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: valid path and buffer.
-        assert_eq!(unsafe { libc::statvfs(d.as_ptr(), &mut st) }, 0);
-        if st.f_blocks == 0 {
-            return; // an unlimited tmpfs: nothing to fill
+        let avail = shm::fs_available(&d).expect("statvfs");
+        if avail == 0 {
+            return; // an unlimited (or full) tmpfs: nothing to fill
         }
-        let too_big = (st.f_blocks as usize).saturating_mul(st.f_bsize as usize).saturating_add(1 << 30);
+        let too_big = (avail as usize).saturating_add(1 << 30);
         assert_eq!(m.alloc(too_big, std::ptr::null_mut(), false, "huge").unwrap_err(), UCS_ERR_NO_MEMORY);
         assert_eq!(dir.entries(), 0, "file left behind");
     }
@@ -314,12 +302,12 @@ fn hugetlb_modes() {
         let m = posix(&[(c"DIR", &d), (c"USE_PROC_LINK", proc_link), (c"MM_HUGETLB_MODE", c"try")]);
         let seg = m.alloc(4 << 20, std::ptr::null_mut(), false, "try").expect("try");
         assert_eq!(seg.seg_id & FLAG_HUGETLB, 0);
-        assert_eq!(m.free(&seg), UCS_OK);
+        assert_eq!(m.free(seg), UCS_OK);
         let m = posix(&[(c"DIR", &d), (c"USE_PROC_LINK", proc_link), (c"MM_HUGETLB_MODE", c"y")]);
         assert!(m.alloc(4 << 20, std::ptr::null_mut(), false, "yes").is_err());
         assert_eq!(dir.entries(), 0);
     }
     let m = posix(&[(c"MM_HUGETLB_MODE", c"n")]);
     let seg = m.alloc(4096, std::ptr::null_mut(), false, "no").expect("n");
-    assert_eq!(m.free(&seg), UCS_OK);
+    assert_eq!(m.free(seg), UCS_OK);
 }
