@@ -41,7 +41,12 @@ pub struct RemoteSeg {
 
 /// What a mapper does. All functions are called with the md's parsed
 /// configuration already applied to `self`.
-pub trait Mapper: Send + Sync + 'static {
+pub trait Mapper: Send + Sync + Sized + 'static {
+    /// The md configuration of the mapper's component (`UCX_POSIX_*`, ...).
+    type MdConfig: 'static;
+    /// The mapper the md configuration describes.
+    fn from_md_config(cfg: &Self::MdConfig) -> Result<Self, ucs_status_t>;
+
     /// Memory-domain attributes specific to the mapper: `max_alloc` (0 =
     /// cannot allocate) and `rkey_packed_size`.
     fn max_alloc(&self) -> u64;

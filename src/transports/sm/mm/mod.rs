@@ -34,7 +34,7 @@ use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
 use crate::core::worker::WorkerObj;
 use libc::{c_int, c_uint, c_ulong, c_void};
-use mapper::RkeyOps;
+use mapper::{Mapper, RkeyOps};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
 
@@ -104,38 +104,38 @@ fn rkey_unpack<R: RkeyOps>(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), 
     unsafe { R::unpack(buf) }
 }
 
+/// Opens the memory domains and interfaces of the mm transport that shares
+/// memory through mapper `M`.
+struct MmOpen<M>(std::marker::PhantomData<M>);
+
+impl<M: Mapper> MdOpen for MmOpen<M> {
+    type Config = M::MdConfig;
+    fn open(_c: &'static Component, _name: &str, cfg: &M::MdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        Ok(Box::new(md::MmMd { mapper: M::from_md_config(cfg)? }))
+    }
+}
+
+impl<M: Mapper> IfaceOpen for MmOpen<M> {
+    type Config = MmIfaceConfig;
+    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+        open::open::<M>(md, worker, params, cfg, &const { iface::MmInternal::<M>::OPS })
+    }
+}
+
 // ---- posix ----
 
 fn posix_md_resources() -> Vec<String> {
     vec!["posix".to_string()]
 }
 
-/// Opens posix memory domains and interfaces.
-struct PosixOpen;
-
-impl MdOpen for PosixOpen {
-    type Config = posix::PosixMdConfig;
-    fn open(_c: &'static Component, _name: &str, cfg: &posix::PosixMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-        Ok(Box::new(md::MmMd { mapper: posix::Posix::from_config(cfg)? }))
-    }
-}
-
-impl IfaceOpen for PosixOpen {
-    type Config = MmIfaceConfig;
-    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig)
-            -> Result<uct_iface_h, ucs_status_t> {
-        static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<posix::Posix>::OPS;
-        open::open::<posix::Posix>(md, worker, params, cfg, &INTERNAL)
-    }
-}
-
 static POSIX_TLS: [TlDesc; 1] =
-    [TlDesc::new::<PosixOpen>("posix", c"POSIX transport", c"POSIX_", &TL_IFACE_TABLE, query_devices)];
+    [TlDesc::new::<MmOpen<posix::Posix>>("posix", c"POSIX transport", c"POSIX_", &TL_IFACE_TABLE, query_devices)];
 
 pub static POSIX_COMPONENT: Component = Component {
     name: "posix",
     flags: 0,
-    md: MdDesc::new::<PosixOpen>(c"posix memory domain", c"POSIX_", &posix::POSIX_MD_TABLE),
+    md: MdDesc::new::<MmOpen<posix::Posix>>(c"posix memory domain", c"POSIX_", &posix::POSIX_MD_TABLE),
     cm: None,
     md_resources: posix_md_resources,
     tls: &POSIX_TLS,
@@ -150,32 +150,13 @@ fn sysv_md_resources() -> Vec<String> {
     vec!["sysv".to_string()]
 }
 
-/// Opens sysv memory domains and interfaces.
-struct SysvOpen;
-
-impl MdOpen for SysvOpen {
-    type Config = sysv::SysvMdConfig;
-    fn open(_c: &'static Component, _name: &str, cfg: &sysv::SysvMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-        Ok(Box::new(md::MmMd { mapper: sysv::Sysv::from_config(cfg)? }))
-    }
-}
-
-impl IfaceOpen for SysvOpen {
-    type Config = MmIfaceConfig;
-    fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &MmIfaceConfig)
-            -> Result<uct_iface_h, ucs_status_t> {
-        static INTERNAL: crate::core::iface::InternalOps = iface::MmInternal::<sysv::Sysv>::OPS;
-        open::open::<sysv::Sysv>(md, worker, params, cfg, &INTERNAL)
-    }
-}
-
 static SYSV_TLS: [TlDesc; 1] =
-    [TlDesc::new::<SysvOpen>("sysv", c"SYSV transport", c"SYSV_", &TL_IFACE_TABLE, query_devices)];
+    [TlDesc::new::<MmOpen<sysv::Sysv>>("sysv", c"SYSV transport", c"SYSV_", &TL_IFACE_TABLE, query_devices)];
 
 pub static SYSV_COMPONENT: Component = Component {
     name: "sysv",
     flags: 0,
-    md: MdDesc::new::<SysvOpen>(c"sysv memory domain", c"SYSV_", &sysv::SYSV_MD_TABLE),
+    md: MdDesc::new::<MmOpen<sysv::Sysv>>(c"sysv memory domain", c"SYSV_", &sysv::SYSV_MD_TABLE),
     cm: None,
     md_resources: sysv_md_resources,
     tls: &SYSV_TLS,

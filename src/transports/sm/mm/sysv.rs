@@ -150,6 +150,11 @@ impl Sysv {
 }
 
 impl Mapper for Sysv {
+    type MdConfig = SysvMdConfig;
+    fn from_md_config(cfg: &SysvMdConfig) -> Result<Sysv, ucs_status_t> {
+        Sysv::from_config(cfg)
+    }
+
     fn max_alloc(&self) -> u64 {
         u64::MAX
     }

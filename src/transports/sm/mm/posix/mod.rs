@@ -171,6 +171,11 @@ impl Posix {
 }
 
 impl Mapper for Posix {
+    type MdConfig = PosixMdConfig;
+    fn from_md_config(cfg: &PosixMdConfig) -> Result<Posix, ucs_status_t> {
+        Posix::from_config(cfg)
+    }
+
     fn max_alloc(&self) -> u64 {
         shm::fs_available(&self.dir).unwrap_or_else(|err| {
             crate::error!("could not stat shared memory directory {}: {}", shown(&self.dir), os_error_text(err));
