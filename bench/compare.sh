@@ -6,7 +6,9 @@
 # Usage: bench/compare.sh LIBDIR [ROUNDS] [ITERS] CASE...
 #   CASE = TL:DEV:TEST:LAYOUT:SIZE   e.g. self:memory0:am_lat:short:8
 #          (LAYOUT '-' for atomics; TL self runs in one process with -l)
-# Env: BENCH_CSV=file also writes the table as CSV.
+# Env: BENCH_CSV=file also writes the table as CSV. BASE_LIBDIR=dir compares
+# with that build of ours (before/after a change) instead of the C original;
+# the "ucx" columns are then that build.
 set -u
 libdir=${1:?usage: compare.sh LIBDIR [ROUNDS] [ITERS] CASE...}; shift
 rounds=5; iters=200000
@@ -40,7 +42,7 @@ for c in "$@"; do
   ol=(); ob=(); tl_=(); tb=()
   for ((r = 0; r < rounds; r++)); do
     read -r l b < <(one "$libdir" "$tl" "$dev" "$test" "$layout" "$size"); ol+=("$l"); ob+=("$b")
-    read -r l b < <(one "" "$tl" "$dev" "$test" "$layout" "$size"); tl_+=("$l"); tb+=("$b")
+    read -r l b < <(one "${BASE_LIBDIR:-}" "$tl" "$dev" "$test" "$layout" "$size"); tl_+=("$l"); tb+=("$b")
   done
   mo=$(printf '%s\n' "${ol[@]}" | grep -v NA | median); mt=$(printf '%s\n' "${tl_[@]}" | grep -v NA | median)
   bo=$(printf '%s\n' "${ob[@]}" | grep -v NA | median); bt=$(printf '%s\n' "${tb[@]}" | grep -v NA | median)

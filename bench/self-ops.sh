@@ -3,13 +3,17 @@
 # once against the system headers, run alternately on the C original and on
 # LIBDIR's libuct.so.0; prints the median over RUNS and the ratio ours/theirs.
 # Usage: bench/self-ops.sh LIBDIR [RUNS] [OPS_PER_ROUND]
+# Env: BASE_LIBDIR=dir compares with that build of ours (before/after a
+# change) instead of the C original; the "ucx" column is then that build.
 set -eu
 libdir=$(cd "${1:?usage: self-ops.sh LIBDIR [RUNS] [OPS]}" && pwd); runs=${2:-7}; ops=${3:-10000000}
+base=()
+[ -n "${BASE_LIBDIR:-}" ] && base=(env LD_LIBRARY_PATH="$(cd "$BASE_LIBDIR" && pwd)")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 gcc -O2 -Wall -o "$work/self_ops" "$(dirname "$0")/self_ops.c" -luct -lucs
 for ((i = 0; i < runs; i++)); do
     LD_LIBRARY_PATH=$libdir "$work/self_ops" "$ops" 3 | sed 's/^/ours /'
-    "$work/self_ops" "$ops" 3 | sed 's/^/ucx /'
+    "${base[@]}" "$work/self_ops" "$ops" 3 | sed 's/^/ucx /'
 done > "$work/all"
 printf '%-14s %10s %10s %7s\n' op ours_ns ucx_ns ratio
 for op in am_short put_short atomic64_add; do
