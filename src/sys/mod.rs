@@ -20,6 +20,9 @@
 //! - [`shm`]: POSIX shared memory files and mappings, and SysV segments.
 //! - [`vm`]: cross-process memory copies (`process_vm_readv`/`writev`).
 //!
+//! The tcp transport and its connection manager use this layer only; the
+//! "Replaces" lists of each file record what their old helpers became.
+//!
 //! Calls report failures as [`Errno`]; the transports decide how a failure
 //! is logged and which `ucs_status_t` it becomes, helped by the mappings
 //! below (each names the old helper it replaces).
@@ -100,6 +103,14 @@ pub fn page_size() -> usize {
         Ok(Some(v)) if v > 0 => v as usize,
         _ => 4096,
     }
+}
+
+/// The C library's `rand()` (the generator libucs seeds and uses too);
+/// replaces the `libc::rand` of the tcp iface's port choice.
+#[inline]
+pub fn rand() -> u32 {
+    // SAFETY: rand has no preconditions.
+    unsafe { libc::rand() as u32 }
 }
 
 /// The calling process's id (replaces `libc::getpid`).

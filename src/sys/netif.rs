@@ -26,7 +26,7 @@ pub fn netif_addr(if_name: &str, af: u16) -> Option<SockAddr> {
     let list = match getifaddrs() {
         Ok(l) => l,
         Err(e) => {
-            crate::warn!("getifaddrs error: {}", e.desc());
+            crate::warn!("getifaddrs error: {}", super::errno_str(e as i32));
             return None;
         }
     };

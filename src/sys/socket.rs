@@ -168,10 +168,14 @@ impl Socket {
         addr.with_nix(|sa| nsock::bind(self.fd(), sa))
     }
 
-    /// `listen` with the backlog as given (the kernel caps it at somaxconn).
+    /// `listen` with the backlog as given (the kernel caps it at
+    /// `net.core.somaxconn`). nix's `Backlog` refuses values above the C
+    /// library's `SOMAXCONN` constant, less than the sysctl may allow (the
+    /// transports pass the sysctl's value), hence libc here.
     pub fn listen(&self, backlog: i32) -> nix::Result<()> {
-        let backlog = nsock::Backlog::new(backlog).map_err(|_| Errno::EINVAL)?;
-        nsock::listen(self, backlog)
+        // SAFETY: a plain call on a descriptor we own; no memory is passed.
+        let r = unsafe { libc::listen(self.fd(), backlog) };
+        Errno::result(r).map(drop)
     }
 
     /// Accept one pending connection as a non-blocking, close-on-exec

@@ -133,6 +133,11 @@ fn options_and_errors() {
     assert_eq!(s.peer_addr(), Err(Errno::ENOTCONN));
     assert_eq!(s.accept().unwrap_err(), Errno::EINVAL, "not listening");
     assert_eq!(Socket::stream(12345, false).unwrap_err(), Errno::EAFNOSUPPORT);
+    // A backlog above the C library's SOMAXCONN goes to the kernel as is
+    // (the kernel caps it at net.core.somaxconn).
+    let big = Socket::stream(AF_INET, false).unwrap();
+    big.bind(&lo4()).unwrap();
+    big.listen(libc::SOMAXCONN + 1000).unwrap();
     // A closed port: refused (now or once the connect resolves).
     let (l, bound) = listener(&lo4(), 1).unwrap();
     drop(l);

@@ -9,19 +9,29 @@
 //! connection sequence number) for CONNECT_TO_IFACE, or by the endpoint key
 //! carried in the connection request for CONNECT_TO_EP.
 //!
-//! This file holds the connection's types (state, queue, send and receive
-//! contexts), the table of connections (slots tagged with a generation
-//! number; the tag is what the epoll set reports), the lookups used for
-//! matching, and the state changes of a connection, including how it fails.
+//! This file holds the connection's types (state, queue, socket slot, send
+//! and receive contexts), the table of connections (slots tagged with a
+//! generation number; the tag is what the epoll set reports), the lookups
+//! used for matching, and the state changes of a connection, including how
+//! it fails.
+//!
+//! Sockets are owned values ([`Socket`]): a connection's socket closes when
+//! it is taken out of its [`SockCell`] and dropped, and every such place
+//! first takes it out of the epoll set (`mod_events(conn, 0, events)`), as
+//! UCX does before closing.
 
-use super::iface::{TcpIface, I};
-use super::net::{self, SockAddr, EV_READ};
+use super::iface::{epoll_set, TcpIface, I};
 use super::wire::PutReq;
 use crate::abi::*;
 use crate::core::ops::*;
+use crate::sys::addr::SockAddr;
+use crate::sys::epoll::EV_READ;
+use crate::sys::socket::{Io, MsgFlags, Socket};
+use crate::sys::Errno;
 use libc::c_void;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 
 pub(super) const CAP_TX: u8 = 1;
@@ -48,6 +58,78 @@ pub(super) enum Queue {
     Exp,
     /// Accepted, RX-only connections waiting for a user endpoint.
     Unexp,
+}
+
+/// The socket of a connection, when it has one. A connection starts
+/// without one (until it connects, or gets one moved to it by matching),
+/// and loses it when it fails or goes away. The data calls are the
+/// transport's hot path: one system call each, with the flags of UCX's
+/// socket layer (`MSG_NOSIGNAL` on sends, none on receives); without a
+/// socket they fail as a call on a closed descriptor would (EBADF).
+#[derive(Default)]
+pub(super) struct SockCell(RefCell<Option<Socket>>);
+
+impl SockCell {
+    pub(super) fn new(sock: Option<Socket>) -> SockCell {
+        SockCell(RefCell::new(sock))
+    }
+
+    /// The descriptor number, -1 without a socket (for logs).
+    pub(super) fn fd(&self) -> RawFd {
+        self.0.borrow().as_ref().map_or(-1, Socket::fd)
+    }
+
+    pub(super) fn is_open(&self) -> bool {
+        self.0.borrow().is_some()
+    }
+
+    /// Take the socket out (it closes when the caller drops it).
+    pub(super) fn take(&self) -> Option<Socket> {
+        self.0.borrow_mut().take()
+    }
+
+    /// Put `sock` in; returns the socket it replaces.
+    pub(super) fn replace(&self, sock: Option<Socket>) -> Option<Socket> {
+        std::mem::replace(&mut *self.0.borrow_mut(), sock)
+    }
+
+    /// `f` on the socket, None without one.
+    #[inline]
+    pub(super) fn with<R>(&self, f: impl FnOnce(&Socket) -> R) -> Option<R> {
+        self.0.borrow().as_ref().map(f)
+    }
+
+    #[inline]
+    pub(super) fn send(&self, buf: &[u8]) -> Io {
+        self.with(|s| s.send(buf, MsgFlags::MSG_NOSIGNAL)).unwrap_or(Io::Err(Errno::EBADF))
+    }
+
+    /// Gather-send the entries of `iov` in one `sendmsg`.
+    ///
+    /// # Safety
+    /// Every entry must name `iov_len` readable bytes at `iov_base`, alive
+    /// for the call.
+    #[inline]
+    pub(super) unsafe fn sendv(&self, iov: &[libc::iovec]) -> Io {
+        // SAFETY: the caller vouches for the entries.
+        self.with(|s| unsafe { s.sendv_raw(iov, MsgFlags::MSG_NOSIGNAL) }).unwrap_or(Io::Err(Errno::EBADF))
+    }
+
+    #[inline]
+    pub(super) fn recv(&self, buf: &mut [u8]) -> Io {
+        self.with(|s| s.recv(buf, MsgFlags::empty())).unwrap_or(Io::Err(Errno::EBADF))
+    }
+
+    /// Receive into raw memory.
+    ///
+    /// # Safety
+    /// `buf` must be writable for `len` bytes and not otherwise accessed
+    /// during the call.
+    #[inline]
+    pub(super) unsafe fn recv_raw(&self, buf: *mut u8, len: usize) -> Io {
+        // SAFETY: the caller vouches for the memory.
+        self.with(|s| unsafe { s.recv_raw(buf, len, MsgFlags::empty()) }).unwrap_or(Io::Err(Errno::EBADF))
+    }
 }
 
 /// The send context: bytes to send, as an iov list whose first entry is
@@ -136,10 +218,10 @@ pub(super) struct Conn {
     slot: usize,
     gen: u32,
     pub(super) alive: Cell<bool>,
-    pub(super) fd: Cell<i32>,
-    /// The socket of a simultaneous connection we did not take; closed
-    /// once our own connection is acknowledged.
-    pub(super) stale_fd: Cell<i32>,
+    pub(super) sock: SockCell,
+    /// The socket of a simultaneous connection we did not take (out of the
+    /// epoll set); closed once our own connection is acknowledged.
+    pub(super) stale: Cell<Option<Socket>>,
     pub(super) state: Cell<State>,
     pub(super) caps: Cell<u8>,
     pub(super) flags: Cell<u16>,
@@ -196,7 +278,7 @@ impl TcpIface {
     // -----------------------------------------------------------------------
     // The table: creation, lookup, destruction.
 
-    pub(super) fn new_conn(&self, fd: i32, peer: Option<SockAddr>) -> Rc<Conn> {
+    pub(super) fn new_conn(&self, sock: Option<Socket>, peer: Option<SockAddr>) -> Rc<Conn> {
         let slot = self.free_slots.borrow_mut().pop().unwrap_or_else(|| {
             let mut c = self.conns.borrow_mut();
             c.push(None);
@@ -204,12 +286,14 @@ impl TcpIface {
         });
         let gen = self.gen.get().wrapping_add(1);
         self.gen.set(gen);
+        let fd = sock.as_ref().map_or(-1, Socket::fd);
         let conn = Rc::new(Conn {
             slot,
             gen,
             alive: Cell::new(true),
-            fd: Cell::new(fd),
-            stale_fd: Cell::new(-1),
+            retries: Cell::new(sock.is_some() as u32),
+            sock: SockCell::new(sock),
+            stale: Cell::new(None),
             state: Cell::new(State::Closed),
             caps: Cell::new(0),
             flags: Cell::new(0),
@@ -218,7 +302,6 @@ impl TcpIface {
             cm_id: Cell::new(u64::MAX),
             queue: Cell::new(None),
             on_ptr_map: Cell::new(false),
-            retries: Cell::new(if fd >= 0 { 1 } else { 0 }),
             owner: Cell::new(std::ptr::null_mut()),
             tx: RefCell::new(Tx {
                 buf: vec![0u8; self.cfg.tx_seg_size],
@@ -258,14 +341,15 @@ impl TcpIface {
             let (rd, wr) = (self.n_read.get(), self.n_other.get());
             self.n_read.set(rd + (new == EV_READ) as usize - (old == EV_READ) as usize);
             self.n_other.set(wr + (new != 0 && new != EV_READ) as usize - (old != 0 && old != EV_READ) as usize);
-            net::epoll_set(self.epfd, conn.fd.get(), old, new, conn.tag());
+            conn.sock.with(|s| epoll_set(&self.epoll, s, old, new, conn.tag()));
         }
     }
 
-    fn close_fds(&self, conn: &Conn) {
+    /// Out of the epoll set, then both sockets closed.
+    fn close_socks(&self, conn: &Conn) {
         self.mod_events(conn, 0, conn.events.get());
-        net::close(conn.fd.replace(-1));
-        net::close(conn.stale_fd.replace(-1));
+        drop(conn.sock.take());
+        drop(conn.stale.take());
     }
 
     /// Complete what the connection still owes its user with `status`.
@@ -293,7 +377,7 @@ impl TcpIface {
         conn.on_ptr_map.set(false);
         conn.caps.set(0);
         self.purge(conn, UCS_ERR_CANCELED);
-        self.close_fds(conn);
+        self.close_socks(conn);
         conn.state.set(State::Closed);
         conn.pending.borrow_mut().clear();
         self.conns.borrow_mut()[conn.slot] = None;
@@ -371,8 +455,8 @@ impl TcpIface {
             if conn.state.get() != State::Closed {
                 crate::debug!("tcp_ep {:p}: calling error handler", Rc::as_ptr(conn));
                 self.set_state(conn, State::Closed);
-                net::close(conn.fd.replace(-1));
-                net::close(conn.stale_fd.replace(-1));
+                drop(conn.sock.take());
+                drop(conn.stale.take());
                 iface.hdr.schedule_ep_err_status(owner, UCS_ERR_ENDPOINT_TIMEOUT);
             }
         } else {
@@ -397,14 +481,14 @@ impl TcpIface {
                                               | UCS_ERR_TIMED_OUT);
         let st = conn.state.get();
         if !closed_by_peer {
-            crate::error!("tcp_ep {:p} (state={:?}): {}({}) failed: {}", Rc::as_ptr(conn), st, what, conn.fd.get(),
+            crate::error!("tcp_ep {:p} (state={:?}): {}({}) failed: {}", Rc::as_ptr(conn), st, what, conn.sock.fd(),
                           crate::core::log::status_str(status));
             return Err(status);
         }
         match st {
             State::Connecting | State::WaitingAck => {
                 self.mod_events(conn, 0, conn.events.get());
-                net::close(conn.fd.replace(-1));
+                drop(conn.sock.take());
                 self.set_state(conn, State::Closed);
                 if self.create_socket_and_connect(iface, conn).is_ok() {
                     return Ok(());

@@ -5,13 +5,16 @@
 //! (creation, CONNECT_TO_EP, destruction).
 
 use super::conn::*;
-use super::iface::{TcpEp, TcpIface, I, LISTEN_TAG};
-use super::net::{self, Io, SockAddr, EV_READ, EV_WRITE};
+use super::iface::{TcpEp, TcpIface, I};
 use super::wire;
 use super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::iface::EpParams;
 use crate::core::ops::*;
+use crate::sys::addr::{SockAddr, AF_INET, AF_INET6};
+use crate::sys::epoll::{EV_READ, EV_WRITE};
+use crate::sys::{errno_str, Errno};
+use crate::sys::socket::{Io, Socket};
 use std::rc::Rc;
 
 /// What a connection packet did to the connection being read.
@@ -27,32 +30,41 @@ impl TcpIface {
     // -----------------------------------------------------------------------
     // Sockets and connecting.
 
-    fn set_sockopt(&self, fd: i32, set_nb: bool) -> Result<(), ucs_status_t> {
-        if set_nb && !net::set_nonblock(fd) {
+    /// The socket options of every connection's socket (and `O_NONBLOCK`
+    /// when `set_nb`), as UCX sets them.
+    fn set_sockopt(&self, s: &Socket, set_nb: bool) -> Result<(), ucs_status_t> {
+        if set_nb && s.set_nonblock().is_err() {
             return Err(UCS_ERR_IO_ERROR);
         }
-        if !net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, self.cfg.nodelay as i32) {
+        if !opt_ok(s, libc::IPPROTO_TCP, libc::TCP_NODELAY, s.set_nodelay(self.cfg.nodelay)) {
             return Err(UCS_ERR_IO_ERROR);
         }
-        if self.cfg.sndbuf != UNITS_AUTO && !net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, self.cfg.sndbuf as i32) {
+        // The sizes go to the kernel as C ints (truncated), as in UCX.
+        if self.cfg.sndbuf != UNITS_AUTO
+            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_SNDBUF, s.set_sndbuf(self.cfg.sndbuf as usize))
+        {
             return Err(UCS_ERR_IO_ERROR);
         }
-        if self.cfg.rcvbuf != UNITS_AUTO && !net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, self.cfg.rcvbuf as i32) {
+        if self.cfg.rcvbuf != UNITS_AUTO
+            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_RCVBUF, s.set_rcvbuf(self.cfg.rcvbuf as usize))
+        {
             return Err(UCS_ERR_IO_ERROR);
         }
         if self.cfg.syn_cnt != UNITS_AUTO {
             // Best effort, as in UCX.
-            net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_SYNCNT, self.cfg.syn_cnt as i32);
+            opt_ok(s, libc::IPPROTO_TCP, libc::TCP_SYNCNT, s.set_syncnt(self.cfg.syn_cnt as i32));
         }
         Ok(())
     }
 
-    fn keepalive_enable(&self, fd: i32) -> Result<(), ucs_status_t> {
+    /// TCP keepalive with the interface's times (the values are small and
+    /// positive: see `iface::open`).
+    fn keepalive_enable(&self, s: &Socket) -> Result<(), ucs_status_t> {
         let Some((idle, cnt, intvl)) = self.cfg.keepalive else { return Ok(()) };
-        let ok = net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, intvl)
-            && cnt.is_none_or(|c| net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, c))
-            && net::setopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)
-            && net::setopt_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+        let ok = opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, s.set_keepintvl(intvl as u32))
+            && cnt.is_none_or(|c| opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, s.set_keepcnt(c as u32)))
+            && opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, s.set_keepidle(idle as u32))
+            && opt_ok(s, libc::SOL_SOCKET, libc::SO_KEEPALIVE, s.set_keepalive(true));
         if ok { Ok(()) } else { Err(UCS_ERR_IO_ERROR) }
     }
 
@@ -66,10 +78,16 @@ impl TcpIface {
 
     fn socket_and_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
         let Some(peer) = conn.peer.get() else { return Err(UCS_ERR_INVALID_PARAM) };
-        let fd = net::socket(peer.family)?;
-        conn.fd.set(fd);
-        self.set_sockopt(fd, self.cfg.conn_nb)?;
-        self.keepalive_enable(fd)?;
+        let sock = Socket::stream(peer.family, false).map_err(|e| {
+            crate::error!("socket create failed: {}", errno_str(e as i32));
+            UCS_ERR_IO_ERROR
+        })?;
+        let setup = self.set_sockopt(&sock, self.cfg.conn_nb).and_then(|()| self.keepalive_enable(&sock));
+        // The connection keeps the socket also when setting it up failed
+        // (it closes with the connection). It had none before: a failed
+        // one was closed.
+        drop(conn.sock.replace(Some(sock)));
+        setup?;
         conn.retries.set(conn.retries.get() + 1);
         if conn.retries.get() > self.cfg.max_conn_retries {
             crate::error!("tcp_ep {:p}: reached maximum number of connection retries ({})", Rc::as_ptr(conn),
@@ -77,11 +95,12 @@ impl TcpIface {
             return Err(UCS_ERR_TIMED_OUT);
         }
         self.set_state(conn, State::Connecting);
-        if !net::connect(fd, &peer)? {
+        let connected = conn.sock.with(|s| connect(s, &peer)).unwrap_or(Err(UCS_ERR_IO_ERROR))?;
+        if !connected {
             self.mod_events(conn, EV_WRITE, 0);
             return Ok(());
         }
-        if !self.cfg.conn_nb && !net::set_nonblock(fd) {
+        if !self.cfg.conn_nb && conn.sock.with(|s| s.set_nonblock().is_err()).unwrap_or(true) {
             return Err(UCS_ERR_IO_ERROR);
         }
         self.conn_complete(iface, conn);
@@ -144,7 +163,7 @@ impl TcpIface {
         let events = from.events.get();
         self.mod_events(from, 0, events);
         self.mod_events(to, 0, to.events.get());
-        net::close(to.fd.replace(from.fd.replace(-1)));
+        drop(to.sock.replace(from.sock.take()));
         self.mod_events(to, events, 0);
         to.retries.set(to.retries.get() + 1);
         if let (Ok(mut f), Ok(mut t)) = (from.rx.try_borrow_mut(), to.rx.try_borrow_mut()) {
@@ -172,23 +191,19 @@ impl TcpIface {
 
     pub(super) fn accept_all(&self) {
         loop {
-            let lfd = self.listen_fd.get();
-            if lfd < 0 {
-                return;
-            }
-            match net::accept(lfd) {
-                Ok(Some((fd, peer))) => {
-                    if !net::is_connected(fd) {
+            let Some(r) = self.listener.borrow().as_ref().map(Socket::accept) else { return };
+            match r {
+                Ok(Some((sock, peer))) => {
+                    let fd = sock.fd();
+                    if !sock.is_connected() {
                         crate::warn!("tcp_iface {}: connection establishment for socket fd {} from {} was \
                                       unsuccessful", self.if_name, fd, peer.map(|p| p.to_string()).unwrap_or_default());
-                        net::close(fd);
                         continue;
                     }
-                    if self.set_sockopt(fd, false).is_err() {
-                        net::close(fd);
+                    if self.set_sockopt(&sock, false).is_err() {
                         continue;
                     }
-                    let conn = self.new_conn(fd, None);
+                    let conn = self.new_conn(Some(sock), None);
                     self.set_state(&conn, State::RecvMagic);
                     self.mod_events(&conn, EV_READ, 0);
                     crate::debug!("tcp_iface {}: accepted connection from {} on {} to tcp_ep {:p} (fd {})",
@@ -196,9 +211,9 @@ impl TcpIface {
                                   Rc::as_ptr(&conn), fd);
                 }
                 Ok(None) => return,
-                Err(_) => {
-                    net::epoll_set(self.epfd, lfd, EV_READ, 0, LISTEN_TAG);
-                    net::close(self.listen_fd.replace(-1));
+                Err(e) => {
+                    crate::error!("accept() failed: {}", errno_str(e as i32));
+                    self.close_listener();
                     return;
                 }
             }
@@ -249,7 +264,7 @@ impl TcpIface {
             rx.buf = vec![0u8; self.cfg.rx_seg_size];
         }
         let have = rx.len;
-        match net::recv(conn.fd.get(), &mut rx.buf[have..wire::MAGIC_LEN]) {
+        match conn.sock.recv(&mut rx.buf[have..wire::MAGIC_LEN]) {
             Io::Done(n) => rx.len += n,
             Io::Again => return 0,
             Io::Closed | Io::Err(_) => {
@@ -270,7 +285,7 @@ impl TcpIface {
         drop(rx);
         if u64::from_ne_bytes(m) != wire::MAGIC {
             crate::debug!("tcp_iface {}: received wrong magic number {:#x} on fd {}", self.if_name,
-                          u64::from_ne_bytes(m), conn.fd.get());
+                          u64::from_ne_bytes(m), conn.sock.fd());
             self.destroy_conn(conn);
             return 0;
         }
@@ -291,7 +306,7 @@ impl TcpIface {
                 if ev == wire::EV_CONN_ACK_WITH_REQ {
                     conn.add_cap(CAP_RX);
                 }
-                net::close(conn.stale_fd.replace(-1));
+                drop(conn.stale.take());
                 if conn.state.get() != State::Connected {
                     self.set_connected(iface, conn);
                 }
@@ -385,7 +400,7 @@ impl TcpIface {
             self.mod_events(mine, EV_READ, 0);
             if mine.state.get() != State::Connected {
                 self.mod_events(accepted, 0, accepted.events.get());
-                net::close(mine.stale_fd.replace(accepted.fd.replace(-1)));
+                drop(mine.stale.replace(accepted.sock.take()));
             }
             self.destroy_conn(accepted);
             return Next::Stop;
@@ -393,7 +408,7 @@ impl TcpIface {
         // Take the accepted socket and drop ours.
         self.mod_events(mine, 0, mine.events.get());
         self.mod_events(accepted, 0, accepted.events.get());
-        net::close(mine.fd.replace(accepted.fd.replace(-1)));
+        drop(mine.sock.replace(accepted.sock.take()));
         mine.tx.borrow_mut().reset();
         accepted.remove_cap(CAP_RX);
         mine.add_cap(CAP_RX);
@@ -422,7 +437,7 @@ impl TcpIface {
     pub(super) fn create_ep(&self, iface: &I, params: &EpParams<'_>) -> Result<TcpEp, ucs_status_t> {
         if let (Some(dev), Some(iface_addr)) = (params.dev_addr, params.iface_addr) {
             let dest = dest_addr(dev, iface_addr)?;
-            let conn = self.new_conn(-1, Some(dest));
+            let conn = self.new_conn(None, Some(dest));
             conn.cm_id.set(self.next_conn_sn(&dest));
             if let Err(e) = self.ep_connect(iface, &conn) {
                 self.destroy_conn(&conn);
@@ -430,7 +445,7 @@ impl TcpIface {
             }
             Ok(TcpEp { conn })
         } else {
-            let conn = self.new_conn(-1, None);
+            let conn = self.new_conn(None, None);
             conn.set(F_CONNECT_TO_EP);
             let key = self.next_key.get();
             self.next_key.set(key + 2);
@@ -508,7 +523,7 @@ fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs
     let (flags, family) = (head[0], head[1] as u16);
     let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
     match family {
-        net::AF_INET => {
+        AF_INET => {
             let ip = if loopback {
                 [127, 0, 0, 1]
             } else {
@@ -518,7 +533,7 @@ fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs
             };
             Ok(SockAddr::v4(ip, port))
         }
-        net::AF_INET6 => {
+        AF_INET6 => {
             let mut ip = [0u8; 16];
             if loopback {
                 ip[15] = 1;
@@ -534,4 +549,24 @@ fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs
             Err(UCS_ERR_INVALID_PARAM)
         }
     }
+}
+
+/// Start connecting `s` to `peer`: Ok(true) connected, Ok(false) in
+/// progress. A refused connection is `UCS_ERR_UNREACHABLE` (the peer's
+/// interface is gone), any other failure `UCS_ERR_IO_ERROR`.
+fn connect(s: &Socket, peer: &SockAddr) -> Result<bool, ucs_status_t> {
+    s.connect(peer).map_err(|e| {
+        crate::diag!("connect(fd={}, dest_addr={}) failed: {}", s.fd(), peer, errno_str(e as i32));
+        if e == Errno::ECONNREFUSED { UCS_ERR_UNREACHABLE } else { UCS_ERR_IO_ERROR }
+    })
+}
+
+/// Whether setting a socket option worked; a failure is logged with the
+/// option's level and name, as the transport has always logged it.
+fn opt_ok(s: &Socket, level: i32, name: i32, r: Result<(), Errno>) -> bool {
+    if let Err(e) = r {
+        crate::error!("setsockopt(fd={} level={} optname={}) failed: {}", s.fd(), level, name, errno_str(e as i32));
+        return false;
+    }
+    true
 }

@@ -14,10 +14,12 @@
 //! borrow is held while user callbacks (active-message handlers, pending
 //! requests, completions) run, since they may send or destroy endpoints.
 //! One epoll set holds the listening socket and every connection's socket;
-//! the interface progress polls it without waiting.
+//! the interface progress polls it without waiting. Sockets and the epoll
+//! set are owned values of `crate::sys` (closed on drop); the listening
+//! socket is taken out of the set and closed when the interface closes or
+//! accepting fails.
 
 use super::conn::Conn;
-use super::net::{self, SockAddr, EV_READ};
 use super::wire;
 use super::{TcpIfaceConfig, TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
 use crate::abi::*;
@@ -25,10 +27,15 @@ use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams
 use crate::core::md::MdObj;
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
+use crate::sys::addr::SockAddr;
+use crate::sys::epoll::{Epoll, Event, EV_READ};
+use crate::sys::socket::{listen_in_range, ListenError, ListenStep, Socket};
+use crate::sys::{self, errno_str, netif};
 use crate::ucs;
 use libc::c_int;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
 
 /// Iovs for the transport header and the user's (or put) header.
@@ -72,8 +79,10 @@ pub struct TcpIface {
     pub(super) if_name: String,
     /// Our address with the listening port.
     pub(super) ifaddr: SockAddr,
-    pub(super) epfd: i32,
-    pub(super) listen_fd: Cell<i32>,
+    pub(super) epoll: Epoll,
+    /// The listening socket (in the epoll set, tagged `LISTEN_TAG`) until
+    /// the interface closes or accepting fails.
+    pub(super) listener: RefCell<Option<Socket>>,
     pub(super) conns: RefCell<Vec<Option<Rc<Conn>>>>,
     pub(super) free_slots: RefCell<Vec<usize>>,
     pub(super) gen: Cell<u32>,
@@ -89,7 +98,7 @@ pub struct TcpIface {
     /// Bytes the last receive of a message returned.
     pub(super) last_rx: Cell<usize>,
     /// Room for the events of one epoll call (taken by progress).
-    pub(super) events: RefCell<Vec<libc::epoll_event>>,
+    pub(super) events: RefCell<Vec<Event>>,
     /// Progress calls so far (wrapping): sends of one epoch may coalesce.
     pub(super) epoch: Cell<u32>,
     /// Connections holding messages back.
@@ -127,7 +136,7 @@ impl Transport for TcpIface {
     fn query(iface: &I, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
         let c = &s.cfg;
-        let (latency, bandwidth) = net::netif_caps(&s.if_name);
+        let (latency, bandwidth) = netif::netif_caps(&s.if_name);
         let am_buf = c.tx_seg_size - wire::HDR_LEN;
         attr.ep_addr_len = wire::EP_ADDR_LEN;
         attr.iface_addr_len = wire::IFACE_ADDR_LEN;
@@ -164,7 +173,7 @@ impl Transport for TcpIface {
         attr.latency.m = 0.0;
         attr.overhead = 50e-6;
         attr.priority = if c.prefer_default {
-            match net::netif_is_default(&s.if_name) {
+            match netif::netif_is_default(&s.if_name) {
                 Ok(true) => 0,
                 _ => 1,
             }
@@ -193,9 +202,10 @@ impl Transport for TcpIface {
         for c in all {
             s.destroy_conn(&c);
         }
-        let lfd = s.listen_fd.replace(-1);
-        net::close(lfd);
-        net::close(s.epfd);
+        // Closing the listening socket takes it out of the epoll set (no
+        // other descriptor refers to it); the set itself closes when the
+        // interface is dropped, right after this.
+        drop(s.listener.borrow_mut().take());
     }
 
     fn get_device_address(iface: &I, out: AddrOut) -> ucs_status_t {
@@ -265,7 +275,7 @@ impl Transport for TcpIface {
     }
 
     fn event_fd_get(iface: &I) -> Result<c_int, ucs_status_t> {
-        Ok(iface.tl.epfd)
+        Ok(iface.tl.epoll.as_raw_fd())
     }
 
     fn event_arm(iface: &I, _events: u32) -> ucs_status_t {
@@ -372,7 +382,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
     crate::core::config::check_pool_limits("tcp rx buffers", or_32(c.rx_bufs_grow), c.rx_max_bufs)?;
     let tx_seg_size = c.tx_seg_size.saturating_add(wire::HDR_LEN);
     let rx_seg_size = c.rx_seg_size.saturating_add(wire::HDR_LEN);
-    let max_iov = (c.max_iov as usize).saturating_add(ZCOPY_SERVICE_IOV).min(net::iov_max());
+    let max_iov = (c.max_iov as usize).saturating_add(ZCOPY_SERVICE_IOV).min(sys::iov_max());
     let hdr_offset = ZCOPY_CTX_LEN + std::mem::size_of::<libc::iovec>() * max_iov;
     if hdr_offset > tx_seg_size && max_iov > ZCOPY_SERVICE_IOV {
         crate::error!("AM Zcopy context ({}) must be <= TX segment size ({}). It can be adjusted by decreasing \
@@ -404,41 +414,28 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
          (c.keepcnt != UNITS_AUTO).then(|| c.keepcnt.min(i8::MAX as u64) as i32),
          time_seconds(c.keepintvl, KEEPALIVE_INTVL_DEFAULT, i16::MAX as i32))
     });
-    let Some(mut ifaddr) = af_prio.iter().find_map(|&af| net::netif_addr(&params.dev_name, af)) else {
+    let Some(mut ifaddr) = af_prio.iter().find_map(|&af| netif::netif_addr(&params.dev_name, af)) else {
         crate::error!("tcp: no usable address on device '{}'", params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);
     };
-    let epfd = net::epoll_create()?;
+    let epoll = Epoll::new().map_err(|e| {
+        crate::error!("epoll_create1() failed: {}", errno_str(e as i32));
+        UCS_ERR_IO_ERROR
+    })?;
     // Listen on the device's address: a random port of PORT_RANGE, or one
-    // the system picks.
-    let (first, last) = (c.port_range.first, c.port_range.last);
-    let retry = first == 0 || first < last;
-    let mut attempt = 0;
-    let (lfd, port) = loop {
-        let port = if last != 0 {
-            // SAFETY: rand has no preconditions (libucs uses it too).
-            let r = unsafe { libc::rand() } as u32;
-            (first + r % (last - first + 1)) as u16
-        } else {
-            0
-        };
-        let mut bind = ifaddr;
-        bind.port = port;
-        match net::listen(&bind, net::somaxconn()) {
-            Ok(v) => break v,
-            Err(UCS_ERR_BUSY) if retry && attempt < 1000 => attempt += 1,
-            Err(e) => {
-                net::close(epfd);
-                return Err(e);
-            }
-        }
-    };
-    ifaddr.port = port;
-    net::epoll_set(epfd, lfd, 0, EV_READ, LISTEN_TAG);
+    // the system picks (a port found taken is drawn again).
+    let backlog = netif::somaxconn();
+    let (listener, bound) =
+        listen_in_range(&ifaddr, c.port_range.first, c.port_range.last, backlog, sys::rand,
+                        |addr, e| log_listen_error(addr, backlog, e))
+            .map_err(|e| if e.step == ListenStep::Bind { sys::bind_errno_status(e.errno) } else { UCS_ERR_IO_ERROR })?;
+    ifaddr.port = bound.port;
+    epoll_set(&epoll, &listener, 0, EV_READ, LISTEN_TAG);
+    let lfd = listener.fd();
     let cfg = Cfg {
         tx_seg_size,
         rx_seg_size,
-        sendv_thresh: if net::iov_max() >= 3 { c.sendv_thresh } else { usize::MAX },
+        sendv_thresh: if sys::iov_max() >= 3 { c.sendv_thresh } else { usize::MAX },
         max_iov,
         max_hdr: tx_seg_size - hdr_offset,
         prefer_default: c.prefer_default != 0,
@@ -458,8 +455,8 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         cfg,
         if_name: params.dev_name.clone(),
         ifaddr,
-        epfd,
-        listen_fd: Cell::new(lfd),
+        epoll,
+        listener: RefCell::new(Some(listener)),
         conns: RefCell::new(Vec::new()),
         free_slots: RefCell::new(Vec::new()),
         gen: Cell::new(0),
@@ -470,10 +467,51 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         n_other: Cell::new(0),
         fast_polls: Cell::new(0),
         last_rx: Cell::new(0),
-        events: RefCell::new(vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
+        events: RefCell::new(vec![Event::EMPTY; MAX_EVENTS]),
         epoch: Cell::new(0),
         holding: RefCell::new(Vec::new()),
     };
     crate::debug!("tcp_iface {}: listening for connections (fd={}) on {}", tl.if_name, lfd, ifaddr);
     Ok(Iface::into_handle(hdr, tl))
+}
+
+/// The log line of a failed step of opening the listening socket, as the
+/// transport has always written it (a taken port is only a debug line: the
+/// next port is tried).
+fn log_listen_error(addr: &SockAddr, backlog: i32, e: &ListenError) {
+    let err = errno_str(e.errno as i32);
+    match e.step {
+        ListenStep::Socket => crate::error!("socket create failed: {}", err),
+        ListenStep::Bind => {
+            let level = if e.errno == sys::Errno::EADDRINUSE {
+                crate::core::log::LEVEL_DEBUG
+            } else {
+                crate::core::log::LEVEL_ERROR
+            };
+            crate::log_at!(level, "bind(fd={} addr={}) failed: {}", e.fd, addr, err);
+        }
+        ListenStep::Listen => crate::error!("listen(fd={} addr={} backlog={}) failed: {}", e.fd, addr, backlog, err),
+        ListenStep::Nonblock => {}
+        ListenStep::Name => crate::error!("getsockname(fd={}) failed: {}", e.fd, err),
+    }
+}
+
+/// Change the events of `sock` in the epoll set from `old` to `new` (0:
+/// absent), tagged `data`; a failure is logged (as UCX does) and otherwise
+/// ignored.
+pub(super) fn epoll_set(epoll: &Epoll, sock: impl AsFd, old: u32, new: u32, data: u64) {
+    let fd = sock.as_fd().as_raw_fd();
+    if let Err((op, e)) = epoll.update(sock, old, new, data) {
+        crate::error!("epoll_ctl(epfd={}, op={}, fd={}) failed: {}", epoll.as_raw_fd(), Epoll::op_name(op), fd,
+                      errno_str(e as i32));
+    }
+}
+
+impl TcpIface {
+    /// Take the listening socket out of the epoll set and close it.
+    pub(super) fn close_listener(&self) {
+        if let Some(l) = self.listener.borrow_mut().take() {
+            epoll_set(&self.epoll, &l, EV_READ, 0, LISTEN_TAG);
+        }
+    }
 }

@@ -6,24 +6,30 @@
 //! matching by peer address and sequence number, CONNECT_TO_EP by the
 //! peer's endpoint key).
 //!
+//! Files (this one: the configuration tables, the memory domain and the
+//! component):
 //! - [`wire`]: frames, connection packets, put protocol, address codecs.
-//! - [`net`]: network devices, socket addresses, sockets and epoll.
-//! - [`iface`]: the interface (settings, open, attributes, addresses) and
-//!   its `Transport` implementation, which calls into the parts below.
-//! - `conn`: connections (UCX's tcp endpoints), their table and state.
-//! - `connect`: connecting, accepting, the connection protocol and the
-//!   matching of simultaneous connections.
+//! - [`iface`]: the interface (settings, open, the listening socket,
+//!   attributes, addresses) and its `Transport` implementation, which calls
+//!   into the parts below.
+//! - `conn`: connections (UCX's tcp endpoints), their socket slot, their
+//!   table and state.
+//! - `connect`: connecting, accepting, the socket options, the connection
+//!   protocol and the matching of simultaneous connections.
 //! - `tx`: the send path (active messages, coalescing, pending requests).
 //! - `rx`: the receive path and the interface's progress.
 //! - `put`: put zero-copy, both sides, and endpoint flush.
 //!
 //! The component's connection manager (sockcm, `UCX_TCP_CM_*`) lives in
 //! [`sockcm`].
+//!
+//! Every system call (sockets, epoll, network devices) goes through
+//! [`crate::sys`]; sockets and the epoll set are owned values there, closed
+//! on drop.
 
 mod conn;
 mod connect;
 pub mod iface;
-pub mod net;
 mod put;
 mod rx;
 pub mod sockcm;
@@ -38,6 +44,7 @@ use crate::core::iface::IfaceParams;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
+use crate::sys::addr::{AF_INET, AF_INET6};
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
@@ -219,9 +226,9 @@ fn md_open(cfg: &TcpMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
         let s = unsafe { std::ffi::CStr::from_ptr(*cfg.af_prio.items.add(i)) };
         let s = s.to_string_lossy();
         if s.eq_ignore_ascii_case("inet") {
-            af_prio.push(net::AF_INET);
+            af_prio.push(AF_INET);
         } else if s.eq_ignore_ascii_case("inet6") {
-            af_prio.push(net::AF_INET6);
+            af_prio.push(AF_INET6);
         } else {
             crate::error!("invalid address family: {}", s);
             return Err(UCS_ERR_INVALID_PARAM);
@@ -239,7 +246,7 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     let Some(m) = tcp_md(md) else {
         return Err(UCS_ERR_INVALID_PARAM);
     };
-    Ok(net::active_devices(&m.af_prio)?
+    Ok(crate::sys::netif::active_devices(&m.af_prio)?
         .into_iter()
         .map(|name| TlDevice { name, dev_type: UCT_DEVICE_TYPE_NET, sys_device: UCS_SYS_DEVICE_ID_UNKNOWN })
         .collect())

@@ -7,11 +7,12 @@
 
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
-use crate::core::iface::checks::{self, Op};
-use super::net::{self, Io};
 use super::wire::{self, PutReq};
 use crate::abi::*;
+use crate::core::iface::checks::{self, Op};
 use crate::core::ops::*;
+use crate::sys::io_errno_status;
+use crate::sys::socket::Io;
 use std::rc::Rc;
 
 impl TcpIface {
@@ -52,7 +53,7 @@ impl TcpIface {
         // SAFETY: the peer named this target of `length` bytes through the
         // put protocol; as in UCX, the remote address is trusted (the rkey
         // of the tcp md carries no access control).
-        let r = unsafe { net::recv_raw(conn.fd.get(), p.addr as usize as *mut u8, p.length as usize) };
+        let r = unsafe { conn.sock.recv_raw(p.addr as usize as *mut u8, p.length as usize) };
         match r {
             Io::Done(n) => {
                 self.last_rx.set(n);
@@ -71,8 +72,8 @@ impl TcpIface {
                 self.handle_recv_err(iface, conn, UCS_ERR_NOT_CONNECTED);
                 0
             }
-            Io::Err(s) => {
-                self.handle_recv_err(iface, conn, s);
+            Io::Err(e) => {
+                self.handle_recv_err(iface, conn, io_errno_status(e));
                 0
             }
         }

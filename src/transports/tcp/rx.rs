@@ -7,9 +7,11 @@
 use super::conn::*;
 use super::connect::Next;
 use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
-use super::net::{self, Io, EV_READ, EV_WRITE};
 use super::wire;
 use crate::abi::*;
+use crate::sys::epoll::{EV_ERR, EV_READ, EV_WRITE};
+use crate::sys::io_errno_status;
+use crate::sys::socket::Io;
 use std::rc::Rc;
 
 /// Most reading connections for which progress receives directly.
@@ -55,14 +57,14 @@ impl TcpIface {
             if want == 0 {
                 break;
             }
-            let n = net::epoll_poll(self.epfd, &mut events[..want]);
+            let n = self.epoll.poll(&mut events[..want]);
             for ev in &events[..n] {
-                let (flags, tag) = (ev.events, ev.u64);
+                let (flags, tag) = (ev.events(), ev.data());
                 if tag == LISTEN_TAG {
                     self.accept_all();
                     continue;
                 }
-                let err = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+                let err = flags & EV_ERR != 0;
                 if flags & EV_READ != 0 || err {
                     if let Some(c) = self.lookup(tag) {
                         if c.events.get() & EV_READ != 0 {
@@ -93,14 +95,14 @@ impl TcpIface {
         let mut list: [Option<Rc<Conn>>; FAST_MAX_CONNS] = Default::default();
         let mut n = 0;
         for c in self.conns.borrow().iter().flatten() {
-            if c.events.get() == EV_READ && c.fd.get() >= 0 && n < FAST_MAX_CONNS {
+            if c.events.get() == EV_READ && c.sock.is_open() && n < FAST_MAX_CONNS {
                 list[n] = Some(c.clone());
                 n += 1;
             }
         }
         let mut count = 0;
         for c in list.iter().take(n).flatten() {
-            if c.alive.get() && c.events.get() == EV_READ && c.fd.get() >= 0 {
+            if c.alive.get() && c.events.get() == EV_READ && c.sock.is_open() {
                 count += self.rx_progress(iface, c);
             }
         }
@@ -145,7 +147,7 @@ impl TcpIface {
             }
         }
         let len = rx.len;
-        match net::recv(conn.fd.get(), &mut rx.buf[len..seg]) {
+        match conn.sock.recv(&mut rx.buf[len..seg]) {
             Io::Done(n) => {
                 rx.len += n;
                 self.last_rx.set(n);
@@ -158,8 +160,8 @@ impl TcpIface {
                 self.handle_recv_err(iface, conn, UCS_ERR_NOT_CONNECTED);
                 return 0;
             }
-            Io::Err(s) => {
-                self.handle_recv_err(iface, conn, s);
+            Io::Err(e) => {
+                self.handle_recv_err(iface, conn, io_errno_status(e));
                 return 0;
             }
         }

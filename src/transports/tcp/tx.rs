@@ -6,11 +6,13 @@
 
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
-use crate::core::iface::checks::{self, Op};
-use super::net::{self, Io, EV_WRITE};
 use super::wire;
 use crate::abi::*;
+use crate::core::iface::checks::{self, Op};
 use crate::core::ops::*;
+use crate::sys::epoll::EV_WRITE;
+use crate::sys::io_errno_status;
+use crate::sys::socket::Io;
 use libc::c_void;
 use std::rc::Rc;
 
@@ -43,13 +45,15 @@ impl TcpIface {
     /// socket (EPOLLOUT). Returns the send call's status.
     pub(super) fn flush_tx(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, keep_user: bool)
                            -> ucs_status_t {
+        // One entry: send; more: sendmsg (one system call either way).
         let r = if tx.iov.len() - tx.idx == 1 {
             let e = tx.iov[tx.idx];
             // SAFETY: the entry names `tx.buf` or the caller's buffer, live
             // for this call.
-            net::send(conn.fd.get(), unsafe { std::slice::from_raw_parts(e.iov_base as *const u8, e.iov_len) })
+            conn.sock.send(unsafe { std::slice::from_raw_parts(e.iov_base as *const u8, e.iov_len) })
         } else {
-            net::sendv(conn.fd.get(), &tx.iov[tx.idx..])
+            // SAFETY: as above, for every entry.
+            unsafe { conn.sock.sendv(&tx.iov[tx.idx..]) }
         };
         match r {
             Io::Done(n) => tx.advance(n),
@@ -59,10 +63,10 @@ impl TcpIface {
                 drop(tx);
                 return self.handle_send_err(iface, conn, UCS_ERR_NOT_CONNECTED);
             }
-            Io::Err(s) => {
+            Io::Err(e) => {
                 tx.reset();
                 drop(tx);
-                return self.handle_send_err(iface, conn, s);
+                return self.handle_send_err(iface, conn, io_errno_status(e));
             }
         }
         if tx.busy() {
@@ -202,9 +206,9 @@ impl TcpIface {
         match conn.state.get() {
             State::Closed => 0,
             State::Connecting => {
-                if !net::is_connected(conn.fd.get()) {
+                if !conn.sock.with(|s| s.is_connected()).unwrap_or(false) {
                     crate::error!("tcp_ep {:p}: connection establishment for socket fd {} was unsuccessful",
-                                  Rc::as_ptr(conn), conn.fd.get());
+                                  Rc::as_ptr(conn), conn.sock.fd());
                     self.set_failed(iface, conn);
                     return 0;
                 }

@@ -13,7 +13,7 @@
 //! - put acknowledgement: `{sn u32}`, 4 bytes;
 //! - a connecting socket starts with the 8-byte magic number.
 
-use super::net::SockAddr;
+use crate::sys::addr::SockAddr;
 
 /// First 8 bytes a connecting side sends.
 pub const MAGIC: u64 = 0xCAFE_BABE_1234_5678;

@@ -7,13 +7,13 @@
 //! `uct_ep_disconnect`, `uct_cm_client_ep_conn_notify`, query, destroy).
 
 use super::cm::SockCm;
-use super::sock;
-use super::state::{free_internal, next_id, pending, st, Call, Callbacks, CmEp, CmIface, CmState, EpState, SockCmEp,
-                   SockCmTl};
+use super::state::{free_internal, ifname_of, next_id, pending, st, user_addr, Call, Callbacks, CmEp, CmIface,
+                   CmState, EpState, SockCmEp, SockCmTl};
 use super::wire::{device_addr_of, hdr_status, HDR_LEN};
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
-use libc::c_int;
+use crate::sys::socket::Socket;
+use crate::sys::{connect_errno_status, errno_str, Errno};
 
 impl SockCmTl {
     /// The endpoint failed (peer closed, reset, rejected, local error):
@@ -41,7 +41,7 @@ impl SockCmTl {
                     call = Call::ClientConnect { handle, cbs, remote: None, status };
                 } else {
                     ep.flags |= st::RESOLVED;
-                    let dev = sock::ifname_of(ep.fd()).unwrap_or_default();
+                    let dev = ifname_of(&ep.sock).unwrap_or_default();
                     call = Call::Resolve { handle, cbs, dev, status, id };
                 }
             } else {
@@ -73,7 +73,6 @@ impl SockCmTl {
                 return Call::ServerNotify { handle: ep.handle, cbs: ep.cbs, status };
             }
             if ep.flags & (st::SERVER_CREATED | st::CONN_REQ_GIVEN) == 0 {
-                let fd = ep.fd();
                 let handle = ep.handle;
                 let lid = ep.listener;
                 let Some(l) = state.listeners.get(&lid) else {
@@ -82,16 +81,16 @@ impl SockCmTl {
                     return Call::None;
                 };
                 let (listener, cb, user_data) = (l.handle, l.conn_request_cb, l.user_data);
-                let dev = match sock::ifname_of(fd) {
+                let Some(sock) = state.eps.get(&id).map(|e| &e.sock) else { return Call::None };
+                let dev = match ifname_of(sock) {
                     Ok(d) => d,
                     Err(s) => return self.fail(state, id, s),
                 };
-                let Ok(peer) = sock::peer_addr(fd) else {
+                let Ok(peer) = sock.peer_addr() else {
                     return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
                 };
-                let Some(dev_addr) = device_addr_of(&peer.0) else {
-                    return self.fail(state, id, UCS_ERR_INVALID_PARAM);
-                };
+                let dev_addr = device_addr_of(&peer);
+                let peer = peer.to_storage();
                 if let Some(ep) = state.eps.get_mut(&id) {
                     ep.flags |= st::CONN_REQ_GIVEN;
                 }
@@ -109,7 +108,7 @@ impl SockCmTl {
             crate::error!("tcp sockcm: client ep {:p} got an unexpected message", ep.handle);
             return self.fail(state, id, UCS_ERR_IO_ERROR);
         }
-        let remote = sock::peer_addr(ep.fd()).ok().and_then(|p| device_addr_of(&p.0));
+        let remote = ep.sock.peer_addr().ok().map(|p| device_addr_of(&p));
         let Some(dev_addr) = remote else {
             return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
         };
@@ -120,18 +119,13 @@ impl SockCmTl {
     /// A client's connection attempt finished (writable or error).
     pub(super) fn on_connected(&self, state: &mut CmState, id: u64) -> Call {
         let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
-        let err = sock::so_error(ep.fd());
+        // A failed SO_ERROR query reports its own errno.
+        let err = ep.sock.so_error().unwrap_or_else(|e| e as i32);
         if err != 0 {
-            let status = match err {
-                libc::ECONNREFUSED => UCS_ERR_NOT_CONNECTED,
-                libc::EPIPE | libc::ECONNRESET => UCS_ERR_CONNECTION_RESET,
-                libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ETIMEDOUT => UCS_ERR_UNREACHABLE,
-                _ => UCS_ERR_IO_ERROR,
-            };
-            crate::diag!("tcp sockcm: client ep {:p} could not connect: {}", ep.handle, sock::errno_str(err));
-            return self.fail(state, id, status);
+            crate::diag!("tcp sockcm: client ep {:p} could not connect: {}", ep.handle, errno_str(err));
+            return self.fail(state, id, connect_errno_status(err));
         }
-        let dev = match sock::ifname_of(ep.fd()) {
+        let dev = match ifname_of(&ep.sock) {
             Ok(d) => d,
             Err(s) => return self.fail(state, id, s),
         };
@@ -200,9 +194,10 @@ impl SockCm {
         }
         // SAFETY: checked non-NULL; a ucs_sock_addr_t of the caller.
         let sa = unsafe { &*params.sockaddr };
-        let (server, slen) = sock::copy_sockaddr(sa.addr, sa.addrlen)?;
-        let sk = sock::stream_socket(server.ss_family as c_int)?;
-        sock::apply_sockopts(sk.0, tl.sndbuf, tl.rcvbuf, tl.syn_cnt)?;
+        // SAFETY: a ucs_sock_addr_t names `addrlen` readable bytes (or NULL).
+        let server = unsafe { user_addr(sa.addr, sa.addrlen) }?;
+        let sk = stream_socket(server.family)?;
+        tl.apply_sockopts(&sk)?;
         if m & UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR != 0 {
             if params.local_sockaddr.is_null() {
                 crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR with a NULL sockaddr");
@@ -210,23 +205,21 @@ impl SockCm {
             }
             // SAFETY: checked non-NULL.
             let la = unsafe { &*params.local_sockaddr };
-            let (local, llen) = sock::copy_sockaddr(la.addr, la.addrlen)?;
-            if let Err(e) = sock::bind(sk.0, &local, llen) {
-                crate::diag!("tcp sockcm: binding the client socket failed: {}", e);
+            // SAFETY: as for the server's address.
+            let local = unsafe { user_addr(la.addr, la.addrlen) }?;
+            if let Err(e) = sk.bind(&local) {
+                crate::diag!("tcp sockcm: binding the client socket failed: {}", errno_str(e as i32));
                 return Err(UCS_ERR_IO_ERROR);
             }
         }
-        if let Err(e) = sock::connect(sk.0, &server, slen) {
-            crate::diag!("tcp sockcm: connect failed: {}", sock::errno_str(e));
-            return Err(match e {
-                libc::ECONNREFUSED => UCS_ERR_NOT_CONNECTED,
-                libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ETIMEDOUT => UCS_ERR_UNREACHABLE,
-                _ => UCS_ERR_IO_ERROR,
-            });
+        // Connected or in progress are both fine: progress sees the outcome.
+        if let Err(e) = sk.connect(&server) {
+            crate::diag!("tcp sockcm: connect failed: {}", errno_str(e as i32));
+            return Err(connect_errno_status(e as i32));
         }
         let id = next_id();
         let handle = tl.new_ep_handle(id);
-        crate::debug!("tcp sockcm: client ep {:p} (fd {}) connecting", handle, sk.0);
+        crate::debug!("tcp sockcm: client ep {:p} (fd {}) connecting", handle, sk.fd());
         tl.lock().eps.insert(id, EpState {
             handle,
             sock: sk,
@@ -303,9 +296,12 @@ impl SockCm {
                 unsafe { std::slice::from_raw_parts(params.private_data as *const u8, len) }.to_vec()
             }
         } else if m & UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB != 0 {
-            let dev = match sock::ifname_of(fd) {
-                Ok(d) => d,
-                Err(st) => return fail(st),
+            // (The lock goes before `fail` takes it again.)
+            let dev = tl.lock().eps.get(&id).map(|e| ifname_of(&e.sock));
+            let dev = match dev {
+                Some(Ok(d)) => d,
+                Some(Err(st)) => return fail(st),
+                None => return Err(UCS_ERR_INVALID_PARAM),
             };
             match tl.invoke_pack(cbs, &dev) {
                 Ok(d) => d,
@@ -353,19 +349,19 @@ impl Transport for SockCmTl {
         let s = iface.tl.lock();
         let Some(e) = s.eps.get(&ep.tl.id) else { return UCS_ERR_INVALID_PARAM };
         if attr.field_mask & UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR != 0 {
-            match sock::local_addr(e.fd()) {
-                Ok((ss, _)) => attr.local_address = ss,
+            match e.sock.local_addr() {
+                Ok(a) => attr.local_address = a.to_storage().0,
                 Err(err) => {
-                    crate::error!("tcp sockcm: getsockname failed: {}", err);
+                    crate::error!("tcp sockcm: getsockname failed: {}", errno_str(err as i32));
                     return UCS_ERR_IO_ERROR;
                 }
             }
         }
         if attr.field_mask & UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR != 0 {
-            match sock::peer_addr(e.fd()) {
-                Ok((ss, _)) => attr.remote_address = ss,
+            match e.sock.peer_addr() {
+                Ok(a) => attr.remote_address = a.to_storage().0,
                 Err(err) => {
-                    crate::debug!("tcp sockcm: getpeername failed: {}", err);
+                    crate::debug!("tcp sockcm: getpeername failed: {}", errno_str(err as i32));
                     return UCS_ERR_NOT_CONNECTED;
                 }
             }
@@ -430,14 +426,12 @@ impl Transport for SockCmTl {
             return UCS_ERR_BUSY;
         }
         e.flags |= st::DISCONNECTING;
-        // SAFETY: shutting down our own socket.
-        if unsafe { libc::shutdown(e.fd(), libc::SHUT_WR) } < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::ENOTCONN) {
-                crate::debug!("tcp sockcm: ep {:p}: shutdown: {} (ignored)", e.handle, err);
+        if let Err(err) = e.sock.shutdown_write() {
+            if err == Errno::ENOTCONN {
+                crate::debug!("tcp sockcm: ep {:p}: shutdown: {} (ignored)", e.handle, errno_str(err as i32));
                 return UCS_OK;
             }
-            crate::error!("tcp sockcm: ep {:p}: shutdown failed: {}", e.handle, err);
+            crate::error!("tcp sockcm: ep {:p}: shutdown failed: {}", e.handle, errno_str(err as i32));
             return UCS_ERR_IO_ERROR;
         }
         crate::debug!("tcp sockcm: {} ep {:p} (fd {}) disconnecting", e.side(), e.handle, e.fd());
@@ -464,3 +458,11 @@ impl Transport for SockCmTl {
 
 /// The internal operations of the CM's iface.
 pub(super) static INTERNAL: InternalOps = Internal::<SockCmTl>::OPS;
+
+/// A non-blocking, close-on-exec stream socket of `family` for the CM.
+pub(super) fn stream_socket(family: u16) -> Result<Socket, ucs_status_t> {
+    Socket::stream(family, true).map_err(|e| {
+        crate::error!("tcp sockcm: socket(family {}) failed: {}", family, errno_str(e as i32));
+        UCS_ERR_IO_ERROR
+    })
+}

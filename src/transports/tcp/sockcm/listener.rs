@@ -3,12 +3,13 @@
 //! private data, and the listener object the generic CM layer holds
 //! (query, `uct_listener_reject`, destroy).
 
-use super::sock;
-use super::state::{free_internal, next_id, pending, st, Callbacks, CmEp, CmIface, EpState, ListenerState, SockCmTl};
 use super::cm::SockCm;
+use super::ep::stream_socket;
+use super::state::{free_internal, next_id, pending, st, user_addr, Callbacks, CmEp, CmIface, EpState, ListenerState,
+                   SockCmTl};
 use crate::abi::*;
 use crate::core::cm::ListenerImpl;
-use libc::c_int;
+use crate::sys::{bind_errno_status, errno_str, netif};
 
 impl SockCm {
     /// The listening socket and its state for `uct_listener_create`.
@@ -19,7 +20,7 @@ impl SockCm {
             crate::error!("tcp sockcm: a listener needs UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB");
             return Err(UCS_ERR_INVALID_PARAM);
         }
-        let max = sock::max_backlog();
+        let max = netif::somaxconn();
         let backlog = if params.field_mask & UCT_LISTENER_PARAM_FIELD_BACKLOG != 0 {
             if params.backlog > max {
                 crate::diag!("tcp sockcm: backlog {} is more than the system's {}; using {}", params.backlog, max, max);
@@ -34,23 +35,26 @@ impl SockCm {
             crate::error!("tcp sockcm: backlog ({}) must be a positive number", backlog);
             return Err(UCS_ERR_INVALID_PARAM);
         }
-        let (ss, slen) = sock::copy_sockaddr(addr, len)?;
+        // SAFETY: the user's listener address: NULL or `len` readable bytes.
+        let at = unsafe { user_addr(addr, len) }?;
         let tl = self.tl();
-        let sk = sock::stream_socket(ss.ss_family as c_int)?;
+        let sk = stream_socket(at.family)?;
         if tl.reuse_addr {
-            sock::set_reuseaddr(sk.0)?;
+            if let Err(e) = sk.set_reuseaddr(true) {
+                crate::error!("tcp sockcm: setsockopt(SO_REUSEADDR) failed: {}", errno_str(e as i32));
+                return Err(UCS_ERR_IO_ERROR);
+            }
         }
-        if let Err(e) = sock::bind(sk.0, &ss, slen) {
-            let busy = e.raw_os_error() == Some(libc::EADDRINUSE);
-            crate::error!("tcp sockcm: bind(fd {}) failed: {}", sk.0, e);
-            return Err(if busy { UCS_ERR_BUSY } else { UCS_ERR_IO_ERROR });
+        if let Err(e) = sk.bind(&at) {
+            crate::error!("tcp sockcm: bind(fd {}) failed: {}", sk.fd(), errno_str(e as i32));
+            return Err(bind_errno_status(e));
         }
-        if let Err(e) = sock::listen(sk.0, backlog) {
-            crate::error!("tcp sockcm: listen(fd {}, backlog {}) failed: {}", sk.0, backlog, e);
+        if let Err(e) = sk.listen(backlog) {
+            crate::error!("tcp sockcm: listen(fd {}, backlog {}) failed: {}", sk.fd(), backlog, errno_str(e as i32));
             return Err(UCS_ERR_IO_ERROR);
         }
         let id = next_id();
-        crate::debug!("tcp sockcm: listener {:p} listening on fd {}", listener, sk.0);
+        crate::debug!("tcp sockcm: listener {:p} listening on fd {}", listener, sk.fd());
         tl.lock().listeners.insert(id, ListenerState {
             handle: listener,
             sock: sk,
@@ -72,22 +76,23 @@ impl SockCmTl {
         loop {
             let mut s = self.lock();
             let Some(l) = s.listeners.get(&lid) else { return };
-            let sock = match sock::accept(l.sock.0) {
-                Ok(Some(sk)) => sk,
+            let sock = match l.sock.accept() {
+                Ok(Some((sk, _))) => sk,
                 Ok(None) => return,
                 Err(e) => {
-                    crate::error!("tcp sockcm: accept on listener {:p} failed: {}", l.handle, sock::errno_str(e));
+                    crate::error!("tcp sockcm: accept on listener {:p} failed: {}", l.handle, errno_str(e as i32));
                     return;
                 }
             };
             let listener_iface = self as *const SockCmTl;
-            if let Err(st) = sock::apply_sockopts(sock.0, self.sndbuf, self.rcvbuf, self.syn_cnt) {
+            if let Err(st) = self.apply_sockopts(&sock) {
                 crate::error!("tcp sockcm: could not set up an accepted socket: {}", crate::core::log::status_str(st));
                 continue;
             }
             let id = next_id();
             let handle = self.new_ep_handle(id);
-            crate::debug!("tcp sockcm: listener accepted fd {} as server ep {:p} (cm {:p})", sock.0, handle, listener_iface);
+            crate::debug!("tcp sockcm: listener accepted fd {} as server ep {:p} (cm {:p})", sock.fd(), handle,
+                          listener_iface);
             s.eps.insert(id, EpState {
                 handle,
                 sock,
@@ -121,10 +126,10 @@ impl ListenerImpl for SockListener {
         if attr.field_mask & UCT_LISTENER_ATTR_FIELD_SOCKADDR != 0 {
             let s = self.tl().lock();
             let Some(l) = s.listeners.get(&self.id) else { return UCS_ERR_INVALID_PARAM };
-            match sock::local_addr(l.sock.0) {
-                Ok((ss, _)) => attr.sockaddr = ss,
+            match l.sock.local_addr() {
+                Ok(a) => attr.sockaddr = a.to_storage().0,
                 Err(e) => {
-                    crate::error!("tcp sockcm: getsockname on listener {:p} failed: {}", l.handle, e);
+                    crate::error!("tcp sockcm: getsockname on listener {:p} failed: {}", l.handle, errno_str(e as i32));
                     return UCS_ERR_IO_ERROR;
                 }
             }
@@ -163,7 +168,7 @@ impl Drop for SockListener {
     fn drop(&mut self) {
         let mut s = self.tl().lock();
         if let Some(l) = s.listeners.remove(&self.id) {
-            crate::debug!("tcp sockcm: listener {:p} (fd {}) destroyed", l.handle, l.sock.0);
+            crate::debug!("tcp sockcm: listener {:p} (fd {}) destroyed", l.handle, l.sock.fd());
         }
     }
 }

@@ -26,14 +26,17 @@
 //!   machine and the endpoint operations.
 //! - `wire`: the message header and the private-data exchange.
 //! - `progress`: polling the sockets and running the user callbacks.
-//! - `state`: the CM's tables of endpoints and listeners, state flags.
-//! - `sock`: socket helpers.
+//! - `state`: the CM's tables of endpoints and listeners, state flags, and
+//!   the setup of its sockets (options, checked user addresses, the device
+//!   of a connection).
+//!
+//! Sockets are [`crate::sys::socket::Socket`]s owned by the endpoint's or
+//! listener's state: they close when the state is dropped.
 
 mod cm;
 mod ep;
 mod listener;
 mod progress;
-mod sock;
 mod state;
 mod wire;
 

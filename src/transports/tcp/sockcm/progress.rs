@@ -6,6 +6,7 @@
 use super::state::{pending, st, Call, CmIface, SockCmTl};
 use super::wire::dev_name_array;
 use crate::abi::*;
+use crate::sys::epoll::poll_now;
 use libc::{c_uint, c_void};
 
 impl SockCmTl {
@@ -147,7 +148,7 @@ impl SockCmTl {
                 return 0;
             }
             for (&id, l) in &s.listeners {
-                fds.push(libc::pollfd { fd: l.sock.0, events: libc::POLLIN, revents: 0 });
+                fds.push(libc::pollfd { fd: l.sock.fd(), events: libc::POLLIN, revents: 0 });
                 keys.push((true, id));
             }
             for (&id, ep) in &s.eps {
@@ -170,10 +171,12 @@ impl SockCmTl {
         if fds.is_empty() {
             return 0;
         }
-        // SAFETY: `fds` is a valid array of its length; timeout 0 never blocks.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        if n <= 0 {
-            return 0;
+        // The descriptor numbers were copied under the lock: a socket
+        // closed since then shows as POLLNVAL, and its state is gone when
+        // the event is looked up.
+        match poll_now(&mut fds) {
+            Ok(n) if n > 0 => {}
+            _ => return 0,
         }
         let _blocked = crate::ucs::async_block::AsyncBlock::new(async_ctx);
         let mut count = 0;

@@ -1,11 +1,16 @@
 //! The state a connection manager keeps: its endpoints and listeners, keyed
 //! by id, behind one mutex; the endpoint state flags; the connection requests
-//! waiting for an answer; and the deferred user callbacks (`Call`) that run
-//! once the lock is released.
+//! waiting for an answer; the deferred user callbacks (`Call`) that run
+//! once the lock is released; and the CM's setup of its sockets (options,
+//! the device a connection runs on). Sockets are `crate::sys` values: an
+//! endpoint's or listener's socket closes when its state is dropped.
 
-use super::sock::Sock;
+use super::super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
+use crate::sys::addr::SockAddr;
+use crate::sys::socket::Socket;
+use crate::sys::{errno_str, netif};
 use libc::c_void;
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
@@ -63,7 +68,7 @@ impl Callbacks {
 
 pub(super) struct EpState {
     pub(super) handle: uct_ep_h,
-    pub(super) sock: Sock,
+    pub(super) sock: Socket,
     pub(super) flags: u32,
     pub(super) cbs: Callbacks,
     /// Listener that accepted it (server side).
@@ -77,7 +82,7 @@ pub(super) struct EpState {
 
 impl EpState {
     pub(super) fn fd(&self) -> RawFd {
-        self.sock.0
+        self.sock.fd()
     }
     pub(super) fn connected(&self) -> bool {
         self.flags & (st::CLIENT_CONNECTED | st::SERVER_NOTIFIED) != 0
@@ -92,7 +97,7 @@ impl EpState {
 
 pub(super) struct ListenerState {
     pub(super) handle: uct_listener_h,
-    pub(super) sock: Sock,
+    pub(super) sock: Socket,
     pub(super) conn_request_cb: uct_cm_listener_conn_request_callback_t,
     pub(super) user_data: *mut c_void,
 }
@@ -151,6 +156,65 @@ pub(super) enum Call {
     Disconnect { handle: uct_ep_h, cbs: Callbacks },
     ConnRequest { listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t, user_data: *mut c_void,
                   handle: uct_ep_h, dev: String, dev_addr: Vec<u8>, data: Vec<u8>, peer: (libc::sockaddr_storage, libc::socklen_t) },
+}
+
+impl SockCmTl {
+    /// `SO_SNDBUF`/`SO_RCVBUF` (at most `INT_MAX`) unless "auto", and
+    /// `TCP_SYNCNT` (at most 255, best effort) unless "auto", on a new
+    /// socket of the CM.
+    pub(super) fn apply_sockopts(&self, s: &Socket) -> Result<(), ucs_status_t> {
+        type SetSize = fn(&Socket, usize) -> Result<(), crate::sys::Errno>;
+        let sizes: [(u64, SetSize, &str); 2] =
+            [(self.sndbuf, Socket::set_sndbuf, "SO_SNDBUF"), (self.rcvbuf, Socket::set_rcvbuf, "SO_RCVBUF")];
+        for (v, set, what) in sizes {
+            if v != UNITS_AUTO {
+                let v = v.min(libc::c_int::MAX as u64) as usize;
+                if let Err(e) = set(s, v) {
+                    crate::error!("tcp sockcm: setsockopt({}, {}) failed: {}", what, v, errno_str(e as i32));
+                    return Err(UCS_ERR_IO_ERROR);
+                }
+            }
+        }
+        if self.syn_cnt != UNITS_AUTO {
+            if let Err(e) = s.set_syncnt(self.syn_cnt.min(255) as i32) {
+                crate::debug!("tcp sockcm: setsockopt(TCP_SYNCNT) failed: {}", errno_str(e as i32));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A socket address handed over by the user, checked (NULL, family,
+/// length) with the refusal logged.
+///
+/// # Safety
+/// `sa` must be NULL or readable for `len` bytes.
+pub(super) unsafe fn user_addr(sa: *const libc::sockaddr, len: libc::socklen_t) -> Result<SockAddr, ucs_status_t> {
+    // SAFETY: the caller's contract is the one of `from_user`.
+    unsafe { SockAddr::from_user(sa, len) }.map_err(|e| {
+        crate::error!("tcp sockcm: {}", e);
+        UCS_ERR_INVALID_PARAM
+    })
+}
+
+/// The name of the network device whose address is the local address of
+/// the connected socket `s` (what UCX reports as the device name).
+pub(super) fn ifname_of(s: &Socket) -> Result<String, ucs_status_t> {
+    let local = s.local_addr().map_err(|e| {
+        crate::warn!("tcp sockcm: getsockname(fd {}) failed: {}", s.fd(), errno_str(e as i32));
+        UCS_ERR_IO_ERROR
+    })?;
+    match netif::name_of_address(&local) {
+        Ok(Some(name)) => Ok(name),
+        Ok(None) => {
+            crate::debug!("tcp sockcm: no network device owns the local address of fd {}", s.fd());
+            Err(UCS_ERR_NO_DEVICE)
+        }
+        Err(e) => {
+            crate::warn!("tcp sockcm: getifaddrs failed: {}", errno_str(e as i32));
+            Err(UCS_ERR_IO_ERROR)
+        }
+    }
 }
 
 /// Free an endpoint the user never saw (or no longer owns).

@@ -5,9 +5,11 @@
 //! header codec, the device address handed to the peer's callbacks, and the
 //! sending and receiving of whole messages on an endpoint.
 
-use super::sock;
 use super::state::{free_internal, st, Call, Callbacks, CmState, EpState, SockCmTl};
 use crate::abi::*;
+use crate::sys::addr::SockAddr;
+use crate::sys::errno_str;
+use crate::sys::socket::{Io, MsgFlags};
 use libc::{c_char, c_void};
 
 /// Size of the message header: size_t length, u8 status, padding.
@@ -35,11 +37,10 @@ pub(super) fn hdr_status(buf: &[u8]) -> ucs_status_t {
 }
 
 /// `uct_tcp_device_addr_t` of a peer: flags 0, family, then the raw IP.
-pub(super) fn device_addr_of(ss: &libc::sockaddr_storage) -> Option<Vec<u8>> {
-    let ip = sock::ip_bytes(ss)?;
-    let mut v = vec![0u8, ss.ss_family as u8];
-    v.extend_from_slice(&ip);
-    Some(v)
+pub(super) fn device_addr_of(peer: &SockAddr) -> Vec<u8> {
+    let mut v = vec![0u8, peer.family as u8];
+    v.extend_from_slice(peer.ip_bytes());
+    v
 }
 
 /// A device name as the NUL-terminated array of the callback arguments.
@@ -69,11 +70,13 @@ impl SockCmTl {
     pub(super) fn flush_tx(&self, state: &mut CmState, id: u64) -> Result<(), ucs_status_t> {
         let Some(ep) = state.eps.get_mut(&id) else { return Ok(()) };
         while ep.tx_pending() {
-            match sock::send(ep.fd(), &ep.tx[ep.tx_off..]) {
-                Ok(0) => return Ok(()),
-                Ok(n) => ep.tx_off += n,
-                Err(e) => {
-                    crate::debug!("tcp sockcm: {} ep {:p} send failed: {}", ep.side(), ep.handle, sock::errno_str(e));
+            match ep.sock.send(&ep.tx[ep.tx_off..], MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT) {
+                Io::Again | Io::Done(0) => return Ok(()),
+                Io::Done(n) => ep.tx_off += n,
+                r @ (Io::Closed | Io::Err(_)) => {
+                    // (A send never reports the end of the stream.)
+                    let e = if let Io::Err(e) = r { e as i32 } else { libc::EPIPE };
+                    crate::debug!("tcp sockcm: {} ep {:p} send failed: {}", ep.side(), ep.handle, errno_str(e));
                     ep.tx.clear();
                     ep.tx_off = 0;
                     return Err(Self::remote_gone_status(ep));
@@ -125,12 +128,13 @@ impl SockCmTl {
             }
             let have = ep.rx.len();
             ep.rx.resize(want, 0);
-            match sock::recv(ep.fd(), &mut ep.rx[have..want]) {
-                Ok(None) => {
+            match ep.sock.recv(&mut ep.rx[have..want], MsgFlags::MSG_DONTWAIT) {
+                Io::Again => {
                     ep.rx.truncate(have);
                     return Call::None;
                 }
-                Ok(Some(0)) => {
+                // (`want > have`: the buffer is never empty.)
+                Io::Closed | Io::Done(0) => {
                     ep.rx.truncate(have);
                     if ep.flags & st::REJECT_CALLED != 0 {
                         free_internal(state, id);
@@ -141,10 +145,11 @@ impl SockCmTl {
                                   ep.side(), ep.handle, ep.fd());
                     return self.fail(state, id, s);
                 }
-                Ok(Some(n)) => ep.rx.truncate(have + n),
-                Err(e) => {
+                Io::Done(n) => ep.rx.truncate(have + n),
+                Io::Err(e) => {
                     ep.rx.truncate(have);
-                    crate::debug!("tcp sockcm: {} ep {:p} recv failed: {}", ep.side(), ep.handle, sock::errno_str(e));
+                    crate::debug!("tcp sockcm: {} ep {:p} recv failed: {}", ep.side(), ep.handle,
+                                  errno_str(e as i32));
                     if ep.flags & st::REJECT_CALLED != 0 {
                         free_internal(state, id);
                         return Call::None;
