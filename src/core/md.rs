@@ -106,6 +106,33 @@ pub fn write_name(dst: &mut [c_char], name: &str) {
     }
 }
 
+/// The registrations of a memory domain whose transport needs none (it
+/// reaches the caller's memory directly, or the kernel copies it): every
+/// registration gets the same non-NULL handle, and deregistration checks
+/// that it is that handle.
+pub struct FixedMemh {
+    /// The handle value.
+    pub value: usize,
+    /// The memory domain's name, for log lines.
+    pub md: &'static str,
+}
+
+impl FixedMemh {
+    pub fn handle(&self) -> uct_mem_h {
+        self.value as uct_mem_h
+    }
+
+    /// `Ok` for this md's handle; an error with a log line for any other.
+    pub fn check(&self, memh: uct_mem_h) -> Result<(), ucs_status_t> {
+        if memh as usize == self.value {
+            Ok(())
+        } else {
+            crate::error!("{} md: {:p} is not a memory handle of this memory domain", self.md, memh);
+            Err(UCS_ERR_INVALID_PARAM)
+        }
+    }
+}
+
 /// All CPUs, for `local_cpus` of memory domains not tied to a device.
 pub fn all_cpus() -> ucs_cpu_set_t {
     // SAFETY: ucs_cpu_set_t is an array of integers.

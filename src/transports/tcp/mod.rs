@@ -41,7 +41,7 @@ use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc,
 use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseIfaceConfig, BaseMdConfig, ConfigArray,
                           Table};
 use crate::core::iface::IfaceParams;
-use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::md::{all_cpus, FixedMemh, MdImpl, MdObj};
 use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
 use crate::sys::addr::{AF_INET, AF_INET6};
@@ -172,7 +172,7 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 // addresses), the packed key is empty.
 
 /// The handle of every registration.
-pub const TCP_MEMH: usize = 0xdead_beef;
+pub const TCP_MEMH: FixedMemh = FixedMemh { value: 0xdead_beef, md: NAME };
 
 pub struct TcpMd {
     /// Address families to try, in order.
@@ -195,15 +195,14 @@ impl MdImpl for TcpMd {
     }
 
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        Ok(TCP_MEMH as uct_mem_h)
+        Ok(TCP_MEMH.handle())
     }
 
     fn mem_dereg(&self, memh: uct_mem_h, _flags: u32, _comp: Completion) -> ucs_status_t {
-        if memh as usize != TCP_MEMH {
-            crate::error!("tcp md: {:p} is not a memory handle of this memory domain", memh);
-            return UCS_ERR_INVALID_PARAM;
+        match TCP_MEMH.check(memh) {
+            Ok(()) => UCS_OK,
+            Err(e) => e,
         }
-        UCS_OK
     }
 }
 

@@ -14,13 +14,13 @@
 //! - `3` or anything else: not usable.
 
 use crate::abi::*;
-use crate::core::md::{all_cpus, MdImpl};
+use crate::core::md::{all_cpus, FixedMemh, MdImpl};
 use crate::core::ops::Completion;
 use crate::sys::{errno_str, vm};
 use libc::c_void;
 
 /// The memory handle of every registration.
-pub const CMA_MEMH: usize = 0xdead_beef;
+pub const CMA_MEMH: FixedMemh = FixedMemh { value: 0xdead_beef, md: "cma" };
 
 /// Registration cost reported by UCX 1.13.1 (seconds, fixed part).
 const REG_COST: f64 = 9e-9;
@@ -53,13 +53,12 @@ impl MdImpl for CmaMd {
     }
 
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        Ok(CMA_MEMH as uct_mem_h)
+        Ok(CMA_MEMH.handle())
     }
 
     fn mem_dereg(&self, memh: uct_mem_h, flags: u32, comp: Completion) -> ucs_status_t {
-        if memh as usize != CMA_MEMH {
-            crate::error!("cma md: {:p} is not a memory handle of this memory domain", memh);
-            return UCS_ERR_INVALID_PARAM;
+        if let Err(e) = CMA_MEMH.check(memh) {
+            return e;
         }
         if flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE != 0 {
             // Only reachable with UCX_CMA_MEMORY_INVALIDATE=y (the generic
@@ -153,7 +152,7 @@ mod tests {
     fn registration_is_a_dummy_handle() {
         let md = CmaMd::new(false);
         let h = md.mem_reg(std::ptr::null_mut(), 0, 0).unwrap();
-        assert_eq!(h as usize, CMA_MEMH);
+        assert_eq!(h as usize, CMA_MEMH.value);
         assert_eq!(md.mem_dereg(h, 0, Completion::none()), UCS_OK);
         assert_eq!(md.mem_dereg(1usize as uct_mem_h, 0, Completion::none()), UCS_ERR_INVALID_PARAM);
     }

@@ -9,7 +9,7 @@ use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc,
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, Table};
 use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
-use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::md::{all_cpus, FixedMemh, MdImpl, MdObj};
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
@@ -76,7 +76,7 @@ struct SelfMd {
 }
 
 /// The handle returned for registrations (any non-NULL value will do).
-const SELF_MEMH: usize = 0x5e1f;
+const SELF_MEMH: FixedMemh = FixedMemh { value: 0x5e1f, md: "self" };
 
 impl MdImpl for SelfMd {
     fn query(&self, attr: &mut uct_md_attr_t) {
@@ -91,11 +91,14 @@ impl MdImpl for SelfMd {
         attr.local_cpus = all_cpus();
     }
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        Ok(SELF_MEMH as uct_mem_h)
+        Ok(SELF_MEMH.handle())
     }
     fn mem_dereg(&self, memh: uct_mem_h, flags: u32, _comp: Completion) -> ucs_status_t {
-        if memh as usize != SELF_MEMH || flags != 0 {
-            crate::error!("self md: invalid memory handle {:p} or flags {:#x} for deregistration", memh, flags);
+        if let Err(e) = SELF_MEMH.check(memh) {
+            return e;
+        }
+        if flags != 0 {
+            crate::error!("self md: deregistration flags {:#x} are not supported", flags);
             return UCS_ERR_INVALID_PARAM;
         }
         UCS_OK
