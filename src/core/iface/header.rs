@@ -56,16 +56,19 @@ pub struct IfaceHeader {
     pub err_handler_flags: u32,
     progress_flags: Cell<u32>,
     prog_id: Cell<c_int>,
-    /// The device, interface and endpoint address lengths the transport
-    /// reports (set once the interface exists): peer addresses are read,
-    /// and our addresses written, within them.
-    addr_lens: Cell<AddrLens>,
-    pub max_num_eps: usize,
-    pub alloc_methods: Vec<uct_alloc_method_t>,
-    pub rx_headroom: usize,
     /// False for transports with nothing to poll: enabling progress then
     /// adds no callback to the worker (as UCX does for self).
     pub has_progress: bool,
+    /// The device, interface and endpoint address lengths the transport
+    /// reports (set once the interface exists): peer addresses are read,
+    /// and our addresses written, within them. Kept as u16 in the padding
+    /// after `has_progress`, so the header (and the transport state after
+    /// it, which the data path reads) keeps the size and placement it has
+    /// always had.
+    addr_lens: Cell<[u16; 3]>,
+    pub max_num_eps: usize,
+    pub alloc_methods: Vec<uct_alloc_method_t>,
+    pub rx_headroom: usize,
 }
 
 /// Call the error handler of `ep`'s interface.
@@ -149,7 +152,7 @@ impl IfaceHeader {
             err_handler_flags: 0,
             progress_flags: Cell::new(0),
             prog_id: Cell::new(UCS_CALLBACKQ_ID_NULL),
-            addr_lens: Cell::new(AddrLens::default()),
+            addr_lens: Cell::new([0; 3]),
             max_num_eps: usize::MAX,
             alloc_methods: Vec::new(),
             rx_headroom: 0,
@@ -171,11 +174,16 @@ impl IfaceHeader {
 
     /// The address lengths the transport reports.
     pub fn addr_lens(&self) -> AddrLens {
-        self.addr_lens.get()
+        let [device, iface, ep] = self.addr_lens.get();
+        AddrLens { device: device as usize, iface: iface as usize, ep: ep as usize }
     }
 
+    /// Record the lengths (an address is at most a few dozen bytes; a
+    /// length beyond u16 would be a transport bug, and is kept at the
+    /// largest value, so reads stay within what the transport reported).
     pub(super) fn set_addr_lens(&self, lens: AddrLens) {
-        self.addr_lens.set(lens);
+        let short = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        self.addr_lens.set([short(lens.device), short(lens.iface), short(lens.ep)]);
     }
 
     /// The progress flags currently enabled.
