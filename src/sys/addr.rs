@@ -1,16 +1,6 @@
 //! [`SockAddr`]: an IPv4 or IPv6 address with a port, a plain value (Copy,
 //! Eq, Hash) that both the tcp transport (which compares and sends it) and
 //! the tcp sockcm (which takes and hands out C `sockaddr` memory) use.
-//!
-//! Replaces:
-//! - `tcp::net::SockAddr` (moved here whole: `v4`, `v6`, `ip_bytes`,
-//!   `raw_len`, `is_loopback`, `encode_raw`, `decode_raw`, `ucx_cmp`, `same`,
-//!   `Display`; `to_storage` is now public);
-//! - `tcp_sockcm::sock::copy_sockaddr` → [`SockAddr::from_user`] (then
-//!   [`SockAddr::to_storage`] where C memory is wanted);
-//! - `tcp_sockcm::sock::ip_bytes` → [`SockAddr::ip_bytes`] of
-//!   [`SockAddr::from_storage`];
-//! - `tcp::net::AF_INET`/`AF_INET6` (same constants).
 
 use nix::sys::socket::{SockaddrIn, SockaddrIn6, SockaddrLike, SockaddrStorage};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};

@@ -1,17 +1,6 @@
 //! Readiness: an [`Epoll`] set (nix's, close-on-exec) whose events carry
 //! a caller's 64-bit tag, an [`EventFd`] (non-blocking, close-on-exec),
 //! and [`poll_now`] over a list of descriptor numbers.
-//!
-//! Replaces (`tcp::net` → here):
-//! - `epoll_create()` → [`Epoll::new`] (the set closes itself on drop);
-//! - `epoll_set(epfd, fd, old, new, data)` → [`Epoll::update`] (same
-//!   add/modify/delete choice; the caller logs the error as before:
-//!   `epoll_ctl(epfd=.., op=.., fd=..) failed`, [`Epoll::op_name`] gives the op);
-//! - `epoll_poll(epfd, out)` → [`Epoll::poll`] into a caller buffer of
-//!   [`Event`] (`events()`/`data()` replace `.events`/`.u64`);
-//! - `EV_READ`, `EV_WRITE` → same names; `EPOLLERR | EPOLLHUP` → [`EV_ERR`].
-//!
-//! Replaces (`tcp_sockcm`): its `libc::poll(fds, n, 0)` → [`poll_now`].
 
 use super::Errno;
 use nix::sys::epoll::{EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};

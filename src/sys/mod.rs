@@ -20,12 +20,12 @@
 //! - [`shm`]: POSIX shared memory files and mappings, and SysV segments.
 //! - [`vm`]: cross-process memory copies (`process_vm_readv`/`writev`).
 //!
-//! The tcp transport and its connection manager use this layer only; the
-//! "Replaces" lists of each file record what their old helpers became.
+//! The tcp transport, its connection manager and the shared-memory
+//! transports make their system calls through this layer only.
 //!
 //! Calls report failures as [`Errno`]; the transports decide how a failure
 //! is logged and which `ucs_status_t` it becomes, helped by the mappings
-//! below (each names the old helper it replaces).
+//! below.
 
 pub mod addr;
 pub mod epoll;
@@ -38,21 +38,19 @@ use crate::abi::*;
 
 pub use nix::errno::Errno;
 
-/// `errno` of the calling thread (replaces `tcp::net::errno` and the
-/// private `last_errno` of the tcp sockcm).
+/// `errno` of the calling thread.
 #[inline]
 pub fn errno() -> i32 {
     Errno::last_raw()
 }
 
-/// The system's text for an errno value (replaces `tcp_sockcm::sock::errno_str`).
+/// The system's text for an errno value.
 pub fn errno_str(e: i32) -> String {
     std::io::Error::from_raw_os_error(e).to_string()
 }
 
 /// The status of a failed send or receive on a connected stream socket, as
-/// UCX's socket layer classifies it (`src/ucs/sys/sock.c` in UCX 1.13.1);
-/// replaces the private `io_error` of `tcp::net`.
+/// UCX's socket layer classifies it (`src/ucs/sys/sock.c` in UCX 1.13.1).
 #[inline]
 pub fn io_errno_status(e: Errno) -> ucs_status_t {
     match e {
@@ -66,10 +64,8 @@ pub fn io_errno_status(e: Errno) -> ucs_status_t {
 
 /// The status of a failed connection attempt (a `connect` error or a
 /// pending `SO_ERROR`) as the tcp sockcm reports it to its user
-/// (`src/uct/tcp/tcp_sockcm_ep.c` in UCX 1.13.1); replaces the two
-/// `match`es on `connect`'s and `so_error`'s errno in `tcp_sockcm` (the
-/// one for `connect` lacks the EPIPE/ECONNRESET arm, which `connect` never
-/// reports, so one mapping serves both).
+/// (`src/uct/tcp/tcp_sockcm_ep.c` in UCX 1.13.1); one mapping serves both
+/// (`connect` itself never reports EPIPE/ECONNRESET).
 pub fn connect_errno_status(e: i32) -> ucs_status_t {
     match e {
         libc::ECONNREFUSED => UCS_ERR_NOT_CONNECTED,
@@ -81,14 +77,13 @@ pub fn connect_errno_status(e: i32) -> ucs_status_t {
 
 /// The status of a failed `bind`: the address is taken (EADDRINUSE) →
 /// `UCS_ERR_BUSY` (the tcp transport then tries another port), anything
-/// else → `UCS_ERR_IO_ERROR`; as both `tcp::net::listen` and the sockcm's
-/// `listener_create` map it.
+/// else → `UCS_ERR_IO_ERROR`; as both the tcp transport's listener and the
+/// sockcm's `listener_create` map it.
 pub fn bind_errno_status(e: Errno) -> ucs_status_t {
     if e == Errno::EADDRINUSE { UCS_ERR_BUSY } else { UCS_ERR_IO_ERROR }
 }
 
-/// `sysconf(_SC_IOV_MAX)`, or Linux's 1024 when unknown (replaces
-/// `tcp::net::iov_max` and the cma iface's copy).
+/// `sysconf(_SC_IOV_MAX)`, or Linux's 1024 when unknown.
 pub fn iov_max() -> usize {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::IOV_MAX) {
         Ok(Some(v)) if v > 0 => v as usize,
@@ -96,8 +91,7 @@ pub fn iov_max() -> usize {
     }
 }
 
-/// `sysconf(_SC_PAGESIZE)`, or 4096 when unknown (replaces the sysconf
-/// call of `mm::posix::page_size`).
+/// `sysconf(_SC_PAGESIZE)`, or 4096 when unknown.
 pub fn page_size() -> usize {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
         Ok(Some(v)) if v > 0 => v as usize,
@@ -105,15 +99,15 @@ pub fn page_size() -> usize {
     }
 }
 
-/// The C library's `rand()` (the generator libucs seeds and uses too);
-/// replaces the `libc::rand` of the tcp iface's port choice.
+/// The C library's `rand()` (the generator libucs seeds and uses too), for
+/// the tcp interface's port choice.
 #[inline]
 pub fn rand() -> u32 {
     // SAFETY: rand has no preconditions.
     unsafe { libc::rand() as u32 }
 }
 
-/// The calling process's id (replaces `libc::getpid`).
+/// The calling process's id.
 #[inline]
 pub fn getpid() -> i32 {
     nix::unistd::getpid().as_raw()

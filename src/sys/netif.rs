@@ -1,17 +1,8 @@
 //! Network devices: their addresses (`getifaddrs`, through nix), their link
 //! speed, link type and MTU (ioctls, through libc: nix has no wrapper for
 //! these requests), whether they carry the default route, and the system's
-//! listen backlog limit. These keep the logging of the helpers they replace.
-//!
-//! Replaces:
-//! - `tcp::net::netif_addr`, `active_devices`, `netif_caps`,
-//!   `netif_is_default` → same names here;
-//! - `tcp::net::somaxconn` and `tcp_sockcm::sock::max_backlog` → [`somaxconn`];
-//! - `tcp_sockcm::sock::ifname_of(fd)` → [`name_of_address`] of
-//!   `Socket::local_addr` (the caller logs as before: getsockname failure →
-//!   warn + `UCS_ERR_IO_ERROR`, getifaddrs failure → warn +
-//!   `UCS_ERR_IO_ERROR`, no device → debug + `UCS_ERR_NO_DEVICE`);
-//! - `tcp::net::cname` → `std::ffi::CString::new(s).unwrap_or_default()`.
+//! listen backlog limit. These log their own failures (warnings), as UCX's
+//! interface helpers do.
 
 use super::addr::{SockAddr, AF_INET, AF_INET6};
 use super::socket::Socket;

@@ -3,30 +3,6 @@
 //! (`shmget`/`shmat`/`shmdt`/`shmctl`: nix has none of these, so the libc
 //! calls are here with their safety arguments). Failures are reported as
 //! [`Errno`]; the mappers keep their own logs and statuses.
-//!
-//! Replaces (`mm::posix` → here):
-//! - `open_file(path, shm, create)` (its `shm_open`/`open`) →
-//!   [`open_file`] (same flags: [`open_flags`]);
-//! - `reserve(fd, length)` (its `posix_fallocate`, EINTR retried) →
-//!   [`fallocate`]; the `libc::off_t::try_from` check stays with the caller
-//!   or is EFBIG here;
-//! - `map_file(..)` (its `mmap`) → [`map_shared`], or [`map_shared_at`]
-//!   for the `fixed` case (`MAP_FIXED`); `huge` adds `MAP_HUGETLB`;
-//! - `unmap(address, length)` → [`unmap`];
-//! - the `fstat` of `attach_segment` → [`file_size`];
-//! - `Posix::unlink` (its `shm_unlink`/`unlink`) → [`unlink_file`];
-//! - `max_alloc` (its `statvfs`) → [`fs_available`];
-//! - the tests' anonymous `PROT_NONE` reservations → [`reserve_address_space`];
-//! - `page_size` → [`crate::sys::page_size`].
-//!
-//! Replaces (`mm::sysv` → here):
-//! - the `shmget(IPC_PRIVATE, ..)` of `Sysv::create` → [`shmget_private`]
-//!   (flags for its log: [`shmget_flags`]);
-//! - its `shmat` (kernel's choice / `SHM_REMAP` at a fixed address) →
-//!   [`shmat`] / [`shmat_at`]; `attach_id` → [`shmat`];
-//! - `detach_addr` (its `shmdt`) → [`shmdt`];
-//! - the `shmctl(IPC_RMID)` → [`shm_remove`]; `segment_size` (its
-//!   `IPC_STAT`) → [`shm_size`] (whole record: [`shm_stat`]).
 
 use super::Errno;
 use nix::fcntl::OFlag;

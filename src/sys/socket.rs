@@ -3,53 +3,6 @@
 //! Calls retry on EINTR and report failures as [`Errno`]; the non-blocking
 //! data calls return an [`Io`] (done / would block / peer closed / error)
 //! and cost one system call, no allocation.
-//!
-//! Replaces (`tcp::net` → here):
-//! - `socket(family)` → [`Socket::stream`]`(family, false)`;
-//!   `set_nonblock(fd)` → [`Socket::set_nonblock`]; `close(fd)` → drop;
-//! - `connect(fd, addr)` → [`Socket::connect`] (Ok(true) connected,
-//!   Ok(false) in progress; the errno now goes to the caller, who logs and
-//!   maps ECONNREFUSED → `UCS_ERR_UNREACHABLE` as before);
-//! - `listen(addr, backlog)` → [`listener`] (same steps; port ranges:
-//!   [`listen_in_range`]); `accept(fd)` → [`Socket::accept`];
-//! - `is_connected(fd)` → [`Socket::is_connected`];
-//! - `setopt_int(fd, level, name, v)` → [`Socket::set_nodelay`],
-//!   [`Socket::set_sndbuf`], [`Socket::set_rcvbuf`], [`Socket::set_syncnt`],
-//!   [`Socket::set_keepalive`], [`Socket::set_keepidle`],
-//!   [`Socket::set_keepcnt`], [`Socket::set_keepintvl`];
-//! - `send`, `sendv`, `recv`, `recv_raw` → [`Socket::send`],
-//!   [`Socket::sendv`]/[`Socket::sendv_raw`], [`Socket::recv`],
-//!   [`Socket::recv_raw`] with `MsgFlags::MSG_NOSIGNAL` (send) and
-//!   `MsgFlags::empty()` (receive); `Io::Err` now carries the errno:
-//!   [`crate::sys::io_errno_status`] gives the old status.
-//!
-//! Replaces (`tcp_sockcm::sock` → here):
-//! - `Sock` → [`Socket`]; `stream_socket(family)` →
-//!   [`Socket::stream`]`(family, true)`;
-//! - `apply_sockopts` → [`Socket::set_sndbuf`], [`Socket::set_rcvbuf`],
-//!   [`Socket::set_syncnt`]; `set_reuseaddr` → [`Socket::set_reuseaddr`];
-//! - `bind`, `listen`, `connect`, `accept` → [`Socket::bind`],
-//!   [`Socket::listen`], [`Socket::connect`] (the bool is ignored),
-//!   [`Socket::accept`] (the address is ignored);
-//! - `local_addr`, `peer_addr` → [`Socket::local_addr`],
-//!   [`Socket::peer_addr`] (+ [`SockAddr::to_storage`] for C memory);
-//! - `so_error` → [`Socket::so_error`]; `max_backlog` →
-//!   [`crate::sys::netif::somaxconn`];
-//! - `send` (0 = would block) → [`Socket::send`] with
-//!   `MSG_NOSIGNAL | MSG_DONTWAIT` (`Io::Again` = would block);
-//!   `recv` (Some(0) = end) → [`Socket::recv`] with `MSG_DONTWAIT`
-//!   (`Io::Closed` = end, `Io::Again` = nothing there);
-//! - the `libc::shutdown(fd, SHUT_WR)` of `ep_disconnect` →
-//!   [`Socket::shutdown_write`].
-//!
-//! Replaces (mm iface → here): `create_signal_socket` →
-//! [`Socket::unix_dgram`] + [`Socket::autobind`]; its `sendto` →
-//! [`Socket::send_to_unix`] (`Io::Again` / `Io::Err(ECONNREFUSED)` are the
-//! quiet cases); its drain `recv` → [`Socket::recv`] (`Done` → busy,
-//! `Closed` → reset, `Again` → armed; EINTR is now retried rather than
-//! reported as busy); the
-//! `(sockaddr_un, socklen_t)` kept in the fifo ↔ [`unix_addr_to_raw`],
-//! [`unix_addr_from_raw`].
 
 use super::addr::SockAddr;
 use super::Errno;

@@ -1,14 +1,6 @@
 //! Cross-memory attach: copies between our memory and another process's
 //! (`process_vm_readv`/`process_vm_writev`, through nix), and the ptrace
 //! permission that allows them under Yama's restricted mode.
-//!
-//! Replaces (`cma` → here):
-//! - the `libc::process_vm_writev`/`readv` of `xfer::Tx::transfer` and of
-//!   the md's self-probe → [`write_to`] / [`read_from`] (the remote range
-//!   as a [`RemoteIoVec`]; `Ok(0)` is the old `ret == 0` with errno 0, an
-//!   `Err` carries the errno);
-//! - the md's `libc::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)` →
-//!   [`set_ptracer_any`].
 
 use super::Errno;
 use nix::unistd::Pid;
