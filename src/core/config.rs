@@ -395,15 +395,6 @@ pub unsafe fn get(config: *mut c_void, name: *const c_char, value: *mut c_char, 
     }
 }
 
-/// Whether `config` is a live config made by us.
-///
-/// # Safety
-/// As for [`release`].
-pub unsafe fn is_config(config: *const c_void) -> bool {
-    // SAFETY: see the function contract.
-    unsafe { header(config) }.is_some()
-}
-
 /// UCX's rule for a transport's buffer pool settings (`*_BUFS_GROW` and
 /// `*_MAX_BUFS`): the pool grows by at least one buffer at a time and never
 /// beyond its limit, which is read as unsigned (`-1`: no limit).  The C

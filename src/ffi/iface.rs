@@ -115,22 +115,19 @@ entry! {
         };
         need!(config, "config");
         // SAFETY: a foreign pointer fails the header check.
-        let parsed = unsafe { config::Parsed::from_ptr(config as *const c_void) };
-        let status = match parsed.filter(|p| p.is_from(&tl.config)) {
-            None => {
-                crate::error!("{}: config {:p} was not read for transport {}", FN, config, tl.name);
-                UCS_ERR_INVALID_PARAM
-            }
-            Some(parsed) => match tl.open(m, w, &ip, parsed) {
-                Ok(i) => {
-                    // SAFETY: out-pointer checked above.
-                    unsafe { *iface_p = i };
-                    UCS_OK
-                }
-                Err(s) => s,
-            }
+        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
+            crate::error!("{}: {:p} is not an interface config of this library", FN, config);
+            return UCS_ERR_INVALID_PARAM;
         };
-        status
+        // The descriptor checks that the config was read for this transport.
+        match tl.open(m, w, &ip, parsed) {
+            Ok(i) => {
+                // SAFETY: out-pointer checked above.
+                unsafe { *iface_p = i };
+                UCS_OK
+            }
+            Err(s) => s,
+        }
     }
 }
 
