@@ -5,10 +5,12 @@
 # check, and Open MPI and MPICH (both built with UCX: MPI and OpenSHMEM over
 # libucp, the clients tests/mpi-shmem.sh runs on our library; Open MPI stays
 # the default mpicc/mpirun, the tests name both explicitly), and valgrind
-# (tests/memcheck.sh). Safe to run again; does
+# (tests/memcheck.sh), and g++ (libfuzzer-sys builds libFuzzer from its C++
+# sources for the fuzz targets; nothing else is needed to fuzz: the stable
+# toolchain and the crates pinned in fuzz/Cargo.lock). Safe to run again; does
 # nothing that is already done.
 set -eu
-pkgs=(libucx-dev ucx-utils libucx0 gcc make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
+pkgs=(libucx-dev ucx-utils libucx0 gcc g++ make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
       openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
