@@ -99,7 +99,10 @@ pub enum Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
-            Violation::Unexpected(e) => write!(f, "bytes arrived where no message is allowed ({})", e.name()),
+            Violation::Unexpected(_) => {
+                f.write_str("bytes arrived where the protocol allows none (data after a message, a second request \
+                             or notification)")
+            }
             Violation::TooLong { length, max } => {
                 write!(f, "the header announces {} bytes of private data, at most {} are allowed", length, max)
             }

@@ -5,7 +5,7 @@
 //! `proto::step`, which refuses bad headers before their data is read, and
 //! receive buffers grow only with the bytes that really arrived.
 
-use super::proto::{encode_msg, expect, step, Event, Expect, HDR_LEN};
+use super::proto::{encode_msg, expect, step, Event, Expect, Violation, HDR_LEN};
 use super::state::{free_internal, st, Call, Callbacks, CmState, EpState, SockCmTl};
 use crate::abi::*;
 use crate::sys::addr::SockAddr;
@@ -94,11 +94,12 @@ impl SockCmTl {
             let mut rx = std::mem::take(&mut ep.rx);
             let want = match step(ep.flags, &rx, max) {
                 (Event::Need(n), _) => n,
-                (Event::Close(v), _) => {
-                    let peer = ep.sock.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
-                    crate::error!("tcp sockcm: {} ep {:p} (fd {}, peer {}): {}; closing the connection",
-                                  ep.side(), ep.handle, ep.fd(), peer, v);
-                    return self.fail(state, id, UCS_ERR_IO_ERROR);
+                (Event::Close(v), _) => return self.violation(state, id, v),
+                (Event::ConnRequest(_), _) if Self::more_bytes_waiting(ep) => {
+                    // The request came with bytes after it, which no
+                    // client may send before the server answered: the
+                    // request is not handed over.
+                    return self.violation(state, id, Violation::Unexpected(Expect::Nothing));
                 }
                 (ev, flags) => {
                     ep.flags = flags;
@@ -126,6 +127,27 @@ impl SockCmTl {
                 }
             }
         }
+    }
+
+    /// Whether the socket already holds bytes past the message just read.
+    fn more_bytes_waiting(ep: &EpState) -> bool {
+        let mut b = [0u8; 1];
+        matches!(ep.sock.recv(&mut b, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT), Io::Done(n) if n > 0)
+    }
+
+    /// The peer broke the protocol on endpoint `id`: one error line, and
+    /// the connection is closed (reported to its owner, if any).
+    fn violation(&self, state: &mut CmState, id: u64, v: Violation) -> Call {
+        let Some(ep) = state.eps.get(&id) else { return Call::None };
+        let peer = ep.sock.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+        crate::error!("tcp sockcm: {} ep {:p} (fd {}, peer {}): {}; closing the connection", ep.side(), ep.handle,
+                      ep.fd(), peer, v);
+        let call = self.fail(state, id, UCS_ERR_IO_ERROR);
+        if let Some(ep) = state.eps.get(&id) {
+            // Kept until its owner lets it go: the peer sees the end now.
+            let _ = ep.sock.shutdown_write();
+        }
+        call
     }
 
     /// The peer closed the connection (or it broke, `err`) while endpoint
