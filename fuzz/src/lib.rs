@@ -9,6 +9,7 @@
 //! src/NAME.rs, the binary fuzz_targets/NAME.rs, its `[[bin]]` entry in
 //! Cargo.toml and seed files in corpus/NAME/.
 
+pub mod sockcm_wire;
 pub mod tcp_addr;
 
 /// A target's entry point.

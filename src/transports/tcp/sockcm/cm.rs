@@ -6,7 +6,8 @@
 use super::ep::INTERNAL;
 use super::progress::progress_cb;
 use super::state::{free_internal, st, CmIface, CmState, SockCmTl};
-use super::wire::HDR_LEN;
+use super::super::{TIME_AUTO, TIME_INF};
+use super::proto::HDR_LEN;
 use crate::abi::*;
 use crate::core::cm::{CmImpl, ListenerImpl};
 use crate::core::component::{CmDesc, CmOpen, Component};
@@ -18,6 +19,7 @@ use libc::{c_char, c_int, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
 use std::sync::Mutex;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------
 // Configuration (`UCX_TCP_CM_*`), UCX's names, order and defaults.
@@ -31,6 +33,8 @@ pub struct SockCmConfig {
     pub sndbuf: usize,
     pub rcvbuf: usize,
     pub syn_cnt: c_ulong,
+    /// uct-rs extension, after the fields of the C original.
+    pub handshake_timeout: u64,
 }
 
 static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
@@ -53,6 +57,11 @@ static TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"SYN_CNT", c"auto", c"SYN retransmits before a connection attempt is given up (at most 255;\n\
                 auto: the system default)",
               offset_of!(SockCmConfig, syn_cnt), parser::ulunits()),
+        // Not in UCX 1.13.1: an extension of this library.
+        field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to deliver its connection request\n\
+                (header and private data); a connection still incomplete then is closed.\n\
+                \"inf\" waits forever, \"auto\" is 5s (uct-rs extension).",
+              offset_of!(SockCmConfig, handshake_timeout), parser::time_units()),
     ])
 });
 
@@ -148,6 +157,24 @@ impl CmOpen for SockCmOpen {
     }
 }
 
+/// The handshake timeout of a `time_units` setting (ucs_time_t ticks,
+/// "inf", "auto"); None: no timeout.
+fn handshake_timeout(t: u64) -> Option<Duration> {
+    if t == TIME_INF {
+        return None;
+    }
+    if t == TIME_AUTO {
+        return Some(HANDSHAKE_TIMEOUT_AUTO);
+    }
+    // SAFETY: plain libucs query.
+    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
+    let secs = t as f64 / per_sec;
+    Some(if secs.is_finite() && secs > 0.0 { Duration::from_secs_f64(secs.min(1e9)) } else { Duration::ZERO })
+}
+
+/// What "auto" means for HANDSHAKE_TIMEOUT.
+const HANDSHAKE_TIMEOUT_AUTO: Duration = Duration::from_secs(5);
+
 fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_status_t> {
     let tl = SockCmTl {
         priv_data_len: cfg.priv_data_len.saturating_add(HDR_LEN),
@@ -155,6 +182,7 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
         rcvbuf: cfg.rcvbuf as u64,
         syn_cnt: cfg.syn_cnt,
         reuse_addr: cfg.reuse_addr != 0,
+        handshake_timeout: handshake_timeout(cfg.handshake_timeout),
         state: Mutex::new(CmState::default()),
     };
     let wp = worker as *const WorkerObj;

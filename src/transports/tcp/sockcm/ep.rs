@@ -9,7 +9,8 @@
 use super::cm::SockCm;
 use super::state::{free_internal, ifname_of, next_id, pending, st, user_addr, Call, Callbacks, CmEp, CmIface,
                    CmState, EpState, SockCmEp, SockCmTl};
-use super::wire::{device_addr_of, hdr_status, HDR_LEN};
+use super::proto::Event;
+use super::wire::device_addr_of;
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
 use crate::sys::socket::Socket;
@@ -23,8 +24,11 @@ impl SockCmTl {
         let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
         crate::debug!("tcp sockcm: {} ep {:p} (fd {}) failed: {}", ep.side(), ep.handle, ep.fd(),
                       crate::core::log::status_str(status));
-        if ep.flags & (st::SERVER | st::SERVER_CREATED | st::CONN_REQ_GIVEN) == st::SERVER {
-            // A connection nobody has seen yet: just drop it.
+        if ep.flags & (st::SERVER | st::SERVER_CREATED | st::CONN_REQ_GIVEN) == st::SERVER
+            || ep.flags & st::REJECT_CALLED != 0
+        {
+            // A connection nobody has seen yet, or one the user rejected
+            // (and so no longer owns): just drop it.
             free_internal(state, id);
             return Call::None;
         }
@@ -53,28 +57,14 @@ impl SockCmTl {
         call
     }
 
-    /// A whole message is in `rx`.
-    pub(super) fn on_message(&self, state: &mut CmState, id: u64) -> Call {
+    /// Endpoint `id` received a whole message, checked by `proto::step`
+    /// (which already set the flags it implies).
+    pub(super) fn on_message(&self, state: &mut CmState, id: u64, ev: Event<'_>) -> Call {
         let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
-        let msg = std::mem::take(&mut ep.rx);
-        let status = hdr_status(&msg);
-        let data = msg[HDR_LEN..].to_vec();
-        ep.flags |= st::DATA_RECEIVED;
-        if ep.flags & st::REJECT_CALLED != 0 {
-            return Call::None;
-        }
-        if ep.flags & st::SERVER != 0 {
-            if ep.flags & st::DATA_SENT != 0 && ep.flags & st::SERVER_CREATED != 0 {
-                if ep.flags & st::SERVER_NOTIFIED != 0 {
-                    crate::error!("tcp sockcm: server ep {:p} got an unexpected message", ep.handle);
-                    return self.fail(state, id, UCS_ERR_IO_ERROR);
-                }
-                ep.flags |= st::SERVER_NOTIFIED;
-                return Call::ServerNotify { handle: ep.handle, cbs: ep.cbs, status };
-            }
-            if ep.flags & (st::SERVER_CREATED | st::CONN_REQ_GIVEN) == 0 {
-                let handle = ep.handle;
-                let lid = ep.listener;
+        match ev {
+            Event::Notify(status) => Call::ServerNotify { handle: ep.handle, cbs: ep.cbs, status },
+            Event::ConnRequest(data) => {
+                let (handle, lid) = (ep.handle, ep.listener);
                 let Some(l) = state.listeners.get(&lid) else {
                     crate::debug!("tcp sockcm: connection request on a destroyed listener dropped");
                     free_internal(state, id);
@@ -84,36 +74,38 @@ impl SockCmTl {
                 let Some(sock) = state.eps.get(&id).map(|e| &e.sock) else { return Call::None };
                 let dev = match ifname_of(sock) {
                     Ok(d) => d,
-                    Err(s) => return self.fail(state, id, s),
+                    Err(s) => return self.fail_unseen(state, id, s),
                 };
                 let Ok(peer) = sock.peer_addr() else {
-                    return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
+                    return self.fail_unseen(state, id, UCS_ERR_CONNECTION_RESET);
                 };
                 let dev_addr = device_addr_of(&peer);
                 let peer = peer.to_storage();
-                if let Some(ep) = state.eps.get_mut(&id) {
-                    ep.flags |= st::CONN_REQ_GIVEN;
-                }
-                return Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data, peer };
+                Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data: data.to_vec(), peer }
             }
-            crate::error!("tcp sockcm: server ep {:p} got a message in an unexpected state 0x{:x}", ep.handle, ep.flags);
-            return self.fail(state, id, UCS_ERR_IO_ERROR);
+            Event::Rejected => {
+                crate::debug!("tcp sockcm: client ep {:p} was rejected by the server", ep.handle);
+                self.fail(state, id, UCS_ERR_REJECTED)
+            }
+            Event::Connected(data) => {
+                let remote = ep.sock.peer_addr().ok().map(|p| device_addr_of(&p));
+                let Some(dev_addr) = remote else {
+                    ep.flags &= !st::CLIENT_CONNECTED;
+                    return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
+                };
+                Call::ClientConnect { handle: ep.handle, cbs: ep.cbs, remote: Some((dev_addr, data.to_vec())), status: UCS_OK }
+            }
+            Event::Need(_) | Event::Close(_) => Call::None,
         }
-        // Client.
-        if status == UCS_ERR_REJECTED {
-            crate::debug!("tcp sockcm: client ep {:p} was rejected by the server", ep.handle);
-            return self.fail(state, id, UCS_ERR_REJECTED);
+    }
+
+    /// A server connection whose request could not be handed over: it
+    /// goes before the user saw it.
+    fn fail_unseen(&self, state: &mut CmState, id: u64, status: ucs_status_t) -> Call {
+        if let Some(ep) = state.eps.get_mut(&id) {
+            ep.flags &= !st::CONN_REQ_GIVEN;
         }
-        if ep.flags & st::CLIENT_CONNECTED != 0 {
-            crate::error!("tcp sockcm: client ep {:p} got an unexpected message", ep.handle);
-            return self.fail(state, id, UCS_ERR_IO_ERROR);
-        }
-        let remote = ep.sock.peer_addr().ok().map(|p| device_addr_of(&p));
-        let Some(dev_addr) = remote else {
-            return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
-        };
-        ep.flags |= st::CLIENT_CONNECTED;
-        Call::ClientConnect { handle: ep.handle, cbs: ep.cbs, remote: Some((dev_addr, data)), status }
+        self.fail(state, id, status)
     }
 
     /// A client's connection attempt finished (writable or error).

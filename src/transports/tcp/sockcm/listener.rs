@@ -5,11 +5,12 @@
 
 use super::cm::SockCm;
 use super::ep::stream_socket;
-use super::state::{free_internal, next_id, pending, st, user_addr, Callbacks, CmEp, CmIface, EpState, ListenerState,
-                   SockCmTl};
+use super::state::{free_internal, next_id, pending, st, user_addr, Callbacks, CmEp, CmIface, CmState, EpState,
+                   ListenerState, SockCmTl};
 use crate::abi::*;
 use crate::core::cm::ListenerImpl;
-use crate::sys::{bind_errno_status, errno_str, netif};
+use crate::sys::{bind_errno_status, errno_str, netif, Errno};
+use std::time::{Duration, Instant};
 
 impl SockCm {
     /// The listening socket and its state for `uct_listener_create`.
@@ -64,6 +65,7 @@ impl SockCm {
             } else {
                 std::ptr::null_mut()
             },
+            paused_until: None,
         });
         Ok(Box::new(SockListener { iface: self.iface, id }))
     }
@@ -71,14 +73,28 @@ impl SockCm {
 
 impl SockCmTl {
     /// Accept every connection waiting on listener `lid`, each as a new
-    /// server endpoint that waits for the client's private data.
+    /// server endpoint that waits for the client's private data (within
+    /// the handshake timeout). When the process is out of descriptors or
+    /// memory the listener pauses for `ACCEPT_PAUSE` (the connections wait
+    /// in the backlog) instead of failing on every progress call.
     pub(super) fn accept_all(&self, lid: u64) {
         loop {
             let mut s = self.lock();
-            let Some(l) = s.listeners.get(&lid) else { return };
+            let Some(l) = s.listeners.get_mut(&lid) else { return };
             let sock = match l.sock.accept() {
                 Ok(Some((sk, _))) => sk,
                 Ok(None) => return,
+                Err(e) if matches!(e, Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM) => {
+                    crate::error!("tcp sockcm: accept on listener {:p} failed: {}; not accepting for {} ms",
+                                  l.handle, errno_str(e as i32), ACCEPT_PAUSE.as_millis());
+                    l.paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                    return;
+                }
+                Err(e) if matches!(e, Errno::ECONNABORTED | Errno::EINTR | Errno::EPROTO) => {
+                    // The connection went before it was taken: try the next.
+                    crate::debug!("tcp sockcm: accept on listener {:p}: {}", l.handle, errno_str(e as i32));
+                    continue;
+                }
                 Err(e) => {
                     crate::error!("tcp sockcm: accept on listener {:p} failed: {}", l.handle, errno_str(e as i32));
                     return;
@@ -93,6 +109,9 @@ impl SockCmTl {
             let handle = self.new_ep_handle(id);
             crate::debug!("tcp sockcm: listener accepted fd {} as server ep {:p} (cm {:p})", sock.fd(), handle,
                           listener_iface);
+            if let Some(t) = self.handshake_timeout {
+                s.handshake_deadlines.push_back((Instant::now() + t, id));
+            }
             s.eps.insert(id, EpState {
                 handle,
                 sock,
@@ -106,7 +125,31 @@ impl SockCmTl {
             });
         }
     }
+
+    /// Close the accepted connections whose handshake time is over and
+    /// that have not delivered their connection request. Cheap when
+    /// nothing is due: one look at the front of the queue.
+    pub(super) fn expire_handshakes(&self, s: &mut CmState, now: Instant) {
+        while let Some(&(t, id)) = s.handshake_deadlines.front() {
+            if t > now {
+                return;
+            }
+            s.handshake_deadlines.pop_front();
+            let Some(ep) = s.eps.get(&id) else { continue };
+            if ep.flags & (st::SERVER | st::CONN_REQ_GIVEN | st::SERVER_CREATED) != st::SERVER {
+                continue;
+            }
+            let peer = ep.sock.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+            crate::error!("tcp sockcm: server ep {:p} (fd {}, peer {}) sent {} bytes of its connection request \
+                           within the handshake timeout ({:?}); closing the connection",
+                          ep.handle, ep.fd(), peer, ep.rx.len(), self.handshake_timeout.unwrap_or_default());
+            free_internal(s, id);
+        }
+    }
 }
+
+/// How long a listener stops accepting after running out of descriptors.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The listener object behind a `uct_listener_h`: its key in the CM's state.
 struct SockListener {
@@ -169,6 +212,15 @@ impl Drop for SockListener {
         let mut s = self.tl().lock();
         if let Some(l) = s.listeners.remove(&self.id) {
             crate::debug!("tcp sockcm: listener {:p} (fd {}) destroyed", l.handle, l.sock.fd());
+        }
+        // Its connections that have not reached the user go with it.
+        let unseen: Vec<u64> = s.eps.iter()
+            .filter(|(_, e)| e.listener == self.id
+                    && e.flags & (st::SERVER | st::CONN_REQ_GIVEN | st::SERVER_CREATED) == st::SERVER)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in unseen {
+            free_internal(&mut s, id);
         }
     }
 }

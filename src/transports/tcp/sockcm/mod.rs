@@ -24,11 +24,22 @@
 //! - `listener`: listening sockets, accepting, rejecting.
 //! - `ep`: endpoint creation (client and server), the endpoint state
 //!   machine and the endpoint operations.
-//! - `wire`: the message header and the private-data exchange.
+//! - `proto`: the message header and the protocol's rules as pure
+//!   functions (what a state may receive, the checks of a header, one step
+//!   of the receive side); public for the fuzz target `sockcm_wire`.
+//! - `wire`: sending and receiving messages on the sockets.
 //! - `progress`: polling the sockets and running the user callbacks.
 //! - `state`: the CM's tables of endpoints and listeners, state flags, and
 //!   the setup of its sockets (options, checked user addresses, the device
 //!   of a connection).
+//!
+//! The peer is not trusted (uct-rs goes beyond UCX here): a header over
+//! the maximum or with a status its message may not carry, bytes where no
+//! message is due, a second request or notification, a connection cut
+//! short: the connection is closed with a log line and the listener keeps
+//! serving. An accepted connection that has not delivered its request
+//! within `UCX_TCP_CM_HANDSHAKE_TIMEOUT` is closed; a listener whose
+//! `accept` runs out of descriptors pauses briefly instead of spinning.
 //!
 //! Sockets are [`crate::sys::socket::Socket`]s owned by the endpoint's or
 //! listener's state: they close when the state is dropped.
@@ -38,8 +49,10 @@ mod ep;
 mod listener;
 mod progress;
 mod state;
+#[doc(hidden)]
+pub mod proto;
 mod wire;
 
 pub use cm::{SockCmConfig, CM};
 pub use state::{SockCmEp, SockCmTl};
-pub use wire::HDR_LEN;
+pub use proto::HDR_LEN;

@@ -8,6 +8,7 @@ use super::wire::dev_name_array;
 use crate::abi::*;
 use crate::sys::epoll::poll_now;
 use libc::{c_uint, c_void};
+use std::time::Instant;
 
 impl SockCmTl {
     /// Run a deferred call with no lock held.
@@ -143,11 +144,22 @@ impl SockCmTl {
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut keys: Vec<(bool, u64)> = Vec::new();
         {
-            let s = self.lock();
+            let mut s = self.lock();
             if s.eps.is_empty() && s.listeners.is_empty() {
                 return 0;
             }
-            for (&id, l) in &s.listeners {
+            let mut now = None;
+            if !s.handshake_deadlines.is_empty() {
+                let t = *now.get_or_insert_with(Instant::now);
+                self.expire_handshakes(&mut s, t);
+            }
+            for (&id, l) in s.listeners.iter_mut() {
+                if let Some(until) = l.paused_until {
+                    if *now.get_or_insert_with(Instant::now) < until {
+                        continue;
+                    }
+                    l.paused_until = None;
+                }
                 fds.push(libc::pollfd { fd: l.sock.fd(), events: libc::POLLIN, revents: 0 });
                 keys.push((true, id));
             }

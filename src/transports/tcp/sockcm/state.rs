@@ -13,31 +13,14 @@ use crate::sys::socket::Socket;
 use crate::sys::{errno_str, netif};
 use libc::c_void;
 use once_cell::sync::Lazy;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::mem::offset_of;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-/// Endpoint state flags (`EpState::flags`).
-pub(super) mod st {
-    pub const SERVER: u32 = 1 << 0;
-    pub const CLIENT: u32 = 1 << 1;
-    pub const SERVER_CREATED: u32 = 1 << 2;
-    pub const PACKED: u32 = 1 << 3;
-    pub const DATA_SENT: u32 = 1 << 5;
-    pub const DATA_RECEIVED: u32 = 1 << 6;
-    pub const CLIENT_CONNECTED: u32 = 1 << 7;
-    pub const SERVER_NOTIFIED: u32 = 1 << 8;
-    pub const NOTIFY_CALLED: u32 = 1 << 9;
-    pub const DISCONNECTING: u32 = 1 << 11;
-    pub const DISCONNECTED: u32 = 1 << 12;
-    pub const FAILED: u32 = 1 << 13;
-    pub const UPPER_CB_FAILED: u32 = 1 << 15;
-    pub const REJECT_CALLED: u32 = 1 << 16;
-    pub const RESOLVED: u32 = 1 << 19;
-    pub const CONN_REQ_GIVEN: u32 = 1 << 20;
-}
+pub(super) use super::proto::st;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -100,6 +83,9 @@ pub(super) struct ListenerState {
     pub(super) sock: Socket,
     pub(super) conn_request_cb: uct_cm_listener_conn_request_callback_t,
     pub(super) user_data: *mut c_void,
+    /// Not polled before this time: `accept` ran out of descriptors or
+    /// memory, and waiting lets the process free some.
+    pub(super) paused_until: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -107,6 +93,11 @@ pub(super) struct CmState {
     pub(super) eps: HashMap<u64, EpState>,
     pub(super) listeners: HashMap<u64, ListenerState>,
     pub(super) closed: bool,
+    /// Accepted connections in accept order, with the time by which their
+    /// connection request must be complete (HANDSHAKE_TIMEOUT). Entries
+    /// stay until their time comes, whatever became of the connection;
+    /// progress looks at the front only.
+    pub(super) handshake_deadlines: VecDeque<(Instant, u64)>,
 }
 
 // SAFETY: the raw pointers in the state are handles and user arguments that
@@ -129,6 +120,9 @@ pub struct SockCmTl {
     pub(super) rcvbuf: u64,
     pub(super) syn_cnt: u64,
     pub(super) reuse_addr: bool,
+    /// How long an accepted connection may take to deliver its request
+    /// (None: forever).
+    pub(super) handshake_timeout: Option<Duration>,
     pub(super) state: Mutex<CmState>,
 }
 

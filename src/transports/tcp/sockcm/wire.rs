@@ -1,40 +1,17 @@
-//! The private-data exchange on the socket. Every message is a 16-byte
-//! header (the data length as a native size_t at offset 0, a status byte at
-//! offset 8, padding up to 16) followed by that many bytes of private data,
-//! as UCX's `src/uct/tcp/sockcm/tcp_sockcm_ep.c` sends them. Here are the
-//! header codec, the device address handed to the peer's callbacks, and the
-//! sending and receiving of whole messages on an endpoint.
+//! The private-data exchange on the socket (the message format and its
+//! checks are in `proto`): the device address handed to the peer's
+//! callbacks, and the sending and receiving of whole messages on an
+//! endpoint. The peer is not trusted: what it sends goes through
+//! `proto::step`, which refuses bad headers before their data is read, and
+//! receive buffers grow only with the bytes that really arrived.
 
+use super::proto::{encode_msg, expect, step, Event, Expect, Violation, HDR_LEN};
 use super::state::{free_internal, st, Call, Callbacks, CmState, EpState, SockCmTl};
 use crate::abi::*;
 use crate::sys::addr::SockAddr;
 use crate::sys::errno_str;
 use crate::sys::socket::{Io, MsgFlags};
 use libc::{c_char, c_void};
-
-/// Size of the message header: size_t length, u8 status, padding.
-pub const HDR_LEN: usize = 16;
-
-/// A whole message: the header for `data` and `status`, then `data`.
-pub(super) fn encode_msg(data: &[u8], status: ucs_status_t) -> Vec<u8> {
-    let mut v = vec![0u8; HDR_LEN + data.len()];
-    v[..8].copy_from_slice(&(data.len() as u64).to_ne_bytes());
-    v[8] = status as u8;
-    v[HDR_LEN..].copy_from_slice(data);
-    v
-}
-
-/// The data length a received header announces.
-pub(super) fn hdr_length(buf: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[..8]);
-    u64::from_ne_bytes(b)
-}
-
-/// The status a received header carries.
-pub(super) fn hdr_status(buf: &[u8]) -> ucs_status_t {
-    buf[8] as ucs_status_t
-}
 
 /// `uct_tcp_device_addr_t` of a peer: flags 0, family, then the raw IP.
 pub(super) fn device_addr_of(peer: &SockAddr) -> Vec<u8> {
@@ -106,59 +83,94 @@ impl SockCmTl {
         }
     }
 
-    /// Read what the socket has of the current message; handle it when
-    /// complete.
+    /// Read what the socket has of the next message and act on it once
+    /// `proto::step` decides: a whole message goes to `on_message`, a
+    /// violation closes the connection (with one log line).
     pub(super) fn on_readable(&self, state: &mut CmState, id: u64) -> Call {
+        let max = self.priv_data_len;
+        let mut chunk = [0u8; 4096];
         loop {
-            let max = self.priv_data_len;
             let Some(ep) = state.eps.get_mut(&id) else { return Call::None };
-            let want = if ep.rx.len() < HDR_LEN {
-                HDR_LEN
-            } else {
-                let len = hdr_length(&ep.rx);
-                if len > max as u64 {
-                    crate::error!("tcp sockcm: {} ep {:p} got a message of {} bytes (at most {} allowed)",
-                                  ep.side(), ep.handle, len, max);
-                    return self.fail(state, id, UCS_ERR_IO_ERROR);
+            let mut rx = std::mem::take(&mut ep.rx);
+            let want = match step(ep.flags, &rx, max) {
+                (Event::Need(n), _) => n,
+                (Event::Close(v), _) => return self.violation(state, id, v),
+                (Event::ConnRequest(_), _) if Self::more_bytes_waiting(ep) => {
+                    // The request came with bytes after it, which no
+                    // client may send before the server answered: the
+                    // request is not handed over.
+                    return self.violation(state, id, Violation::Unexpected(Expect::Nothing));
                 }
-                HDR_LEN + len as usize
+                (ev, flags) => {
+                    ep.flags = flags;
+                    return self.on_message(state, id, ev);
+                }
             };
-            if ep.rx.len() == want && want >= HDR_LEN && ep.rx.len() >= HDR_LEN {
-                return self.on_message(state, id);
-            }
-            let have = ep.rx.len();
-            ep.rx.resize(want, 0);
-            match ep.sock.recv(&mut ep.rx[have..want], MsgFlags::MSG_DONTWAIT) {
+            let n = want.min(chunk.len());
+            match ep.sock.recv(&mut chunk[..n], MsgFlags::MSG_DONTWAIT) {
                 Io::Again => {
-                    ep.rx.truncate(have);
+                    ep.rx = rx;
                     return Call::None;
                 }
-                // (`want > have`: the buffer is never empty.)
+                // (`n > 0`: a zero-length read is the end of the stream.)
                 Io::Closed | Io::Done(0) => {
-                    ep.rx.truncate(have);
-                    if ep.flags & st::REJECT_CALLED != 0 {
-                        free_internal(state, id);
-                        return Call::None;
-                    }
-                    let s = Self::remote_gone_status(ep);
-                    crate::debug!("tcp sockcm: {} ep {:p} (fd {}): the peer closed the connection",
-                                  ep.side(), ep.handle, ep.fd());
-                    return self.fail(state, id, s);
+                    ep.rx = rx;
+                    return self.peer_closed(state, id, None);
                 }
-                Io::Done(n) => ep.rx.truncate(have + n),
+                Io::Done(k) => {
+                    rx.extend_from_slice(&chunk[..k]);
+                    ep.rx = rx;
+                }
                 Io::Err(e) => {
-                    ep.rx.truncate(have);
-                    crate::debug!("tcp sockcm: {} ep {:p} recv failed: {}", ep.side(), ep.handle,
-                                  errno_str(e as i32));
-                    if ep.flags & st::REJECT_CALLED != 0 {
-                        free_internal(state, id);
-                        return Call::None;
-                    }
-                    let s = Self::remote_gone_status(ep);
-                    return self.fail(state, id, s);
+                    ep.rx = rx;
+                    return self.peer_closed(state, id, Some(e as i32));
                 }
             }
         }
+    }
+
+    /// Whether the socket already holds bytes past the message just read.
+    fn more_bytes_waiting(ep: &EpState) -> bool {
+        let mut b = [0u8; 1];
+        matches!(ep.sock.recv(&mut b, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT), Io::Done(n) if n > 0)
+    }
+
+    /// The peer broke the protocol on endpoint `id`: one error line, and
+    /// the connection is closed (reported to its owner, if any).
+    fn violation(&self, state: &mut CmState, id: u64, v: Violation) -> Call {
+        let Some(ep) = state.eps.get(&id) else { return Call::None };
+        let peer = ep.sock.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+        crate::error!("tcp sockcm: {} ep {:p} (fd {}, peer {}): {}; closing the connection", ep.side(), ep.handle,
+                      ep.fd(), peer, v);
+        let call = self.fail(state, id, UCS_ERR_IO_ERROR);
+        if let Some(ep) = state.eps.get(&id) {
+            // Kept until its owner lets it go: the peer sees the end now.
+            let _ = ep.sock.shutdown_write();
+        }
+        call
+    }
+
+    /// The peer closed the connection (or it broke, `err`) while endpoint
+    /// `id` waited for bytes. A message cut short is logged as an error;
+    /// a request never started is a client that connected and left.
+    fn peer_closed(&self, state: &mut CmState, id: u64, err: Option<i32>) -> Call {
+        let Some(ep) = state.eps.get(&id) else { return Call::None };
+        let what = match err {
+            Some(e) => format!("recv failed: {}", errno_str(e)),
+            None => "the peer closed the connection".to_string(),
+        };
+        let e = expect(ep.flags);
+        if !ep.rx.is_empty() {
+            crate::error!("tcp sockcm: {} ep {:p} (fd {}): {} after {} bytes of {}", ep.side(), ep.handle, ep.fd(),
+                          what, ep.rx.len(), e.name());
+        } else if e == Expect::Request {
+            crate::diag!("tcp sockcm: server ep {:p} (fd {}): {} before sending its connection request",
+                         ep.handle, ep.fd(), what);
+        } else {
+            crate::debug!("tcp sockcm: {} ep {:p} (fd {}): {}", ep.side(), ep.handle, ep.fd(), what);
+        }
+        let s = Self::remote_gone_status(ep);
+        self.fail(state, id, s)
     }
 
     /// Call the user's pack callback for up to `priv_data_len` bytes.
