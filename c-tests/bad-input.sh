@@ -2,7 +2,11 @@
 # Bad-input table (c-tests/bad_input.c): every case runs in a forked child and
 # must return the status the C original returns, or, where the original
 # itself crashes (ORIG_MAY_CRASH), an error status without crashing.  On the
-# system library those crashes are accepted.
+# system library those crashes are accepted.  The handle cases (BAD_HANDLE:
+# closed twice, released, garbage or wrong-kind pointers) must in addition
+# log an error; on our library they run a second time under valgrind's
+# memcheck (when installed), which must see no invalid access at all: the
+# library may not even read through such a pointer.
 # Usage: c-tests/bad-input.sh [LIBDIR] [-- CASE-FILTER...]
 #        (or UCT_LIBDIR=...; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +18,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then
     shift
 fi
 [ "${1:-}" = "--" ] && shift
+filters=$#
 resolve_libdir "${libarg[@]}"
 make_workdir
 
@@ -39,6 +44,28 @@ if [ -n "$summary" ]; then
     fi
 else
     fail "bad_input run" "no summary line (exit status $rc)"
+fi
+
+# The handle cases under memcheck: one log file per process (the parent and
+# each forked child); with -q valgrind writes only errors, so every file
+# must stay empty.  Only on our library: the original reads freed memory.
+if [ -n "$UCT_LIBDIR" ] && [ "$filters" -eq 0 ]; then
+    if command -v valgrind >/dev/null; then
+        mkdir -p "$T_WORK/vg"
+        "${RUN[@]}" timeout 900 valgrind -q --log-file="$T_WORK/vg/vg.%p" \
+            "$T_WORK/bad_input" --strict --handles >"$T_WORK/vg.out" 2>&1
+        vrc=$?
+        bad=$(find "$T_WORK/vg" -type f -size +0 | head -n 1)
+        if [ -n "$bad" ]; then
+            fail "handle cases under memcheck" "$(head -n 3 "$bad" | tr '\n' ' ')"
+        elif [ "$vrc" -ne 0 ]; then
+            fail "handle cases under memcheck" "$(tail -n 1 "$T_WORK/vg.out") (exit status $vrc)"
+        else
+            pass "handle cases under memcheck ($(tail -n 1 "$T_WORK/vg.out"))"
+        fi
+    else
+        echo "# valgrind not installed: the handle cases were not run under memcheck"
+    fi
 fi
 
 finish

@@ -17,6 +17,16 @@
  *                   When the library under test is the original, a crash or
  *                   an error status is accepted; for any other library the
  *                   call must return an error status (< 0) and not crash.
+ *   BAD_HANDLE      a handle that is not a live object of the library: closed
+ *                   or released already, never initialised (heap or stack
+ *                   garbage), or an object of another kind.  For uct-rs the
+ *                   call must return an error status (< 0), or, for the
+ *                   functions that return nothing (BAD_HANDLE_VOID), simply
+ *                   return, and must log at least one error line (counted by
+ *                   a libucs log handler from bad_call_begin() on); no crash.
+ *                   The original follows such pointers: whatever it does
+ *                   short of hanging is accepted and shown, the table's
+ *                   notes say what Debian's build was seen doing.
  *
  * A child that hangs is stopped by alarm() and counts as a crash.
  *
@@ -24,17 +34,21 @@
  * the system library file ($UCT_SYSTEM_LIB, default
  * /usr/lib/x86_64-linux-gnu/libuct.so.0), "strict" otherwise.  --strict and
  * --original force a mode, --list prints the table, -v shows the children's
- * own output, and further arguments select cases by name (substring match).
+ * own output, --handles runs only the BAD_HANDLE cases, and further
+ * arguments select cases by name (substring match).
  * Prints one line per case and "N passed, M failed"; exits 1 if M > 0.
  */
 #define _GNU_SOURCE
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
+#include <ucs/debug/log_def.h>
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,7 +63,9 @@
 typedef enum {
     EXACT,
     STRICTER,
-    ORIG_MAY_CRASH
+    ORIG_MAY_CRASH,
+    BAD_HANDLE,
+    BAD_HANDLE_VOID
 } expect_kind_t;
 
 typedef struct {
@@ -63,6 +79,33 @@ typedef struct {
 } bad_case_t;
 
 static int g_result_fd = -1;
+
+/* error (and fatal) lines libucs's logger saw since bad_call_begin() */
+static volatile int g_log_errors;
+
+static ucs_log_func_rc_t count_errors(const char *file, unsigned line,
+                                      const char *function,
+                                      ucs_log_level_t level,
+                                      const ucs_log_component_config_t *comp,
+                                      const char *message, va_list ap)
+{
+    (void)file;
+    (void)line;
+    (void)function;
+    (void)comp;
+    (void)message;
+    (void)ap;
+    if (level <= UCS_LOG_LEVEL_ERROR) {
+        ++g_log_errors;
+    }
+    return UCS_LOG_FUNC_RC_CONTINUE;
+}
+
+/* Called right before the bad call of a BAD_HANDLE case. */
+static void bad_call_begin(void)
+{
+    g_log_errors = 0;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Fixture, built lazily inside the child                                  */
@@ -1128,6 +1171,636 @@ static long c_iface_event_arm_self(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Handles that are not live objects: closed twice, released, never       */
+/* initialised, or of another kind.  Each case calls bad_call_begin()     */
+/* right before the bad call, so that only that call's log lines count.   */
+
+/* A block of heap memory full of garbage (as an uninitialised pointer
+ * would name): rand() bytes from a fixed seed, so that pointers read out of
+ * it are non-canonical and a library that follows them faults at once. */
+static void *garbage_block(void)
+{
+    unsigned char *p = malloc(4096);
+    size_t i;
+
+    if (p == NULL) {
+        setup_failed("malloc", UCS_ERR_NO_MEMORY);
+    }
+    srand(12345);
+    for (i = 0; i < 4096; ++i) {
+        p[i] = (unsigned char)rand();
+    }
+    return p;
+}
+
+/* The same on the stack: the caller's array, filled with a pattern. */
+#define STACK_GARBAGE(_name) \
+    uint64_t _name[512]; \
+    memset(_name, 0xa5, sizeof(_name))
+
+static uct_component_h tcp_component(void)
+{
+    return component("tcp");
+}
+
+static uct_cm_h cm(void)
+{
+    uct_cm_config_t *c;
+    ucs_status_t status;
+    uct_cm_h h;
+
+    status = uct_cm_config_read(tcp_component(), NULL, NULL, &c);
+    if (status != UCS_OK) {
+        setup_failed("uct_cm_config_read(tcp)", status);
+    }
+    status = uct_cm_open(tcp_component(), worker(), c, &h);
+    if (status != UCS_OK) {
+        setup_failed("uct_cm_open(tcp)", status);
+    }
+    uct_config_release(c);
+    return h;
+}
+
+static void conn_request_cb(uct_listener_h listener, void *arg,
+                            const uct_cm_listener_conn_request_args_t *args)
+{
+    (void)listener;
+    (void)arg;
+    (void)args;
+}
+
+static uct_listener_h listener(void)
+{
+    uct_listener_params_t params;
+    struct sockaddr_in sin;
+    ucs_status_t status;
+    uct_listener_h l;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port        = 0; /* any free port */
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB;
+    params.conn_request_cb = conn_request_cb;
+    status = uct_listener_create(cm(), (struct sockaddr*)&sin, sizeof(sin),
+                                 &params, &l);
+    if (status != UCS_OK) {
+        setup_failed("uct_listener_create", status);
+    }
+    return l;
+}
+
+/* closed, destroyed or released twice */
+static long c_iface_close_twice(void)
+{
+    uct_iface_h i = iface();
+
+    uct_iface_close(i);
+    bad_call_begin();
+    uct_iface_close(i);
+    return UCS_OK;
+}
+
+static long c_md_close_twice(void)
+{
+    uct_md_h m = md();
+
+    uct_md_close(m);
+    bad_call_begin();
+    uct_md_close(m);
+    return UCS_OK;
+}
+
+static long c_worker_destroy_twice(void)
+{
+    uct_worker_h w = worker();
+
+    uct_worker_destroy(w);
+    bad_call_begin();
+    uct_worker_destroy(w);
+    return UCS_OK;
+}
+
+static long c_config_release_twice(void)
+{
+    uct_md_config_t *c = md_config();
+
+    uct_config_release(c);
+    bad_call_begin();
+    uct_config_release(c);
+    return UCS_OK;
+}
+
+static long c_cm_close_twice(void)
+{
+    uct_cm_h c = cm();
+
+    uct_cm_close(c);
+    bad_call_begin();
+    uct_cm_close(c);
+    return UCS_OK;
+}
+
+static long c_listener_destroy_twice(void)
+{
+    uct_listener_h l = listener();
+
+    uct_listener_destroy(l);
+    bad_call_begin();
+    uct_listener_destroy(l);
+    return UCS_OK;
+}
+
+static long c_component_list_release_twice(void)
+{
+    uct_component_h *list;
+    unsigned n;
+
+    if (uct_query_components(&list, &n) != UCS_OK) {
+        setup_failed("uct_query_components", UCS_ERR_IO_ERROR);
+    }
+    uct_release_component_list(list);
+    bad_call_begin();
+    uct_release_component_list(list);
+    return UCS_OK;
+}
+
+static long c_tl_resource_list_release_twice(void)
+{
+    uct_tl_resource_desc_t *list;
+    unsigned n;
+
+    if (uct_md_query_tl_resources(md(), &list, &n) != UCS_OK) {
+        setup_failed("uct_md_query_tl_resources", UCS_ERR_IO_ERROR);
+    }
+    uct_release_tl_resource_list(list);
+    bad_call_begin();
+    uct_release_tl_resource_list(list);
+    return UCS_OK;
+}
+
+/* posix: a real remote key, unpacked once and released twice */
+static long c_rkey_release_twice_posix(void)
+{
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_mem_alloc_params_t params;
+    uct_allocated_memory_t mem;
+    uct_md_config_t *mc;
+    uct_rkey_bundle_t rkey;
+    uint8_t packed[256];
+    ucs_status_t status;
+    uct_md_h m;
+
+    if ((uct_md_config_read(component("posix"), NULL, NULL, &mc) != UCS_OK) ||
+        (uct_md_open(component("posix"), "posix", mc, &m) != UCS_OK)) {
+        setup_failed("uct_md_open(posix)", UCS_ERR_IO_ERROR);
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS;
+    params.flags      = UCT_MD_MEM_ACCESS_ALL;
+    params.mds.mds    = &m;
+    params.mds.count  = 1;
+    status = uct_mem_alloc(4096, &method, 1, &params, &mem);
+    if (status != UCS_OK) {
+        setup_failed("uct_mem_alloc(posix)", status);
+    }
+    status = uct_md_mkey_pack(m, mem.memh, packed);
+    if (status != UCS_OK) {
+        setup_failed("uct_md_mkey_pack(posix)", status);
+    }
+    status = uct_rkey_unpack(component("posix"), packed, &rkey);
+    if (status != UCS_OK) {
+        setup_failed("uct_rkey_unpack(posix)", status);
+    }
+    status = uct_rkey_release(component("posix"), &rkey);
+    if (status != UCS_OK) {
+        setup_failed("uct_rkey_release(posix)", status);
+    }
+    bad_call_begin();
+    status = uct_rkey_release(component("posix"), &rkey);
+    uct_mem_free(&mem);
+    return status;
+}
+
+/* used after release or close */
+static long c_config_modify_after_release(void)
+{
+    uct_iface_config_t *c = iface_config();
+
+    uct_config_release(c);
+    bad_call_begin();
+    return uct_config_modify(c, "SEG_SIZE", "4k");
+}
+
+static long c_config_get_after_release(void)
+{
+    uct_iface_config_t *c = iface_config();
+    char value[64];
+
+    uct_config_release(c);
+    bad_call_begin();
+    return uct_config_get(c, "SEG_SIZE", value, sizeof(value));
+}
+
+static long c_md_open_released_config(void)
+{
+    uct_md_config_t *c = md_config();
+    uct_md_h m;
+
+    uct_config_release(c);
+    bad_call_begin();
+    return uct_md_open(component("self"), "self", c, &m);
+}
+
+static long c_iface_open_released_config(void)
+{
+    uct_iface_config_t *c = iface_config();
+    uct_iface_params_t params;
+    uct_iface_h i;
+
+    uct_config_release(c);
+    iface_params(&params);
+    bad_call_begin();
+    return uct_iface_open(md(), worker(), &params, c, &i);
+}
+
+static long c_iface_query_after_close(void)
+{
+    uct_iface_h i = iface();
+    uct_iface_attr_t attr;
+
+    uct_iface_close(i);
+    bad_call_begin();
+    return uct_iface_query(i, &attr);
+}
+
+static long c_set_am_handler_after_close(void)
+{
+    uct_iface_h i = iface();
+
+    uct_iface_close(i);
+    bad_call_begin();
+    return uct_iface_set_am_handler(i, 3, am_cb, NULL, 0);
+}
+
+static long c_ep_create_on_closed_iface(void)
+{
+    uct_ep_params_t params;
+    uct_ep_h e;
+
+    ep_params(&params);
+    uct_iface_close(params.iface);
+    bad_call_begin();
+    return uct_ep_create(&params, &e);
+}
+
+static long c_md_query_after_close(void)
+{
+    uct_md_h m = md();
+    uct_md_attr_t attr;
+
+    uct_md_close(m);
+    bad_call_begin();
+    return uct_md_query(m, &attr);
+}
+
+static long c_md_mem_reg_after_close(void)
+{
+    uct_md_h m = md();
+    uct_mem_h memh;
+
+    uct_md_close(m);
+    bad_call_begin();
+    return uct_md_mem_reg(m, fx.buffer, 4096, UCT_MD_MEM_ACCESS_ALL, &memh);
+}
+
+static long c_iface_open_destroyed_worker(void)
+{
+    uct_iface_params_t params;
+    uct_worker_h w = worker();
+    uct_iface_h i;
+
+    iface_config();
+    md();
+    uct_worker_destroy(w);
+    iface_params(&params);
+    bad_call_begin();
+    return uct_iface_open(md(), w, &params, iface_config(), &i);
+}
+
+static long c_progress_register_destroyed_worker(void)
+{
+    uct_worker_h w = worker();
+    uct_worker_cb_id_t id = UCS_CALLBACKQ_ID_NULL;
+
+    uct_worker_destroy(w);
+    bad_call_begin();
+    uct_worker_progress_register_safe(w, (ucs_callback_t)am_cb, NULL, 0, &id);
+    return UCS_OK;
+}
+
+static long c_listener_query_after_destroy(void)
+{
+    uct_listener_h l = listener();
+    uct_listener_attr_t attr;
+
+    uct_listener_destroy(l);
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCT_LISTENER_ATTR_FIELD_SOCKADDR;
+    bad_call_begin();
+    return uct_listener_query(l, &attr);
+}
+
+/* uninitialised pointers: heap garbage */
+static long c_md_close_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_md_close((uct_md_h)p);
+    return UCS_OK;
+}
+
+static long c_md_query_heap_garbage(void)
+{
+    void *p = garbage_block();
+    uct_md_attr_t attr;
+
+    bad_call_begin();
+    return uct_md_query((uct_md_h)p, &attr);
+}
+
+static long c_iface_close_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_iface_close((uct_iface_h)p);
+    return UCS_OK;
+}
+
+static long c_iface_query_heap_garbage(void)
+{
+    void *p = garbage_block();
+    uct_iface_attr_t attr;
+
+    bad_call_begin();
+    return uct_iface_query((uct_iface_h)p, &attr);
+}
+
+static long c_worker_destroy_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_worker_destroy((uct_worker_h)p);
+    return UCS_OK;
+}
+
+static long c_iface_open_heap_garbage_worker(void)
+{
+    uct_iface_params_t params;
+    void *p = garbage_block();
+    uct_iface_h i;
+
+    iface_params(&params);
+    md();
+    iface_config();
+    bad_call_begin();
+    return uct_iface_open(md(), (uct_worker_h)p, &params, iface_config(), &i);
+}
+
+static long c_config_release_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_config_release((char*)p + 64);
+    return UCS_OK;
+}
+
+static long c_config_modify_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    return uct_config_modify((char*)p + 64, "SEG_SIZE", "4k");
+}
+
+static long c_cm_close_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_cm_close((uct_cm_h)p);
+    return UCS_OK;
+}
+
+static long c_cm_query_heap_garbage(void)
+{
+    void *p = garbage_block();
+    uct_cm_attr_t attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCT_CM_ATTR_FIELD_MAX_CONN_PRIV;
+    bad_call_begin();
+    return uct_cm_query((uct_cm_h)p, &attr);
+}
+
+static long c_listener_destroy_heap_garbage(void)
+{
+    void *p = garbage_block();
+
+    bad_call_begin();
+    uct_listener_destroy((uct_listener_h)p);
+    return UCS_OK;
+}
+
+static long c_rkey_release_heap_garbage_posix(void)
+{
+    uct_rkey_bundle_t *b = garbage_block();
+
+    bad_call_begin();
+    return uct_rkey_release(component("posix"), b);
+}
+
+static long c_rkey_ptr_heap_garbage_posix(void)
+{
+    uct_rkey_bundle_t *b = garbage_block();
+    void *ptr;
+
+    bad_call_begin();
+    return uct_rkey_ptr(component("posix"), b, (uintptr_t)fx.buffer, &ptr);
+}
+
+/* uninitialised pointers: the caller's stack */
+static long c_md_close_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_md_close((uct_md_h)s);
+    return UCS_OK;
+}
+
+static long c_iface_close_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_iface_close((uct_iface_h)s);
+    return UCS_OK;
+}
+
+static long c_iface_get_address_stack_garbage(void)
+{
+    uint8_t addr[64];
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    return uct_iface_get_address((uct_iface_h)s, (uct_iface_addr_t*)addr);
+}
+
+static long c_worker_destroy_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_worker_destroy((uct_worker_h)s);
+    return UCS_OK;
+}
+
+static long c_config_release_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_config_release(&s[8]);
+    return UCS_OK;
+}
+
+static long c_cm_close_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_cm_close((uct_cm_h)s);
+    return UCS_OK;
+}
+
+static long c_listener_reject_stack_garbage(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    return uct_listener_reject((uct_listener_h)s, (uct_conn_request_h)s);
+}
+
+static long c_rkey_release_stack_garbage_sysv(void)
+{
+    uct_rkey_bundle_t b;
+
+    memset(&b, 0xa5, sizeof(b));
+    bad_call_begin();
+    return uct_rkey_release(component("sysv"), &b);
+}
+
+static long c_tl_resource_list_release_stack(void)
+{
+    STACK_GARBAGE(s);
+
+    bad_call_begin();
+    uct_release_tl_resource_list((uct_tl_resource_desc_t*)s);
+    return UCS_OK;
+}
+
+/* live objects of another kind */
+static long c_iface_close_on_md(void)
+{
+    uct_md_h m = md();
+
+    bad_call_begin();
+    uct_iface_close((uct_iface_h)m);
+    return UCS_OK;
+}
+
+static long c_iface_query_on_md(void)
+{
+    uct_md_h m = md();
+    uct_iface_attr_t attr;
+
+    bad_call_begin();
+    return uct_iface_query((uct_iface_h)m, &attr);
+}
+
+static long c_md_close_on_worker(void)
+{
+    uct_worker_h w = worker();
+
+    bad_call_begin();
+    uct_md_close((uct_md_h)w);
+    return UCS_OK;
+}
+
+static long c_worker_destroy_on_iface(void)
+{
+    uct_iface_h i = iface();
+
+    bad_call_begin();
+    uct_worker_destroy((uct_worker_h)i);
+    return UCS_OK;
+}
+
+static long c_config_release_on_iface(void)
+{
+    uct_iface_h i = iface();
+
+    bad_call_begin();
+    uct_config_release(i);
+    return UCS_OK;
+}
+
+static long c_iface_open_config_as_worker(void)
+{
+    uct_iface_params_t params;
+    uct_iface_h i;
+
+    iface_params(&params);
+    bad_call_begin();
+    return uct_iface_open(md(), (uct_worker_h)md_config(), &params,
+                          iface_config(), &i);
+}
+
+static long c_md_open_md_as_config(void)
+{
+    uct_md_h m;
+
+    md();
+    bad_call_begin();
+    return uct_md_open(component("self"), "self", (uct_md_config_t*)md(), &m);
+}
+
+static long c_cm_close_on_md(void)
+{
+    uct_md_h m = md();
+
+    bad_call_begin();
+    uct_cm_close((uct_cm_h)m);
+    return UCS_OK;
+}
+
+static long c_listener_destroy_on_cm(void)
+{
+    uct_cm_h c = cm();
+
+    bad_call_begin();
+    uct_listener_destroy((uct_listener_h)c);
+    return UCS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
 
 #define CASE_EXACT(_name, _status, _note) \
     { #_name, EXACT, _status, c_##_name, _note, _status, NULL }
@@ -1137,6 +1810,14 @@ static long c_iface_event_arm_self(void)
     { #_name, STRICTER, _orig, c_##_name, _note, _ours, NULL }
 #define CASE_CRASH(_name, _note) \
     { #_name, ORIG_MAY_CRASH, UCS_OK, c_##_name, _note, UCS_OK, NULL }
+#define CASE_HANDLE(_name, _note) \
+    { #_name, BAD_HANDLE, UCS_OK, c_##_name, _note, UCS_OK, NULL }
+#define CASE_HANDLE_VOID(_name, _note) \
+    { #_name, BAD_HANDLE_VOID, UCS_OK, c_##_name, _note, UCS_OK, NULL }
+#define CASE_HANDLE_NEEDS(_name, _component, _note) \
+    { #_name, BAD_HANDLE, UCS_OK, c_##_name, _note, UCS_OK, _component }
+#define CASE_HANDLE_VOID_NEEDS(_name, _component, _note) \
+    { #_name, BAD_HANDLE_VOID, UCS_OK, c_##_name, _note, UCS_OK, _component }
 
 static const bad_case_t cases[] = {
     /* NULL out-pointers and parameter structs */
@@ -1271,6 +1952,83 @@ static const bad_case_t cases[] = {
     CASE_CRASH(ep_connect_to_ep_self, "SIGSEGV (NULL ops slot)"),
     CASE_CRASH(iface_event_fd_get_self, "SIGSEGV (NULL ops slot)"),
     CASE_CRASH(iface_event_arm_self, "SIGSEGV (NULL ops slot)"),
+
+    /* handles: closed, destroyed or released twice */
+    CASE_HANDLE_VOID(iface_close_twice, "SIGABRT (double free)"),
+    CASE_HANDLE_VOID(md_close_twice,
+                "returns, nothing logged (frees it again)"),
+    CASE_HANDLE_VOID(worker_destroy_twice, "SIGABRT (double free)"),
+    CASE_HANDLE_VOID(config_release_twice, "SIGSEGV"),
+    CASE_HANDLE_VOID_NEEDS(cm_close_twice, "tcp", "SIGABRT (double free)"),
+    CASE_HANDLE_VOID_NEEDS(listener_destroy_twice, "tcp", "SIGSEGV"),
+    CASE_HANDLE_VOID(component_list_release_twice, "SIGABRT (double free)"),
+    CASE_HANDLE_VOID(tl_resource_list_release_twice, "SIGABRT (double free)"),
+    CASE_HANDLE_NEEDS(rkey_release_twice_posix, "posix",
+                "UCS_ERR_SHMEM_SEGMENT, nothing logged"),
+
+    /* handles: used after release or close */
+    CASE_HANDLE(config_modify_after_release, "SIGSEGV"),
+    CASE_HANDLE(config_get_after_release, "SIGSEGV"),
+    CASE_HANDLE(md_open_released_config,
+                "UCS_OK, nothing logged (reads freed memory)"),
+    CASE_HANDLE(iface_open_released_config,
+                "UCS_OK, nothing logged (reads freed memory)"),
+    CASE_HANDLE(iface_query_after_close,
+                "UCS_OK, nothing logged (reads freed memory)"),
+    CASE_HANDLE(set_am_handler_after_close,
+                "UCS_OK, nothing logged (writes freed memory)"),
+    CASE_HANDLE(ep_create_on_closed_iface,
+                "UCS_OK, nothing logged (ep on a freed iface)"),
+    CASE_HANDLE(md_query_after_close,
+                "UCS_OK, nothing logged (reads freed memory)"),
+    CASE_HANDLE(md_mem_reg_after_close,
+                "UCS_OK, nothing logged (reads freed memory)"),
+    CASE_HANDLE(iface_open_destroyed_worker,
+                "UCS_OK, nothing logged (iface on a freed worker)"),
+    CASE_HANDLE_VOID(progress_register_destroyed_worker, "SIGABRT"),
+    CASE_HANDLE_NEEDS(listener_query_after_destroy, "tcp", "SIGSEGV"),
+
+    /* handles: uninitialised pointers (heap garbage, stack garbage) */
+    CASE_HANDLE_VOID(md_close_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE(md_query_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(iface_close_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE(iface_query_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(worker_destroy_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE(iface_open_heap_garbage_worker,
+                "UCS_OK, nothing logged (keeps the garbage worker)"),
+    CASE_HANDLE_VOID(config_release_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE(config_modify_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(cm_close_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE(cm_query_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(listener_destroy_heap_garbage, "SIGSEGV"),
+    CASE_HANDLE_NEEDS(rkey_release_heap_garbage_posix, "posix", "SIGSEGV"),
+    CASE_HANDLE_NEEDS(rkey_ptr_heap_garbage_posix, "posix",
+                "UCS_OK, nothing logged (a pointer computed from garbage)"),
+    CASE_HANDLE_VOID(md_close_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(iface_close_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE(iface_get_address_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(worker_destroy_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(config_release_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE_VOID(cm_close_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE(listener_reject_stack_garbage, "SIGSEGV"),
+    CASE_HANDLE_NEEDS(rkey_release_stack_garbage_sysv, "sysv",
+                "UCS_ERR_INVALID_PARAM, nothing logged (shmdt of garbage)"),
+    CASE_HANDLE_VOID(tl_resource_list_release_stack,
+                "SIGABRT (free of a stack address)"),
+
+    /* handles: a live object of another kind */
+    CASE_HANDLE_VOID(iface_close_on_md, "SIGSEGV"),
+    CASE_HANDLE(iface_query_on_md, "SIGSEGV"),
+    CASE_HANDLE_VOID(md_close_on_worker, "SIGSEGV"),
+    CASE_HANDLE_VOID(worker_destroy_on_iface, "SIGABRT"),
+    CASE_HANDLE_VOID(config_release_on_iface, "SIGSEGV"),
+    CASE_HANDLE(iface_open_config_as_worker,
+                "UCS_OK, nothing logged (keeps the config as its worker)"),
+    CASE_HANDLE(md_open_md_as_config,
+                "UCS_OK, nothing logged (reads the md as a config)"),
+    CASE_HANDLE_VOID(cm_close_on_md,
+                "returns, nothing logged (calls through the md's ops)"),
+    CASE_HANDLE_VOID_NEEDS(listener_destroy_on_cm, "tcp", "SIGSEGV"),
 };
 
 #define NUM_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -1287,8 +2045,9 @@ typedef enum {
 
 typedef struct {
     outcome_kind_t kind;
-    long           value; /* status, signal number, or exit code */
-    char           text[128];
+    long           value;  /* status, signal number, or exit code */
+    int            logged; /* error lines logged since bad_call_begin() */
+    char           text[160];
 } outcome_t;
 
 static const char *status_name(long s)
@@ -1328,8 +2087,10 @@ static void run_case(const bad_case_t *c, int verbose, outcome_t *out)
             dup2(devnull, STDERR_FILENO);
         }
         alarm(CHILD_TIMEOUT_SEC);
+        ucs_log_push_handler(count_errors);
+        g_log_errors = 0;
         value = c->run();
-        dprintf(g_result_fd, "RESULT %ld\n", value);
+        dprintf(g_result_fd, "RESULT %ld LOGGED %d\n", value, g_log_errors);
         _exit(0);
     }
 
@@ -1359,11 +2120,21 @@ static void run_case(const bad_case_t *c, int verbose, outcome_t *out)
         snprintf(out->text, sizeof(out->text), "%s%s",
                  (out->value == SIGALRM) ? "timeout: " : "signal ",
                  strsignal((int)out->value));
-    } else if (sscanf(buf, "RESULT %ld", &value) == 1) {
+    } else if (sscanf(buf, "RESULT %ld LOGGED %d", &value, &out->logged) ==
+               2) {
         out->kind  = OUT_STATUS;
         out->value = value;
-        snprintf(out->text, sizeof(out->text), "status %ld (%s)", value,
-                 status_name(value));
+        if (c->kind == BAD_HANDLE_VOID) {
+            snprintf(out->text, sizeof(out->text),
+                     "returned, %d error line(s) logged", out->logged);
+        } else if (c->kind == BAD_HANDLE) {
+            snprintf(out->text, sizeof(out->text),
+                     "status %ld (%s), %d error line(s) logged", value,
+                     status_name(value), out->logged);
+        } else {
+            snprintf(out->text, sizeof(out->text), "status %ld (%s)", value,
+                     status_name(value));
+        }
     } else if (!strncmp(buf, "SETUP ", 6)) {
         out->kind = OUT_SETUP;
         buf[strcspn(buf, "\n")] = '\0';
@@ -1396,6 +2167,26 @@ static int judge(const bad_case_t *c, const outcome_t *out, int original_mode,
         }
         snprintf(why, max, "want status %d (%s)", (int)c->want,
                  status_name(c->want));
+        return 0;
+    }
+
+    if ((c->kind == BAD_HANDLE) || (c->kind == BAD_HANDLE_VOID)) {
+        if (original_mode) {
+            if ((out->kind == OUT_STATUS) ||
+                ((out->kind == OUT_SIGNAL) && (out->value != SIGALRM))) {
+                snprintf(why, max, "accepted: the original follows the "
+                         "pointer");
+                return 1;
+            }
+            snprintf(why, max, "want a result or a crash, not a hang");
+            return 0;
+        }
+        if ((out->kind == OUT_STATUS) && (out->logged > 0) &&
+            ((c->kind == BAD_HANDLE_VOID) || (out->value < 0))) {
+            return 1;
+        }
+        snprintf(why, max, "want %sa logged error and no crash",
+                 (c->kind == BAD_HANDLE) ? "an error status, " : "");
         return 0;
     }
 
@@ -1471,6 +2262,7 @@ static int selected(const char *name, int argc, char **argv, int first)
 int main(int argc, char **argv)
 {
     int original_mode = -1, verbose = 0, list = 0, first = 1;
+    int handles_only = 0;
     int passed = 0, failed = 0, detected;
     char why[160];
     outcome_t out;
@@ -1485,6 +2277,8 @@ int main(int argc, char **argv)
             verbose = 1;
         } else if (!strcmp(argv[first], "--list")) {
             list = 1;
+        } else if (!strcmp(argv[first], "--handles")) {
+            handles_only = 1;
         } else {
             break;
         }
@@ -1499,6 +2293,12 @@ int main(int argc, char **argv)
             } else if (cases[i].kind == EXACT) {
                 printf("%-44s EXACT %d (%s)\n", cases[i].name,
                        (int)cases[i].want, status_name(cases[i].want));
+            } else if ((cases[i].kind == BAD_HANDLE) ||
+                       (cases[i].kind == BAD_HANDLE_VOID)) {
+                printf("%-44s %s (original: %s)\n", cases[i].name,
+                       (cases[i].kind == BAD_HANDLE) ? "BAD_HANDLE" :
+                                                       "BAD_HANDLE_VOID",
+                       cases[i].note);
             } else {
                 printf("%-44s ORIG_MAY_CRASH (original: %s)\n", cases[i].name,
                        cases[i].note);
@@ -1516,7 +2316,9 @@ int main(int argc, char **argv)
                                            "marked ORIG_MAY_CRASH)" : "strict");
 
     for (i = 0; i < NUM_CASES; ++i) {
-        if (!selected(cases[i].name, argc, argv, first)) {
+        if (!selected(cases[i].name, argc, argv, first) ||
+            (handles_only && (cases[i].kind != BAD_HANDLE) &&
+             (cases[i].kind != BAD_HANDLE_VOID))) {
             continue;
         }
         if ((cases[i].requires != NULL) && !have_component(cases[i].requires)) {

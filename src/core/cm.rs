@@ -10,11 +10,8 @@
 
 use crate::abi::*;
 use crate::core::component::Component;
+use crate::core::registry::{self, Kind};
 use crate::core::worker::WorkerObj;
-
-
-const CM_MAGIC: u64 = 0x7563_742d_636d_2121;
-const LISTENER_MAGIC: u64 = 0x7563_742d_6c73_6e21;
 
 /// What a connection manager does.
 pub trait CmImpl: std::any::Any {
@@ -33,9 +30,8 @@ pub trait ListenerImpl {
     fn reject(&self, conn_request: uct_conn_request_h) -> ucs_status_t;
 }
 
-/// The object behind `uct_cm_h`.
+/// The object behind `uct_cm_h` (live ones are in the [`registry`]).
 pub struct CmObj {
-    magic: u64,
     pub component: &'static Component,
     pub worker: *const WorkerObj,
     pub imp: Box<dyn CmImpl>,
@@ -43,28 +39,32 @@ pub struct CmObj {
 
 impl CmObj {
     pub fn into_handle(component: &'static Component, worker: *const WorkerObj, imp: Box<dyn CmImpl>) -> uct_cm_h {
-        Box::into_raw(Box::new(CmObj { magic: CM_MAGIC, component, worker, imp })) as uct_cm_h
+        let h = Box::into_raw(Box::new(CmObj { component, worker, imp })) as uct_cm_h;
+        registry::register(h, Kind::Cm);
+        h
     }
 
+    /// The CM behind a handle, if it is a live CM of this library.
+    ///
     /// # Safety
-    /// `cm` must be null or point to at least 8 readable bytes.
+    /// The CM must stay open while the reference is used.
     pub unsafe fn from_handle<'a>(cm: uct_cm_h) -> Option<&'a CmObj> {
-        if cm.is_null() {
-            return None;
-        }
-        // SAFETY: see the function contract; foreign objects fail the magic
-        // test.
-        let c = unsafe { &*(cm as *const CmObj) };
-        (c.magic == CM_MAGIC).then_some(c)
+        // SAFETY: a live CM is the box made by `into_handle`; see the
+        // function contract for the lifetime.
+        registry::is(cm, Kind::Cm).then(|| unsafe { &*(cm as *const CmObj) })
     }
 
+    /// Close a handle: false (and nothing done) when it is not a live CM.
+    ///
     /// # Safety
-    /// `cm` came from [`CmObj::into_handle`] and is not used afterwards.
-    pub unsafe fn destroy(cm: uct_cm_h) {
-        // SAFETY: see the function contract: we own the box again.
-        let mut b = unsafe { Box::from_raw(cm as *mut CmObj) };
-        b.magic = 0;
-        drop(b);
+    /// Nothing uses the CM once this returned true.
+    pub unsafe fn close(cm: uct_cm_h) -> bool {
+        if !registry::take(cm, Kind::Cm) {
+            return false;
+        }
+        // SAFETY: it was live, so it is our box, now owned by this call.
+        drop(unsafe { Box::from_raw(cm as *mut CmObj) });
+        true
     }
 }
 
@@ -72,7 +72,6 @@ impl CmObj {
 #[repr(C)]
 pub struct ListenerObj {
     pub base: uct_listener_t,
-    magic: u64,
     /// Attached once, right after the transport created the listener
     /// (the transport needs the handle first).
     imp: std::cell::OnceCell<Box<dyn ListenerImpl>>,
@@ -80,22 +79,23 @@ pub struct ListenerObj {
 
 impl ListenerObj {
     /// Allocate the listener first (its handle is needed by the transport),
-    /// then attach the implementation.
+    /// then attach the implementation. It is live from here on (queries
+    /// before the attachment find no implementation and fail).
     pub fn alloc(cm: uct_cm_h) -> *mut ListenerObj {
-        Box::into_raw(Box::new(ListenerObj { base: uct_listener_t { cm }, magic: LISTENER_MAGIC,
-                                           imp: std::cell::OnceCell::new() }))
+        let l = Box::into_raw(Box::new(ListenerObj { base: uct_listener_t { cm }, imp: std::cell::OnceCell::new() }));
+        registry::register(l, Kind::Listener);
+        l
     }
 
+    /// The listener behind a handle, if it is a live listener of this
+    /// library.
+    ///
     /// # Safety
-    /// `l` must be null or point to at least 16 readable bytes.
+    /// The listener must stay alive while the reference is used.
     pub unsafe fn from_handle<'a>(l: uct_listener_h) -> Option<&'a ListenerObj> {
-        if l.is_null() {
-            return None;
-        }
-        // SAFETY: see the function contract; foreign objects fail the magic
-        // test.
-        let o = unsafe { &*(l as *const ListenerObj) };
-        (o.magic == LISTENER_MAGIC).then_some(o)
+        // SAFETY: a live listener is the box made by `alloc`; see the
+        // function contract for the lifetime.
+        registry::is(l, Kind::Listener).then(|| unsafe { &*(l as *const ListenerObj) })
     }
 
     /// Attach the transport's listener (once).
@@ -110,21 +110,26 @@ impl ListenerObj {
         self.imp.get().map(|b| b.as_ref())
     }
 
+    /// Destroy a handle: false (and nothing done) when it is not a live
+    /// listener.
+    ///
     /// # Safety
-    /// `l` came from [`ListenerObj::alloc`] and is not used afterwards.
-    pub unsafe fn destroy(l: *mut ListenerObj) {
-        // SAFETY: see the function contract: we own the box again.
-        let mut b = unsafe { Box::from_raw(l) };
-        b.magic = 0;
-        drop(b);
+    /// Nothing uses the listener once this returned true.
+    pub unsafe fn destroy(l: uct_listener_h) -> bool {
+        if !registry::take(l, Kind::Listener) {
+            return false;
+        }
+        // SAFETY: it was live, so it is our box, now owned by this call.
+        drop(unsafe { Box::from_raw(l as *mut ListenerObj) });
+        true
     }
 }
 
 /// `uct_ep_create` with `UCT_EP_PARAM_FIELD_CM`.
 pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
-    // SAFETY: foreign pointers fail the magic test.
+    // SAFETY: looked up in the registry; the caller keeps its CM open.
     let Some(cm) = (unsafe { CmObj::from_handle(params.cm) }) else {
-        crate::error!("uct_ep_create: {:p} is not a connection manager of this library", params.cm);
+        crate::error!("uct_ep_create: cm {:p} {}", params.cm, registry::why_not(params.cm, Kind::Cm));
         return Err(UCS_ERR_INVALID_PARAM);
     };
     cm.imp.ep_create(params)

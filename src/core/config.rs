@@ -7,6 +7,7 @@
 //! on any of the three kinds, as in UCX.
 
 use crate::abi::*;
+use crate::core::registry::{self, Kind};
 use crate::ucs;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
@@ -58,8 +59,7 @@ impl Parsed {
     /// The block behind a config pointer of the C API, if it is ours.
     ///
     /// # Safety
-    /// `config` must be null or a pointer handed out by a config reader
-    /// (anything else fails the header test, but is read to find out).
+    /// The config must stay alive (not released) while the block is used.
     pub unsafe fn from_ptr(config: *const c_void) -> Option<Parsed> {
         // SAFETY: see the function contract.
         unsafe { header(config) }.map(|h| Parsed { opts: config, table: h.table })
@@ -289,6 +289,8 @@ pub static BASE_MD_TABLE: Lazy<Table> = Lazy::new(|| Table::new(vec![]));
 // ---------------------------------------------------------------------------
 // Bundles: parsed options with a header in front.
 
+/// Written into every header, for whoever looks at a core dump; never read
+/// to decide whether a pointer is a config (the registry says that).
 const BUNDLE_MAGIC: u64 = 0x7563_742d_6366_6721;
 
 #[repr(C)]
@@ -331,44 +333,49 @@ pub fn read(desc: &ConfigDesc, env_prefix: Option<&CStr>) -> Result<*mut c_void,
             libc::free(mem as *mut c_void);
             return Err(status);
         }
+        registry::register(opts, Kind::Config);
         Ok(opts)
     }
 }
 
-/// The header of a config made by [`read`], if `config` is one.
+/// The header of a live config made by [`read`], if `config` is one.
 ///
 /// # Safety
-/// `config` must be null or a pointer handed out by a config reader.
+/// The config must stay alive while the header is used.
 unsafe fn header<'a>(config: *const c_void) -> Option<&'a mut BundleHeader> {
-    if config.is_null() {
+    if !registry::is(config, Kind::Config) {
         return None;
     }
-    // SAFETY: see the function contract: a config pointer of ours has its
-    // header right in front (a foreign one fails the magic test).
-    let h = unsafe { &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader) };
-    (h.magic == BUNDLE_MAGIC).then_some(h)
+    // SAFETY: a live config of ours has its header right in front, in the
+    // same allocation.
+    Some(unsafe { &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader) })
 }
 
+/// Release a config: `UCS_ERR_INVALID_PARAM` (and nothing done) when it is
+/// not a live config of ours; of two threads releasing one config, one
+/// frees it.
+///
 /// # Safety
-/// `config` must be null or a pointer handed out by a config reader.
+/// Nothing uses the config once this returned `UCS_OK`.
 pub unsafe fn release(config: *mut c_void) -> ucs_status_t {
-    // SAFETY: see the function contract.
-    match unsafe { header(config) } {
-        Some(h) => {
-            // SAFETY: options parsed from `h.table`, released once; the
-            // bundle was calloc'ed by `read`.
-            unsafe { ucs::ucs_config_parser_release_opts(config, h.table) };
-            h.magic = 0;
-            // SAFETY: see above.
-            unsafe { libc::free(h as *mut BundleHeader as *mut c_void) };
-            UCS_OK
-        }
-        None => UCS_ERR_INVALID_PARAM,
+    if !registry::take(config, Kind::Config) {
+        return UCS_ERR_INVALID_PARAM;
     }
+    // SAFETY: it was live, so it is ours, with its header in front, and
+    // taking the entry made this call its only owner: the options parsed
+    // from `h.table` are released once, then the bundle `read` calloc'ed.
+    unsafe {
+        let h = &mut *((config as *mut u8).sub(std::mem::size_of::<BundleHeader>()) as *mut BundleHeader);
+        ucs::ucs_config_parser_release_opts(config, h.table);
+        h.magic = 0;
+        libc::free(h as *mut BundleHeader as *mut c_void);
+    }
+    UCS_OK
 }
 
 /// # Safety
-/// As for [`release`]; `name`/`value` are C strings.
+/// No other thread releases the config during the call; `name`/`value`
+/// are C strings.
 pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_char) -> ucs_status_t {
     // SAFETY: see the function contract.
     match unsafe { header(config) } {
@@ -382,7 +389,8 @@ pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_c
 }
 
 /// # Safety
-/// As for [`release`]; `value` holds `max` bytes.
+/// No other thread releases the config during the call; `value` holds
+/// `max` bytes.
 pub unsafe fn get(config: *mut c_void, name: *const c_char, value: *mut c_char, max: usize) -> ucs_status_t {
     // SAFETY: see the function contract.
     match unsafe { header(config) } {

@@ -4,9 +4,8 @@
 use crate::abi::*;
 use crate::core::ops::Completion;
 use crate::core::component::Component;
+use crate::core::registry::{self, Kind};
 use libc::{c_char, c_void};
-
-pub const MD_MAGIC: u64 = 0x7563_742d_6d64_2121;
 
 /// What a memory domain does. Defaults report `UCS_ERR_UNSUPPORTED`.
 #[allow(unused_variables)]
@@ -44,9 +43,8 @@ pub trait MdImpl: std::any::Any + Send + Sync {
     }
 }
 
-/// The object behind `uct_md_h`.
+/// The object behind `uct_md_h` (live ones are in the [`registry`]).
 pub struct MdObj {
-    magic: u64,
     pub component: &'static Component,
     pub name: String,
     pub imp: Box<dyn MdImpl>,
@@ -54,32 +52,40 @@ pub struct MdObj {
 
 impl MdObj {
     pub fn new(component: &'static Component, name: &str, imp: Box<dyn MdImpl>) -> MdObj {
-        MdObj { magic: MD_MAGIC, component, name: name.to_string(), imp }
+        MdObj { component, name: name.to_string(), imp }
     }
 
+    /// Box the md, record it as live and hand C its handle.
     pub fn into_handle(self) -> uct_md_h {
-        Box::into_raw(Box::new(self)) as uct_md_h
+        let h = Box::into_raw(Box::new(self)) as uct_md_h;
+        registry::register(h, Kind::Md);
+        h
     }
 
+    /// The md behind a handle, if it is a live md of this library (looked
+    /// up by address: nothing is read through a pointer that is not).
+    ///
     /// # Safety
-    /// `md` must be null or a pointer to at least 8 readable bytes; handles
-    /// from this library pass, others are refused by the magic test.
+    /// The md must stay open while the reference is used.
     pub unsafe fn from_handle<'a>(md: uct_md_h) -> Option<&'a MdObj> {
-        if md.is_null() {
-            return None;
-        }
-        // SAFETY: see the function contract.
-        let m = unsafe { &*(md as *const MdObj) };
-        (m.magic == MD_MAGIC).then_some(m)
+        // SAFETY: a live md is the box made by `into_handle`; see the
+        // function contract for the lifetime.
+        registry::is(md, Kind::Md).then(|| unsafe { &*(md as *const MdObj) })
     }
 
+    /// Close a handle: false (and nothing done) when it is not a live md.
+    /// Of two threads closing one md, one frees it and the other gets false.
+    ///
     /// # Safety
-    /// `md` must come from [`MdObj::into_handle`] and not be used afterwards.
-    pub unsafe fn destroy(md: uct_md_h) {
-        // SAFETY: see the function contract: we own the box again.
-        let mut b = unsafe { Box::from_raw(md as *mut MdObj) };
-        b.magic = 0;
-        drop(b);
+    /// Nothing uses the md once this returned true.
+    pub unsafe fn close(md: uct_md_h) -> bool {
+        if !registry::take(md, Kind::Md) {
+            return false;
+        }
+        // SAFETY: it was live, so it is our box, and taking the entry made
+        // this call its only owner.
+        drop(unsafe { Box::from_raw(md as *mut MdObj) });
+        true
     }
 
     pub fn handle(&self) -> uct_md_h {

@@ -8,9 +8,11 @@
 //! completions, peer addresses); [`config`] and [`config_list`] the
 //! configuration tables, through libucs's parser; [`mem`] memory
 //! allocation; [`cm`] connection managers and listeners; [`log`] logging
-//! through libucs. The list of components is given to core by the exported
-//! functions (`crate::transports::COMPONENTS`); core never imports a
-//! transport or `ffi`.
+//! through libucs; [`registry`] the live control-path objects, by address
+//! and kind, which every handle from C is checked against. The list of
+//! components is given to core by the exported functions
+//! (`crate::transports::COMPONENTS`); core never imports a transport or
+//! `ffi`.
 
 #[macro_use]
 pub mod log;
@@ -22,4 +24,5 @@ pub mod iface;
 pub mod md;
 pub mod mem;
 pub mod ops;
+pub mod registry;
 pub mod worker;

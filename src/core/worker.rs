@@ -7,15 +7,13 @@
 //! reference: Rust never holds a `&mut` to memory C may be changing.
 
 use crate::abi::*;
+use crate::core::registry::{self, Kind};
 use crate::ucs;
 use std::cell::UnsafeCell;
-
-pub const WORKER_MAGIC: u64 = 0x7563_742d_776b_7221;
 
 #[repr(C)]
 pub struct WorkerObj {
     base: UnsafeCell<uct_worker_t>,
-    magic: u64,
     pub async_ctx: *mut ucs_async_context_t,
     pub thread_mode: ucs_thread_mode_t,
 }
@@ -25,30 +23,27 @@ impl WorkerObj {
         // SAFETY: all-zero is a valid (not yet initialised) callback queue;
         // ucs_callbackq_init sets it up in place, inside the box, which
         // never moves afterwards.
-        let w = Box::new(WorkerObj { base: UnsafeCell::new(unsafe { std::mem::zeroed() }), magic: WORKER_MAGIC,
+        let w = Box::new(WorkerObj { base: UnsafeCell::new(unsafe { std::mem::zeroed() }), 
                                      async_ctx, thread_mode });
         // SAFETY: see above; the box is ours alone until it is handed out.
         let status = unsafe { ucs::ucs_callbackq_init(w.progress_q()) };
         if status != UCS_OK {
             return Err(status);
         }
-        Ok(Box::into_raw(w) as uct_worker_h)
+        let h = Box::into_raw(w) as uct_worker_h;
+        registry::register(h, Kind::Worker);
+        Ok(h)
     }
 
-    /// The worker behind a handle, if this library made it.
+    /// The worker behind a handle, if it is a live worker of this library
+    /// (looked up by address, nothing read through the pointer first).
     ///
     /// # Safety
-    /// `w` must be null or point to at least a readable `uct_worker_t`, and
-    /// stay alive while the reference is used.
+    /// The worker must stay alive while the reference is used.
     pub unsafe fn from_handle<'a>(w: uct_worker_h) -> Option<&'a WorkerObj> {
-        if w.is_null() {
-            return None;
-        }
-        // SAFETY: see the function contract; a foreign object fails the
-        // magic test (the magic lies right after the `uct_worker_t` C
-        // callers know, which every worker handle is at least as large as).
-        let o = unsafe { &*(w as *const WorkerObj) };
-        (o.magic == WORKER_MAGIC).then_some(o)
+        // SAFETY: a live worker is the box made by `create`; see the
+        // function contract for the lifetime.
+        registry::is(w, Kind::Worker).then(|| unsafe { &*(w as *const WorkerObj) })
     }
 
     /// The progress queue, for libucs's queue functions.
@@ -57,13 +52,19 @@ impl WorkerObj {
         unsafe { std::ptr::addr_of_mut!((*self.base.get()).progress_q) }
     }
 
+    /// Destroy a handle: false (and nothing done) when it is not a live
+    /// worker; of two threads destroying one worker, one gets true.
+    ///
     /// # Safety
-    /// `w` came from [`WorkerObj::create`] and nothing uses it afterwards.
-    pub unsafe fn destroy(w: uct_worker_h) {
-        // SAFETY: see the function contract: we own the box again.
-        let mut b = unsafe { Box::from_raw(w as *mut WorkerObj) };
+    /// Nothing uses the worker once this returned true.
+    pub unsafe fn destroy(w: uct_worker_h) -> bool {
+        if !registry::take(w, Kind::Worker) {
+            return false;
+        }
+        // SAFETY: it was live, so it is our box, now owned by this call.
+        let b = unsafe { Box::from_raw(w as *mut WorkerObj) };
         // SAFETY: the queue was initialised by `create`.
         unsafe { ucs::ucs_callbackq_cleanup(b.progress_q()) };
-        b.magic = 0;
+        true
     }
 }

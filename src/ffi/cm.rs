@@ -1,23 +1,19 @@
 //! Connection-manager exports (see `core::cm`).
 
-use super::{component_or_fail, entry, need};
+use super::{component_or_fail, entry, live_or, need, worker_or_fail};
 use crate::abi::*;
 use crate::core::cm::{CmObj, ListenerObj};
 use crate::core::config;
+use crate::core::registry::{self, Kind};
 use crate::core::worker::WorkerObj;
 use libc::{c_void, socklen_t};
 
 /// Resolve a CM handle or return `UCS_ERR_INVALID_PARAM` with a log line.
 macro_rules! cm_or_fail {
     ($cm:expr) => {
-        // SAFETY: foreign pointers fail the magic test.
-        match unsafe { CmObj::from_handle($cm) } {
-            Some(c) => c,
-            None => {
-                crate::error!("{}: {:p} is not a connection manager of this library", FN, $cm);
-                return UCS_ERR_INVALID_PARAM;
-            }
-        }
+        // SAFETY: looked up in the registry; the caller keeps the CM open
+        // during the call.
+        live_or!(unsafe { CmObj::from_handle($cm) }, $cm, Kind::Cm, "cm", UCS_ERR_INVALID_PARAM)
     };
 }
 
@@ -27,20 +23,15 @@ entry! {
         need!(cm_p, "cm_p");
         need!(config, "config");
         let c = component_or_fail!(component);
-        // SAFETY: handle validated by the magic test.
-        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
-            crate::error!("{}: invalid worker {:p}", FN, worker);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let w = worker_or_fail!(worker);
         let Some(desc) = c.cm.as_ref() else {
             crate::debug!("{}: component {} has no connection manager", FN, c.name);
             return UCS_ERR_UNSUPPORTED;
         };
-        // SAFETY: a foreign pointer fails the header test.
-        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
-            crate::error!("{}: {:p} is not a {} connection-manager config", FN, config, c.name);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        // SAFETY: looked up in the registry; the caller keeps its config
+        // until the CM is open.
+        let parsed = live_or!(unsafe { config::Parsed::from_ptr(config as *const c_void) }, config,
+                              Kind::Config, "config", UCS_ERR_INVALID_PARAM);
         let wp = w as *const WorkerObj;
         match desc.open(c, w, parsed) {
             Ok(imp) => {
@@ -55,13 +46,9 @@ entry! {
 
 entry! {
     fn uct_cm_close(cm: uct_cm_h) {
-        // SAFETY: validated by the magic test; closing ends its life.
-        unsafe {
-            if CmObj::from_handle(cm).is_some() {
-                CmObj::destroy(cm);
-            } else {
-                crate::error!("{}: {:p} is not a connection manager of this library", FN, cm);
-            }
+        // SAFETY: `close` frees only a live CM, once; closing ends its life.
+        if !unsafe { CmObj::close(cm) } {
+            crate::error!("{}: cm {:p} {}", FN, cm, registry::why_not(cm, Kind::Cm));
         }
     }
 }
@@ -96,7 +83,7 @@ entry! {
             }
             Err(s) => {
                 // SAFETY: never handed out.
-                unsafe { ListenerObj::destroy(l) };
+                unsafe { ListenerObj::destroy(l as uct_listener_h) };
                 s
             }
         }
@@ -105,13 +92,9 @@ entry! {
 
 entry! {
     fn uct_listener_destroy(listener: uct_listener_h) {
-        // SAFETY: validated by the magic test; destroying ends its life.
-        unsafe {
-            if ListenerObj::from_handle(listener).is_some() {
-                ListenerObj::destroy(listener as *mut ListenerObj);
-            } else {
-                crate::error!("{}: {:p} is not a listener of this library", FN, listener);
-            }
+        // SAFETY: `destroy` frees only a live listener, once.
+        if !unsafe { ListenerObj::destroy(listener) } {
+            crate::error!("{}: listener {:p} {}", FN, listener, registry::why_not(listener, Kind::Listener));
         }
     }
 }
@@ -119,12 +102,15 @@ entry! {
 entry! {
     fn uct_listener_query(listener: uct_listener_h, listener_attr: *mut uct_listener_attr_t) -> ucs_status_t {
         need!(listener_attr, "listener_attr");
-        // SAFETY: validated by the magic test.
-        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp()) {
+        // SAFETY: looked up in the registry; the caller keeps the listener
+        // during the call.
+        let l = live_or!(unsafe { ListenerObj::from_handle(listener) }, listener, Kind::Listener, "listener",
+                         UCS_ERR_INVALID_PARAM);
+        match l.imp() {
             // SAFETY: checked non-NULL.
             Some(imp) => imp.query(unsafe { &mut *listener_attr }),
             None => {
-                crate::error!("{}: {:p} is not a listener of this library", FN, listener);
+                crate::error!("{}: listener {:p} is still being created", FN, listener);
                 UCS_ERR_INVALID_PARAM
             }
         }
@@ -134,11 +120,14 @@ entry! {
 entry! {
     fn uct_listener_reject(listener: uct_listener_h, conn_request: uct_conn_request_h) -> ucs_status_t {
         need!(conn_request, "conn_request");
-        // SAFETY: validated by the magic test.
-        match unsafe { ListenerObj::from_handle(listener) }.and_then(|l| l.imp()) {
+        // SAFETY: looked up in the registry; the caller keeps the listener
+        // during the call.
+        let l = live_or!(unsafe { ListenerObj::from_handle(listener) }, listener, Kind::Listener, "listener",
+                         UCS_ERR_INVALID_PARAM);
+        match l.imp() {
             Some(imp) => imp.reject(conn_request),
             None => {
-                crate::error!("{}: {:p} is not a listener of this library", FN, listener);
+                crate::error!("{}: listener {:p} is still being created", FN, listener);
                 UCS_ERR_INVALID_PARAM
             }
         }

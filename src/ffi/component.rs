@@ -1,10 +1,11 @@
 //! Components, memory-domain open/close/query and resource lists.
 
-use super::{component_or_fail, entry, known_fields, need, opt_str};
+use super::{component_or_fail, entry, known_fields, md_or_fail, need, opt_str};
 use crate::abi::*;
 use crate::transports::COMPONENTS;
 use crate::core::config;
 use crate::core::md::{write_name, MdObj};
+use crate::core::registry::{self, Kind};
 use libc::{c_char, c_uint, c_void};
 
 entry! {
@@ -21,6 +22,7 @@ entry! {
             // SAFETY: `arr` holds `n` entries.
             unsafe { *arr.add(i) = c.handle() };
         }
+        registry::register(arr, Kind::ComponentList);
         // SAFETY: out-pointers checked above.
         unsafe {
             *components_p = arr;
@@ -30,10 +32,23 @@ entry! {
     }
 }
 
+/// Free a list this library handed out; NULL is nothing to free.
+fn release_list<T>(name: &str, list: *mut T, kind: Kind) {
+    if list.is_null() {
+        return;
+    }
+    if !registry::take(list, kind) {
+        crate::error!("{}: list {:p} {}", name, list, registry::why_not(list, kind));
+        return;
+    }
+    // SAFETY: a live list of `kind` was malloc'ed (or calloc'ed) by the
+    // query that registered it; taking the entry made this its one free.
+    unsafe { libc::free(list as *mut c_void) }
+}
+
 entry! {
     fn uct_release_component_list(components: *mut uct_component_h) {
-        // SAFETY: allocated with malloc by uct_query_components (or NULL).
-        unsafe { libc::free(components as *mut c_void) }
+        release_list(FN, components, Kind::ComponentList)
     }
 }
 
@@ -105,11 +120,10 @@ entry! {
             return UCS_ERR_NO_DEVICE;
         }
         need!(config, "config");
-        // SAFETY: a foreign pointer fails the header check.
-        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
-            crate::error!("{}: config {:p} is not a memory-domain config of {}", FN, config, c.name);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        // SAFETY: looked up in the registry; the caller keeps its config
+        // until the md is open.
+        let parsed = super::live_or!(unsafe { config::Parsed::from_ptr(config as *const c_void) }, config,
+                                     Kind::Config, "config", UCS_ERR_INVALID_PARAM);
         let res = c.md.open(c, name, parsed);
         match res {
             Ok(imp) => {
@@ -124,24 +138,17 @@ entry! {
 
 entry! {
     fn uct_md_close(md: uct_md_h) {
-        // SAFETY: handle validated by the magic test.
-        if unsafe { MdObj::from_handle(md) }.is_none() {
-            crate::error!("{}: invalid memory domain {:p}", FN, md);
-            return;
+        // SAFETY: `close` frees only a live md, once; closing ends its life.
+        if !unsafe { MdObj::close(md) } {
+            crate::error!("{}: md {:p} {}", FN, md, registry::why_not(md, Kind::Md));
         }
-        // SAFETY: validated above; closing ends its life.
-        unsafe { MdObj::destroy(md) }
     }
 }
 
 entry! {
     fn uct_md_query(md: uct_md_h, md_attr: *mut uct_md_attr_t) -> ucs_status_t {
         need!(md_attr, "md_attr");
-        // SAFETY: handle validated by the magic test.
-        let Some(m) = (unsafe { MdObj::from_handle(md) }) else {
-            crate::error!("{}: invalid memory domain {:p}", FN, md);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let m = md_or_fail!(md);
         // SAFETY: checked non-NULL.
         m.query(unsafe { &mut *md_attr });
         UCS_OK
@@ -153,11 +160,7 @@ entry! {
                                  num_resources_p: *mut c_uint) -> ucs_status_t {
         need!(resources_p, "resources_p");
         need!(num_resources_p, "num_resources_p");
-        // SAFETY: handle validated by the magic test.
-        let Some(m) = (unsafe { MdObj::from_handle(md) }) else {
-            crate::error!("{}: invalid memory domain {:p}", FN, md);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let m = md_or_fail!(md);
         let mut all = Vec::new();
         for tl in m.component.tls {
             match (tl.query_devices)(m) {
@@ -182,6 +185,7 @@ entry! {
                 r.dev_type = d.dev_type;
                 r.sys_device = d.sys_device;
             }
+            registry::register(arr, Kind::TlResourceList);
             arr
         };
         // SAFETY: out-pointers checked above.
@@ -195,8 +199,7 @@ entry! {
 
 entry! {
     fn uct_release_tl_resource_list(resources: *mut uct_tl_resource_desc_t) {
-        // SAFETY: allocated with calloc by uct_md_query_tl_resources (or NULL).
-        unsafe { libc::free(resources as *mut c_void) }
+        release_list(FN, resources, Kind::TlResourceList)
     }
 }
 
@@ -205,11 +208,7 @@ entry! {
                                 filename: *const c_char, config_p: *mut *mut uct_iface_config_t) -> ucs_status_t {
         let _ = filename;
         need!(config_p, "config_p");
-        // SAFETY: handle validated by the magic test.
-        let Some(m) = (unsafe { MdObj::from_handle(md) }) else {
-            crate::error!("{}: invalid memory domain {:p}", FN, md);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let m = md_or_fail!(md);
         // SAFETY: tl_name is NULL or a C string.
         let Some(tl) = (unsafe { opt_str(tl_name) }).and_then(|n| m.component.find_tl(n)) else {
             // SAFETY: as above.

@@ -3,33 +3,45 @@
 use super::{component_or_fail, entry, need};
 use crate::abi::*;
 use crate::core::config;
+use crate::core::registry::{self, Kind};
 use libc::{c_char, c_void};
+
+/// Return `UCS_ERR_INVALID_PARAM` with a log line unless `config` is a
+/// live config of this library.
+macro_rules! live_config {
+    ($config:expr) => {
+        if !registry::is($config, Kind::Config) {
+            crate::error!("{}: config {:p} {}", FN, $config, registry::why_not($config, Kind::Config));
+            return UCS_ERR_INVALID_PARAM;
+        }
+    };
+}
 
 entry! {
     fn uct_config_release(config: *mut c_void) {
-        // SAFETY: a foreign or NULL pointer fails the header check.
+        // SAFETY: `release` frees only a live config, once.
         if unsafe { config::release(config) } != UCS_OK {
-            crate::error!("{}: {:p} is not a configuration made by this library", FN, config);
+            crate::error!("{}: config {:p} {}", FN, config, registry::why_not(config, Kind::Config));
         }
     }
 }
 
 entry! {
     fn uct_config_get(config: *mut c_void, name: *const c_char, value: *mut c_char, max: usize) -> ucs_status_t {
-        need!(config, "config");
         need!(name, "name");
         need!(value, "value");
-        // SAFETY: arguments checked; the header check refuses foreign configs.
+        live_config!(config);
+        // SAFETY: arguments checked; `get` reads only a live config.
         unsafe { config::get(config, name, value, max) }
     }
 }
 
 entry! {
     fn uct_config_modify(config: *mut c_void, name: *const c_char, value: *const c_char) -> ucs_status_t {
-        need!(config, "config");
         need!(name, "name");
         need!(value, "value");
-        // SAFETY: arguments checked; the header check refuses foreign configs.
+        live_config!(config);
+        // SAFETY: arguments checked; `modify` writes only a live config.
         unsafe { config::modify(config, name, value) }
     }
 }

@@ -30,9 +30,8 @@ entry! {
             return UCS_ERR_INVALID_PARAM;
         }
         if p.field_mask & UCT_EP_PARAM_FIELD_IFACE != 0 {
-            need!(p.iface, "params->iface");
-            // SAFETY: an interface begins with its vtable.
-            match unsafe { (*p.iface).ops.ep_create } {
+            let hdr = super::iface_or_fail!(p.iface);
+            match hdr.base.ops.ep_create {
                 // SAFETY: calling the interface's own constructor.
                 Some(f) => unsafe { f(params, ep_p) },
                 None => UCS_ERR_UNSUPPORTED,
@@ -126,9 +125,10 @@ entry! {
     fn uct_ep_query(ep: uct_ep_h, ep_attr: *mut uct_ep_attr_t) -> ucs_status_t {
         need!(ep, "ep");
         need!(ep_attr, "ep_attr");
-        // SAFETY: the UCT object model; foreign interfaces fail the magic test.
-        let Some(hdr) = (unsafe { IfaceHeader::from_handle((*ep).iface) }) else {
-            crate::error!("{}: endpoint {:p} does not belong to this library", FN, ep);
+        // SAFETY: the UCT object model (an endpoint begins with its
+        // interface pointer); the interface is looked up in the registry.
+        let Some(hdr) = (unsafe { IfaceHeader::of_ep((*ep).iface) }) else {
+            crate::error!("{}: endpoint {:p} does not belong to a live interface of this library", FN, ep);
             return UCS_ERR_INVALID_PARAM;
         };
         // SAFETY: the interface is ours, so the endpoint is one of its own.

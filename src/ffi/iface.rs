@@ -1,24 +1,27 @@
 //! Interface exports: open, and trampolines through `iface->ops` for the
 //! rest (except the four functions UCX itself routes through private data:
-//! AM handler, AM tracer, estimate_perf; and ep_query in ep.rs).
+//! AM handler, AM tracer, estimate_perf; and ep_query in ep.rs). Every one
+//! first checks that the handle is a live interface of this library (the
+//! registry), so a closed or foreign pointer is refused unread.
 
-use super::{entry, known_fields, need, opt_str};
+use super::{entry, iface_or_fail, known_fields, md_or_fail, need, opt_str, worker_or_fail};
 use crate::abi::*;
 use crate::core::config;
-use crate::core::iface::{IfaceHeader, IfaceParams};
-use crate::core::md::MdObj;
-use crate::core::worker::WorkerObj;
+use crate::core::iface::IfaceParams;
+use crate::core::registry::{self, Kind};
 use libc::{c_int, c_uint, c_void};
 
 const IFACE_PARAM_FIELDS: u64 = (1u64 << 19) - 1;
 
-/// The interface's vtable, or a status for a NULL handle.
+/// The vtable of a live interface, or `UCS_ERR_INVALID_PARAM` (or `$ret`)
+/// with a log line.
 macro_rules! iface_ops {
-    ($iface:expr) => {{
-        need!($iface, "iface");
-        // SAFETY: an interface begins with its vtable.
-        unsafe { &(*$iface).ops }
-    }};
+    ($iface:expr) => {
+        &iface_or_fail!($iface).base.ops
+    };
+    ($iface:expr, $ret:expr) => {
+        &iface_or_fail!($iface, $ret).base.ops
+    };
 }
 
 /// Read the parameters C passed, applying the field mask.
@@ -79,16 +82,8 @@ entry! {
                       config: *const uct_iface_config_t, iface_p: *mut uct_iface_h) -> ucs_status_t {
         need!(params, "params");
         need!(iface_p, "iface_p");
-        // SAFETY: handles validated by their magic tests.
-        let Some(m) = (unsafe { MdObj::from_handle(md) }) else {
-            crate::error!("{}: invalid memory domain {:p}", FN, md);
-            return UCS_ERR_INVALID_PARAM;
-        };
-        // SAFETY: as above.
-        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
-            crate::error!("{}: invalid worker {:p}", FN, worker);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let m = md_or_fail!(md);
+        let w = worker_or_fail!(worker);
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
         known_fields!(p.field_mask, IFACE_PARAM_FIELDS, "iface params");
@@ -114,11 +109,10 @@ entry! {
             return UCS_ERR_NO_DEVICE;
         };
         need!(config, "config");
-        // SAFETY: a foreign pointer fails the header check.
-        let Some(parsed) = (unsafe { config::Parsed::from_ptr(config as *const c_void) }) else {
-            crate::error!("{}: {:p} is not an interface config of this library", FN, config);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        // SAFETY: looked up in the registry; the caller keeps its config
+        // until the interface is open.
+        let parsed = super::live_or!(unsafe { config::Parsed::from_ptr(config as *const c_void) }, config,
+                                     Kind::Config, "config", UCS_ERR_INVALID_PARAM);
         // The descriptor checks that the config was read for this transport.
         match tl.open(m, w, &ip, parsed) {
             Ok(i) => {
@@ -133,13 +127,18 @@ entry! {
 
 entry! {
     fn uct_iface_close(iface: uct_iface_h) {
-        if iface.is_null() {
-            crate::error!("{}: iface must not be NULL", FN);
+        // Taken out of the registry first: of two closes of one interface
+        // (two threads, or a close from a callback racing another), one
+        // reaches the destructor; the registry lock is not held while it
+        // runs (it may call back into this library).
+        if !registry::take(iface, Kind::Iface) {
+            crate::error!("{}: iface {:p} {}", FN, iface, registry::why_not(iface, Kind::Iface));
             return;
         }
-        // SAFETY: an interface begins with its vtable.
+        // SAFETY: it was a live interface of ours: it begins with its
+        // vtable, whose destructor frees it.
         if let Some(f) = unsafe { (*iface).ops.iface_close } {
-            // SAFETY: the interface's own destructor.
+            // SAFETY: the interface's own destructor, called once.
             unsafe { f(iface) }
         }
     }
@@ -173,44 +172,38 @@ entry! {
 entry! {
     fn uct_iface_is_reachable(iface: uct_iface_h, dev_addr: *const uct_device_addr_t,
                               iface_addr: *const uct_iface_addr_t) -> c_int {
-        if iface.is_null() {
-            crate::error!("{}: iface must not be NULL", FN);
-            return 0;
-        }
-        // SAFETY: an interface begins with its vtable.
-        unsafe { (*iface).ops.iface_is_reachable.map_or(0, |f| f(iface, dev_addr, iface_addr)) }
+        let ops = iface_ops!(iface, 0);
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_is_reachable.map_or(0, |f| unsafe { f(iface, dev_addr, iface_addr) })
     }
 }
 
 entry! {
     fn uct_iface_is_reachable_v2(iface: uct_iface_h, params: *const uct_iface_is_reachable_params_t) -> c_int {
-        if iface.is_null() || params.is_null() {
-            crate::error!("{}: iface and params must not be NULL", FN);
+        let ops = iface_ops!(iface, 0);
+        if params.is_null() {
+            crate::error!("{}: params must not be NULL", FN);
             return 0;
         }
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
         let dev = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR != 0 { p.device_addr } else { std::ptr::null() };
         let addr = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR != 0 { p.iface_addr } else { std::ptr::null() };
-        // SAFETY: an interface begins with its vtable.
-        unsafe { (*iface).ops.iface_is_reachable.map_or(0, |f| f(iface, dev, addr)) }
+        // SAFETY: dispatching to the interface's own implementation.
+        ops.iface_is_reachable.map_or(0, |f| unsafe { f(iface, dev, addr) })
     }
 }
 
 entry! {
     fn uct_iface_set_am_handler(iface: uct_iface_h, id: u8, cb: uct_am_callback_t, arg: *mut c_void,
                                 flags: u32) -> ucs_status_t {
-        // SAFETY: foreign interfaces fail the magic test.
-        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
-            crate::error!("{}: invalid interface {:p}", FN, iface);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let hdr = iface_or_fail!(iface);
         if id as usize >= UCT_AM_ID_MAX {
             crate::error!("active message id out-of-range (got: {} max: {})", id, UCT_AM_ID_MAX);
             return UCS_ERR_INVALID_PARAM;
         }
         if cb.is_none() {
-            hdr.set_am_handler(id, IfaceHeader::stub_handler(id));
+            hdr.set_am_handler(id, crate::core::iface::IfaceHeader::stub_handler(id));
             return UCS_OK;
         }
         if flags & UCT_CB_FLAG_RESERVED != 0 {
@@ -235,11 +228,7 @@ entry! {
 
 entry! {
     fn uct_iface_set_am_tracer(iface: uct_iface_h, tracer: uct_am_tracer_t, arg: *mut c_void) -> ucs_status_t {
-        // SAFETY: foreign interfaces fail the magic test.
-        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
-            crate::error!("{}: invalid interface {:p}", FN, iface);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let hdr = iface_or_fail!(iface);
         hdr.set_am_tracer(tracer, arg);
         UCS_OK
     }
@@ -248,11 +237,7 @@ entry! {
 entry! {
     fn uct_iface_estimate_perf(iface: uct_iface_h, perf_attr: *mut uct_perf_attr_t) -> ucs_status_t {
         need!(perf_attr, "perf_attr");
-        // SAFETY: foreign interfaces fail the magic test.
-        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
-            crate::error!("{}: invalid interface {:p}", FN, iface);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let hdr = iface_or_fail!(iface);
         // SAFETY: our interface, checked out-pointer.
         unsafe { (hdr.internal.estimate_perf)(iface, perf_attr) }
     }

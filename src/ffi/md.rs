@@ -1,23 +1,14 @@
 //! Memory registration, keys and memory queries of a memory domain.
 
-use super::{component_or_fail, entry, known_fields, need};
+use super::{component_or_fail, entry, known_fields, md_or_fail, need};
 use crate::abi::*;
 use crate::core::ops::Completion;
-use crate::core::md::MdObj;
+use crate::core::registry::{self, Kind};
 use libc::{c_char, c_int, c_uint, c_void};
 
-/// Resolve an md handle or return `UCS_ERR_INVALID_PARAM` with a log line.
-macro_rules! md_or_fail {
-    ($md:expr) => {
-        // SAFETY: handle validated by the magic test.
-        match unsafe { MdObj::from_handle($md) } {
-            Some(m) => m,
-            None => {
-                crate::error!("{}: invalid memory domain {:p}", FN, $md);
-                return UCS_ERR_INVALID_PARAM;
-            }
-        }
-    };
+/// The registry kind of the remote-key handles a component unpacks.
+fn rkey_kind(component: uct_component_h) -> Kind {
+    Kind::Rkey(component as usize)
 }
 
 fn check_access_flags(flags: c_uint) -> Result<(), ucs_status_t> {
@@ -151,6 +142,10 @@ entry! {
         let c = component_or_fail!(component);
         match (c.rkey_unpack)(rkey_buffer as *const u8) {
             Ok((rkey, handle)) => {
+                // A handle is what the component allocated for the key
+                // (a mapping, an attachment); keys without one (NULL) hold
+                // nothing to release.
+                registry::register(handle, rkey_kind(component));
                 // SAFETY: checked non-NULL.
                 let b = unsafe { &mut *rkey_ob };
                 b.rkey = rkey;
@@ -168,8 +163,12 @@ entry! {
         need!(rkey_ob, "rkey_ob");
         need!(addr_p, "addr_p");
         let c = component_or_fail!(component);
-        // SAFETY: checked non-NULL.
+        // SAFETY: checked non-NULL; the bundle itself is the caller's.
         let b = unsafe { &*rkey_ob };
+        if !b.handle.is_null() && !registry::is(b.handle, rkey_kind(component)) {
+            crate::error!("{}: rkey handle {:p} {}", FN, b.handle, registry::why_not(b.handle, rkey_kind(component)));
+            return UCS_ERR_INVALID_PARAM;
+        }
         match (c.rkey_ptr)(b.rkey, b.handle, remote_addr) {
             Ok(p) => {
                 // SAFETY: checked non-NULL.
@@ -185,8 +184,14 @@ entry! {
     fn uct_rkey_release(component: uct_component_h, rkey_ob: *const uct_rkey_bundle_t) -> ucs_status_t {
         need!(rkey_ob, "rkey_ob");
         let c = component_or_fail!(component);
-        // SAFETY: checked non-NULL.
+        // SAFETY: checked non-NULL; the bundle itself is the caller's.
         let b = unsafe { &*rkey_ob };
+        // Taken out first: of two releases of one key, one reaches the
+        // component.
+        if !b.handle.is_null() && !registry::take(b.handle, rkey_kind(component)) {
+            crate::error!("{}: rkey handle {:p} {}", FN, b.handle, registry::why_not(b.handle, rkey_kind(component)));
+            return UCS_ERR_INVALID_PARAM;
+        }
         (c.rkey_release)(b.rkey, b.handle)
     }
 }
@@ -210,8 +215,7 @@ entry! {
 entry! {
     fn uct_md_is_sockaddr_accessible(md: uct_md_h, sockaddr: *const ucs_sock_addr_t,
                                      mode: uct_sockaddr_accessibility_t) -> c_int {
-        // SAFETY: handle validated by the magic test.
-        let Some(m) = (unsafe { MdObj::from_handle(md) }) else { return 0 };
+        let m = md_or_fail!(md, 0);
         if sockaddr.is_null() {
             return 0;
         }

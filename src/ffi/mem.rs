@@ -1,8 +1,7 @@
 //! `uct_mem_alloc`/`uct_mem_free` and the interface allocation helpers.
 
-use super::{entry, known_fields, need, opt_str};
+use super::{entry, iface_or_fail, known_fields, need, opt_str};
 use crate::abi::*;
-use crate::core::iface::IfaceHeader;
 use crate::core::md::MdObj;
 use crate::core::mem::{self, AllocRequest, Allocated};
 use libc::{c_char, c_uint};
@@ -99,11 +98,7 @@ entry! {
     fn uct_iface_mem_alloc(iface: uct_iface_h, length: usize, flags: c_uint, name: *const c_char,
                            mem: *mut uct_allocated_memory_t) -> ucs_status_t {
         need!(mem, "mem");
-        // SAFETY: handle validated by the magic test.
-        let Some(hdr) = (unsafe { IfaceHeader::from_handle(iface) }) else {
-            crate::error!("{}: invalid interface {:p}", FN, iface);
-            return UCS_ERR_INVALID_PARAM;
-        };
+        let hdr = iface_or_fail!(iface);
         if length == 0 {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -164,9 +159,15 @@ entry! {
         // SAFETY: checked non-NULL.
         let m = unsafe { &*mem };
         if m.method != UCT_ALLOC_METHOD_MD && !m.memh.is_null() {
-            // SAFETY: handle validated by the magic test.
-            if let Some(md) = unsafe { MdObj::from_handle(m.md) } {
-                let _ = md.imp.mem_dereg(m.memh, 0, crate::core::ops::Completion::none());
+            // SAFETY: looked up in the registry; the caller keeps the md
+            // open until its memory is freed.
+            match unsafe { MdObj::from_handle(m.md) } {
+                Some(md) => {
+                    let _ = md.imp.mem_dereg(m.memh, 0, crate::core::ops::Completion::none());
+                }
+                None => crate::error!("{}: md {:p} {}; its registration of {:p} is not released", FN, m.md,
+                                      crate::core::registry::why_not(m.md, crate::core::registry::Kind::Md),
+                                      m.address),
             }
         }
         let _ = mem::free(m);

@@ -96,6 +96,83 @@ macro_rules! need {
 }
 pub(crate) use need;
 
+/// The object behind a handle, or `$ret` with a log line saying what the
+/// pointer is instead (NULL, released, another kind of object, unknown):
+/// `$lookup` is a registry-backed `from_handle` that reads nothing through
+/// a pointer that is not a live object of `$kind`.
+macro_rules! live_or {
+    ($lookup:expr, $h:expr, $kind:expr, $what:expr, $ret:expr) => {
+        match $lookup {
+            Some(x) => x,
+            None => {
+                crate::error!("{}: {} {:p} {}", FN, $what, $h, crate::core::registry::why_not($h, $kind));
+                return $ret;
+            }
+        }
+    };
+    // for functions that return nothing
+    ($lookup:expr, $h:expr, $kind:expr, $what:expr) => {
+        match $lookup {
+            Some(x) => x,
+            None => {
+                crate::error!("{}: {} {:p} {}", FN, $what, $h, crate::core::registry::why_not($h, $kind));
+                return;
+            }
+        }
+    };
+}
+pub(crate) use live_or;
+
+/// The live md behind a handle, or `UCS_ERR_INVALID_PARAM` with a log line.
+macro_rules! md_or_fail {
+    ($md:expr) => {
+        crate::ffi::md_or_fail!($md, UCS_ERR_INVALID_PARAM)
+    };
+    ($md:expr, $ret:expr) => {
+        // SAFETY: looked up in the registry; the caller keeps the md open
+        // during the call.
+        crate::ffi::live_or!(unsafe { crate::core::md::MdObj::from_handle($md) }, $md,
+                             crate::core::registry::Kind::Md, "md", $ret)
+    };
+}
+pub(crate) use md_or_fail;
+
+/// The live worker behind a handle, or `UCS_ERR_INVALID_PARAM` with a log
+/// line.
+macro_rules! worker_or_fail {
+    ($w:expr) => {
+        crate::ffi::worker_or_fail!($w, UCS_ERR_INVALID_PARAM)
+    };
+    ($w:expr, ()) => {
+        // SAFETY: looked up in the registry; the caller keeps the worker
+        // alive during the call.
+        crate::ffi::live_or!(unsafe { crate::core::worker::WorkerObj::from_handle($w) }, $w,
+                             crate::core::registry::Kind::Worker, "worker")
+    };
+    ($w:expr, $ret:expr) => {
+        // SAFETY: looked up in the registry; the caller keeps the worker
+        // alive during the call.
+        crate::ffi::live_or!(unsafe { crate::core::worker::WorkerObj::from_handle($w) }, $w,
+                             crate::core::registry::Kind::Worker, "worker", $ret)
+    };
+}
+pub(crate) use worker_or_fail;
+
+/// The header of a live interface, or `$ret` (default
+/// `UCS_ERR_INVALID_PARAM`) with a log line.
+macro_rules! iface_or_fail {
+    ($iface:expr) => {
+        crate::ffi::iface_or_fail!($iface, UCS_ERR_INVALID_PARAM)
+    };
+    ($iface:expr, $ret:expr) => {
+        // SAFETY: looked up in the registry; the caller keeps the interface
+        // open during the call.
+        crate::ffi::live_or!(unsafe { crate::core::iface::IfaceHeader::from_handle($iface) }, $iface,
+                             crate::core::registry::Kind::Iface, "iface", $ret)
+    };
+}
+pub(crate) use iface_or_fail;
+
 /// The component behind a handle, or return `UCS_ERR_INVALID_PARAM` with a
 /// log line when the handle is not one of ours.
 macro_rules! component_or_fail {

@@ -1,7 +1,8 @@
 //! Worker creation and the thread-safe progress registration.
 
-use super::{entry, need};
+use super::{entry, need, worker_or_fail};
 use crate::abi::*;
+use crate::core::registry::{self, Kind};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_uint, c_void};
@@ -28,11 +29,10 @@ entry! {
 
 entry! {
     fn uct_worker_destroy(worker: uct_worker_h) {
-        // SAFETY: handle validated by the magic test.
-        match unsafe { WorkerObj::from_handle(worker) } {
-            // SAFETY: validated; destroying ends its life.
-            Some(_) => unsafe { WorkerObj::destroy(worker) },
-            None => crate::error!("{}: invalid worker {:p}", FN, worker),
+        // SAFETY: `destroy` frees only a live worker, once; destroying
+        // ends its life.
+        if !unsafe { WorkerObj::destroy(worker) } {
+            crate::error!("{}: worker {:p} {}", FN, worker, registry::why_not(worker, Kind::Worker));
         }
     }
 }
@@ -44,11 +44,7 @@ entry! {
             crate::error!("{}: NULL callback or id pointer", FN);
             return;
         }
-        // SAFETY: handle validated by the magic test.
-        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
-            crate::error!("{}: invalid worker {:p}", FN, worker);
-            return;
-        };
+        let w = worker_or_fail!(worker, ());
         // SAFETY: id_p checked; the queue's own lock makes this safe from any
         // thread and from inside callbacks.  As in UCX, the worker's async
         // context is blocked around the change, so it is serialised with
@@ -68,11 +64,7 @@ entry! {
             crate::error!("{}: NULL id pointer", FN);
             return;
         }
-        // SAFETY: handle validated by the magic test.
-        let Some(w) = (unsafe { WorkerObj::from_handle(worker) }) else {
-            crate::error!("{}: invalid worker {:p}", FN, worker);
-            return;
-        };
+        let w = worker_or_fail!(worker, ());
         // SAFETY: as for register; the id came from this queue.
         unsafe {
             if *id_p != UCS_CALLBACKQ_ID_NULL {

@@ -7,12 +7,15 @@ use super::transport::IfaceParams;
 use crate::abi::*;
 use crate::core::config::BaseIfaceConfig;
 use crate::core::md::MdObj;
+use crate::core::registry::{self, Kind};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_int, c_uint, c_void};
 use std::cell::Cell;
 
-/// Marks objects made by this library ("uct-rs" iface).
+/// Written into every interface ("uct-rs" iface), for whoever looks at a
+/// core dump; never read to decide whether a pointer is an interface (the
+/// [`registry`] says that).
 pub const IFACE_MAGIC: u64 = 0x7563_742d_7273_6966;
 
 /// One active-message handler slot.
@@ -78,7 +81,7 @@ pub struct IfaceHeader {
 unsafe fn report_ep_err(ep: uct_ep_h, status: ucs_status_t) -> c_uint {
     // SAFETY: see the function contract: the endpoint names its live
     // interface, which starts with our header.
-    if let Some(hdr) = unsafe { IfaceHeader::from_handle((*ep).iface) } {
+    if let Some(hdr) = unsafe { IfaceHeader::of_ep((*ep).iface) } {
         if let Some(h) = hdr.err_handler {
             // SAFETY: the user's handler with the argument it registered.
             unsafe { h(hdr.err_handler_arg, ep, status) };
@@ -196,20 +199,27 @@ impl IfaceHeader {
         AmHandler { cb: Some(stub_am_handler), arg: id as usize as *mut c_void, flags: UCT_CB_FLAG_ASYNC }
     }
 
-    /// The header of an interface handle, if this library made it.
+    /// The header of an interface handle, if it is a live interface opened
+    /// with `uct_iface_open` (looked up by address: nothing is read through
+    /// a pointer that is not).
     ///
     /// # Safety
-    /// `iface` must be null or point to at least a readable `uct_iface_t`.
+    /// The interface must stay open while the reference is used.
     pub unsafe fn from_handle<'a>(iface: uct_iface_h) -> Option<&'a IfaceHeader> {
-        if iface.is_null() {
-            return None;
-        }
-        // SAFETY: every iface this library creates starts with IfaceHeader;
-        // a foreign object fails the magic test (objects smaller than the
-        // header are never handed to the functions that use this: libucp
-        // calls them on transport interfaces only).
-        let hdr = unsafe { &*(iface as *const IfaceHeader) };
-        (hdr.magic == IFACE_MAGIC).then_some(hdr)
+        // SAFETY: every live interface is an `Iface<T>`, which starts with
+        // the header; see the function contract for the lifetime.
+        registry::is(iface, Kind::Iface).then(|| unsafe { &*(iface as *const IfaceHeader) })
+    }
+
+    /// The header of an endpoint's interface: a live interface of ours,
+    /// whether opened by the user or by a connection manager.
+    ///
+    /// # Safety
+    /// As for [`from_handle`](Self::from_handle).
+    pub unsafe fn of_ep<'a>(iface: uct_iface_h) -> Option<&'a IfaceHeader> {
+        let live = matches!(registry::kind_of(iface), Some(Kind::Iface | Kind::CmIface));
+        // SAFETY: as in `from_handle`.
+        live.then(|| unsafe { &*(iface as *const IfaceHeader) })
     }
 
     /// Deliver an active message held in `data` to the handler of `id`

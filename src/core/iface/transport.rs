@@ -6,6 +6,7 @@ use super::header::{AddrLens, IfaceHeader};
 use super::trampolines::build_ops;
 use crate::abi::*;
 use crate::core::ops::*;
+use crate::core::registry::{self, Kind};
 use libc::{c_int, c_void};
 
 /// Slot numbers of `uct_iface_ops_t`, in header order.
@@ -116,10 +117,23 @@ impl<T: Transport> Iface<T> {
         let attr = query_attr(&iface);
         iface.hdr.set_addr_lens(AddrLens { device: attr.device_addr_len, iface: attr.iface_addr_len,
                                            ep: attr.ep_addr_len });
-        Box::into_raw(iface) as uct_iface_h
+        // An interface opened on a memory domain is the user's; one without
+        // (a connection manager's endpoints' interface) is the CM's.
+        let kind = if iface.hdr.md.is_null() { Kind::CmIface } else { Kind::Iface };
+        let h = Box::into_raw(iface) as uct_iface_h;
+        registry::register(h, kind);
+        h
     }
     pub fn handle(&self) -> uct_iface_h {
         self as *const Self as uct_iface_h
+    }
+}
+
+/// However the interface is freed (`uct_iface_close`, or its CM closing
+/// it), it leaves the registry before its memory does.
+impl<T: Transport> Drop for Iface<T> {
+    fn drop(&mut self) {
+        registry::forget(self as *const Self);
     }
 }
 
