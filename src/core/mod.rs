@@ -7,7 +7,8 @@
 //! safe handles the data path hands transports (payloads, callbacks,
 //! completions, peer addresses); [`config`] and [`config_list`] the
 //! configuration tables, through libucs's parser; [`mem`] memory
-//! allocation; [`cm`] connection managers and listeners; [`log`] logging
+//! allocation; [`memreg`] a table of registered address ranges; [`cm`]
+//! connection managers and listeners; [`log`] logging
 //! through libucs. The list of components is given to core by the exported
 //! functions (`crate::transports::COMPONENTS`); core never imports a
 //! transport or `ffi`.
@@ -21,5 +22,6 @@ pub mod config_list;
 pub mod iface;
 pub mod md;
 pub mod mem;
+pub mod memreg;
 pub mod ops;
 pub mod worker;
