@@ -1,0 +1,2 @@
+pub mod tcp_frames;
+pub mod tcp_conn;
