@@ -11,6 +11,7 @@ use ::uct::ffi::component::*;
 use ::uct::ffi::config::*;
 use ::uct::ffi::ep::*;
 use ::uct::ffi::iface::*;
+use ::uct::ffi::md::*;
 use ::uct::ffi::worker::*;
 
 mod common;
@@ -157,6 +158,23 @@ impl World {
 
     fn flush(&self, ep: Ep) {
         self.progress_until(|| flush_now(ep) == UCS_OK);
+    }
+
+    /// Registers `buf` with the World's md.
+    fn reg(&self, buf: &mut [u8]) -> uct_mem_h {
+        let mut memh = null_mut();
+        // SAFETY: the md is open; `buf` is live memory of the caller, who
+        // deregisters it before it goes away; the out-pointer is a local.
+        let st = unsafe {
+            uct_md_mem_reg(self.md, buf.as_mut_ptr() as *mut c_void, buf.len(), UCT_MD_MEM_ACCESS_ALL, &mut memh)
+        };
+        assert_eq!(st, UCS_OK);
+        memh
+    }
+
+    fn dereg(&self, memh: uct_mem_h) {
+        // SAFETY: the md is open; `memh` came from `reg`.
+        assert_eq!(unsafe { uct_md_mem_dereg(self.md, memh) }, UCS_OK);
     }
 }
 
@@ -340,6 +358,8 @@ fn connect_to_ep_all_operations() {
     // when the peer acknowledged the put
     let src: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
     let mut dst = vec![0u8; 100_000];
+    // puts land only in memory registered with the md
+    let memh = w.reg(&mut dst);
     let piov = [uct_iov_t { buffer: src.as_ptr() as *mut c_void, length: src.len(), memh: null_mut(), stride: 0,
                             count: 1 }];
     let mut pcomp = uct_completion_t { func: None, count: 1, status: UCS_OK };
@@ -357,6 +377,7 @@ fn connect_to_ep_all_operations() {
     w.progress_until(|| count(&pcomp) == 0);
     assert_eq!(pcomp.status, UCS_OK);
     assert_eq!(dst, src);
+    w.dereg(memh);
     w.flush(ea);
     // SAFETY: interface 0 is open, no completion is passed; the endpoints
     // are destroyed once and not used after.
@@ -674,4 +695,279 @@ fn destroy_with_a_zcopy_send_in_flight() {
         eb2.destroy();
         eb.destroy();
     }
+}
+
+// ---------------------------------------------------------------------------
+// Hostile peers: raw sockets speaking (or breaking) the wire protocol.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+
+const MAGIC: u64 = 0xCAFE_BABE_1234_5678;
+
+fn frame(id: u8, body: &[u8]) -> Vec<u8> {
+    let mut v = vec![id];
+    v.extend_from_slice(&(body.len() as u32).to_ne_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+/// A connection request from 127.0.0.1:`port` with sequence number `sn`.
+fn conn_req(sn: u64, port: u16) -> Vec<u8> {
+    let mut b = 1u32.to_ne_bytes().to_vec();
+    b.push(0);
+    b.extend_from_slice(&sn.to_ne_bytes());
+    b.extend_from_slice(&2u16.to_ne_bytes());
+    b.extend_from_slice(&port.to_be_bytes());
+    b.extend_from_slice(&[127, 0, 0, 1]);
+    b.extend_from_slice(&[0; 8]);
+    frame(32, &b)
+}
+
+fn put_req(addr: u64, len: u64, sn: u32) -> Vec<u8> {
+    let mut b = addr.to_ne_bytes().to_vec();
+    b.extend_from_slice(&len.to_ne_bytes());
+    b.extend_from_slice(&sn.to_ne_bytes());
+    frame(33, &b)
+}
+
+fn magic() -> Vec<u8> {
+    MAGIC.to_ne_bytes().to_vec()
+}
+
+impl World {
+    /// A raw TCP connection to interface `i`'s listening port.
+    fn raw(&self, i: usize) -> TcpStream {
+        let (_, addr) = self.addrs(i);
+        let s = TcpStream::connect(("127.0.0.1", u16::from_be_bytes([addr[0], addr[1]]))).unwrap();
+        s.set_nonblocking(true).unwrap();
+        s
+    }
+
+    /// Progress until the library closes `s`; what it sent before.
+    #[track_caller]
+    fn wait_closed(&self, s: &mut TcpStream) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        self.progress_until(|| match s.read(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                false
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(_) => true,
+        });
+        got
+    }
+
+    /// Progress for a while; what `s` received meanwhile, and whether it
+    /// is still open.
+    fn soak(&self, s: &mut TcpStream, ms: u64) -> (Vec<u8>, bool) {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+        while std::time::Instant::now() < end {
+            self.progress();
+            match s.read(&mut buf) {
+                Ok(0) => return (got, false),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return (got, false),
+            }
+        }
+        (got, true)
+    }
+
+    /// A message from interface 0 to 1 still arrives (through `got`, which
+    /// listens for id 5 on interface 1).
+    #[track_caller]
+    fn still_serves(&self, ep: Ep, got: &Got) {
+        let n = got.len();
+        self.progress_until(|| am_short(ep, 5, 77, b"ok") == UCS_OK);
+        self.progress_until(|| got.len() == n + 1);
+    }
+}
+
+/// CONN_ACK frame, as the library answers a connection request.
+fn ack_frame() -> Vec<u8> {
+    frame(32, &2u32.to_ne_bytes())
+}
+
+#[test]
+fn hostile_puts_write_nothing() {
+    let w = World::new(2);
+    let got = Got::default();
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 5, &got) };
+    let ep = w.ep_to_iface(0, 1);
+    w.still_serves(ep, &got);
+    let mut target = vec![0u8; 4096];
+    let memh = w.reg(&mut target[..1024]);
+    let base = target.as_ptr() as u64;
+    let unreg = vec![0u8; 256];
+    let data = [0xeeu8; 64];
+
+    // 1. a put before any connection request, into registered memory
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), put_req(base, 64, 1), data.to_vec()].concat()).unwrap();
+    w.wait_closed(&mut s);
+    // 2. a put without the magic number's handshake at all
+    let mut s = w.raw(1);
+    s.write_all(&[put_req(base, 64, 1), data.to_vec()].concat()).unwrap();
+    w.wait_closed(&mut s);
+    // 3. after the handshake, into memory nobody registered
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(1000, 1), put_req(unreg.as_ptr() as u64, 64, 1), data.to_vec()].concat())
+        .unwrap();
+    assert_eq!(w.wait_closed(&mut s), ack_frame());
+    // 4. straddling the end of the registered range
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(1001, 1), put_req(base + 1000, 64, 1), data.to_vec()].concat()).unwrap();
+    assert_eq!(w.wait_closed(&mut s), ack_frame());
+    // 5. a length that wraps around the address space
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(1002, 1), put_req(base, u64::MAX - 8, 1), data.to_vec()].concat()).unwrap();
+    w.wait_closed(&mut s);
+    // 6. a PUT_REQ shorter than its header
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(1003, 1), frame(33, &base.to_ne_bytes())].concat()).unwrap();
+    w.wait_closed(&mut s);
+    assert!(target.iter().all(|&b| b == 0), "a hostile put wrote into the process");
+    assert!(unreg.iter().all(|&b| b == 0), "a hostile put wrote into the process");
+    w.still_serves(ep, &got);
+
+    // Inside the registration the put lands and is acknowledged; an empty
+    // put (what a flush sends) too.
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(1004, 1), put_req(base + 8, 64, 7), data.to_vec(), put_req(0, 0, 8)].concat())
+        .unwrap();
+    let (bytes, open) = w.soak(&mut s, 300);
+    assert!(open);
+    let want = [ack_frame(), frame(34, &7u32.to_ne_bytes()), frame(34, &8u32.to_ne_bytes())].concat();
+    assert_eq!(bytes, want);
+    assert_eq!(&target[8..72], &data);
+    // A put still coming in when its memory is deregistered is stopped:
+    // announce 512 bytes, send 16, deregister, send the rest.
+    s.write_all(&[put_req(base + 512, 512, 9), vec![0x11; 16]].concat()).unwrap();
+    w.soak(&mut s, 100);
+    w.dereg(memh);
+    s.write_all(&[0x22; 496]).unwrap();
+    w.wait_closed(&mut s);
+    assert!(target[512 + 16..].iter().all(|&b| b == 0));
+    w.still_serves(ep, &got);
+    // SAFETY: destroyed once, not used after.
+    unsafe { ep.destroy() };
+}
+
+#[test]
+fn protocol_violations_close_the_connection() {
+    let w = World::new(2);
+    let got = Got::default();
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 5, &got) };
+    let ep = w.ep_to_iface(0, 1);
+    w.still_serves(ep, &got);
+    let n = got.len();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("wrong magic", b"GET / HTTP/1.0\r\n\r\n".to_vec()),
+        ("active message before the request", [magic(), frame(5, &[0; 16])].concat()),
+        ("keepalive before the request", [magic(), frame(35, &[])].concat()),
+        ("malformed request", [magic(), frame(32, &[1, 0, 0, 0, 0])].concat()),
+        ("request of a wrong length", [magic(), frame(32, &[0; 30])].concat()),
+        ("ack instead of a request", [magic(), ack_frame()].concat()),
+        ("unknown id", [magic(), conn_req(2000, 1), frame(40, &[1, 2, 3])].concat()),
+        ("second request", [magic(), conn_req(2001, 1), conn_req(2001, 1)].concat()),
+        ("ack without a request of ours", [magic(), conn_req(2002, 1), ack_frame()].concat()),
+        ("unknown connection event", [magic(), conn_req(2003, 1), frame(32, &9u32.to_ne_bytes())].concat()),
+        ("event of a wrong length", [magic(), conn_req(2004, 1), frame(32, &[4, 0, 0, 0, 0, 0])].concat()),
+        ("put ack of a wrong length", [magic(), conn_req(2005, 1), frame(34, &[1])].concat()),
+        ("frame over the receive segment", [magic(), conn_req(2006, 1), frame(5, &[])[..1].to_vec(),
+                                             (1u32 << 30).to_ne_bytes().to_vec()].concat()),
+    ];
+    for (what, bytes) in cases {
+        let mut s = w.raw(1);
+        s.write_all(&bytes).unwrap();
+        let start = std::time::Instant::now();
+        w.wait_closed(&mut s);
+        assert!(start.elapsed().as_secs() < 5, "{what}");
+        w.still_serves(ep, &got);
+    }
+    assert_eq!(got.len(), n + 13, "no hostile active message was delivered");
+    // A FIN closes an accepted connection quietly; one after it is not read.
+    let mut s = w.raw(1);
+    s.write_all(&[magic(), conn_req(2100, 1), frame(32, &4u32.to_ne_bytes())].concat()).unwrap();
+    assert_eq!(w.wait_closed(&mut s), ack_frame());
+    // SAFETY: destroyed once, not used after.
+    unsafe { ep.destroy() };
+}
+
+#[test]
+fn violation_on_a_user_endpoint_reaches_its_error_handler() {
+    let w = World::new(1);
+    // A fake peer: our own device address with the port of a raw listener.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (dev, _) = w.addrs(0);
+    // SAFETY: interface 0 is open; the device address is its own, the
+    // interface address a 2-byte port, as long as tcp declares them.
+    let raw = unsafe { connect_to_iface(w.iface(0), &dev, &port.to_be_bytes()) }.unwrap();
+    // SAFETY: just created; destroyed below, once.
+    let ep = unsafe { Ep::from_raw(raw) };
+    l.set_nonblocking(true).unwrap();
+    let mut s = loop {
+        match l.accept() {
+            Ok((s, _)) => break s,
+            Err(_) => w.progress(),
+        }
+    };
+    s.set_nonblocking(true).unwrap();
+    // Read its magic and request, acknowledge it, then break the protocol.
+    let mut hello = Vec::new();
+    w.progress_until(|| {
+        let mut b = [0u8; 64];
+        if let Ok(n) = s.read(&mut b) {
+            hello.extend_from_slice(&b[..n]);
+        }
+        hello.len() >= 8 + 5 + 29
+    });
+    assert_eq!(&hello[..8], &magic()[..]);
+    s.write_all(&[ack_frame(), frame(60, &[0; 4])].concat()).unwrap();
+    w.progress_until(|| failed(ep));
+    w.wait_closed(&mut s);
+    // SAFETY: destroyed once, not used after.
+    unsafe { ep.destroy() };
+}
+
+#[test]
+fn handshake_timeout_closes_silent_peers() {
+    let mut w = World::new(1);
+    w.open_with(&[(c"HANDSHAKE_TIMEOUT", c"200ms")]);
+    let got = Got::default();
+    // SAFETY: `got` lives to the end of the test, past the last progress
+    // call of `w`.
+    unsafe { w.listen(1, 5, &got) };
+    let ep = w.ep_to_iface(0, 1);
+    w.still_serves(ep, &got);
+    let mut silent = w.raw(1);
+    let mut half = w.raw(1);
+    half.write_all(&magic()[..3]).unwrap();
+    let mut no_req = w.raw(1);
+    no_req.write_all(&magic()).unwrap();
+    let mut good = w.raw(1);
+    good.write_all(&[magic(), conn_req(3000, 1)].concat()).unwrap();
+    let start = std::time::Instant::now();
+    w.wait_closed(&mut silent);
+    w.wait_closed(&mut half);
+    w.wait_closed(&mut no_req);
+    assert!(start.elapsed().as_millis() >= 150, "closed before the timeout");
+    // the one that completed its handshake stays
+    let (bytes, open) = w.soak(&mut good, 300);
+    assert!(open);
+    assert_eq!(bytes, ack_frame());
+    w.still_serves(ep, &got);
+    // SAFETY: destroyed once, not used after.
+    unsafe { ep.destroy() };
 }

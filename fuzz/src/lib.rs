@@ -11,6 +11,8 @@
 
 pub mod sockcm_wire;
 pub mod tcp_addr;
+pub mod tcp_conn;
+pub mod tcp_frames;
 
 /// A target's entry point.
 pub type Run = fn(&[u8]);

@@ -7,12 +7,12 @@
 //! safe handles the data path hands transports (payloads, callbacks,
 //! completions, peer addresses); [`config`] and [`config_list`] the
 //! configuration tables, through libucs's parser; [`mem`] memory
-//! allocation; [`cm`] connection managers and listeners; [`log`] logging
-//! through libucs; [`registry`] the live control-path objects, by address
-//! and kind, which every handle from C is checked against. The list of
-//! components is given to core by the exported functions
-//! (`crate::transports::COMPONENTS`); core never imports a transport or
-//! `ffi`.
+//! allocation; [`memreg`] a table of registered address ranges; [`cm`]
+//! connection managers and listeners; [`log`] logging through libucs;
+//! [`registry`] the live control-path objects, by address and kind, which
+//! every handle from C is checked against. The list of components is given
+//! to core by the exported functions (`crate::transports::COMPONENTS`);
+//! core never imports a transport or `ffi`.
 
 #[macro_use]
 pub mod log;
@@ -23,6 +23,7 @@ pub mod config_list;
 pub mod iface;
 pub mod md;
 pub mod mem;
+pub mod memreg;
 pub mod ops;
 pub mod registry;
 pub mod worker;

@@ -41,6 +41,9 @@ pub(super) const F_CONNECT_TO_EP: u16 = 1 << 0;
 pub(super) const F_PUT_TX_WAITING_ACK: u16 = 1 << 1;
 pub(super) const F_PUT_RX_SENDING_ACK: u16 = 1 << 2;
 pub(super) const F_NEED_FLUSH: u16 = 1 << 3;
+/// We sent (or queued) a connection request on this connection: an
+/// acknowledgement may come.
+pub(super) const F_REQ_SENT: u16 = 1 << 4;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum State {
@@ -147,6 +150,18 @@ pub(super) struct Tx {
 }
 
 impl Tx {
+    /// The send buffer, allocated on first need (an accepted connection
+    /// has none until it answers the peer's connection request).
+    #[inline(always)]
+    pub(super) fn ensure(&mut self, size: usize) {
+        if self.buf.len() < size {
+            self.grow(size);
+        }
+    }
+    #[cold]
+    fn grow(&mut self, size: usize) {
+        self.buf.resize(size, 0);
+    }
     pub(super) fn busy(&self) -> bool {
         self.idx < self.iov.len()
     }
@@ -213,6 +228,16 @@ pub(super) struct Rx {
     pub(super) len: usize,
 }
 
+/// What an accepted connection received of the handshake: the magic
+/// number, then the frame of the connection request (small and of known
+/// size, so no receive buffer is allocated before the handshake).
+pub(super) struct HsBuf {
+    pub(super) buf: [u8; HS_BUF_LEN],
+    pub(super) len: usize,
+}
+
+pub(super) const HS_BUF_LEN: usize = super::proto::HANDSHAKE_MAX;
+
 /// One connection (UCX's tcp endpoint).
 pub(super) struct Conn {
     slot: usize,
@@ -242,6 +267,11 @@ pub(super) struct Conn {
     pub(super) rx_put_sn: Cell<u32>,
     /// A put whose data is being received straight into its target.
     pub(super) put_rx: Cell<Option<PutReq>>,
+    /// The generation of the md's registrations when the target of
+    /// `put_rx` was last checked.
+    pub(super) put_gen: Cell<u64>,
+    /// The handshake of an accepted connection.
+    pub(super) hs: RefCell<HsBuf>,
     /// Connection event waiting for the send context.
     pub(super) cm_pending: Cell<u32>,
     pub(super) pending: RefCell<VecDeque<PendingReq>>,
@@ -250,7 +280,7 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    fn tag(&self) -> u64 {
+    pub(super) fn tag(&self) -> u64 {
         ((self.gen as u64) << 32) | self.slot as u64
     }
     pub(super) fn has(&self, f: u16) -> bool {
@@ -278,7 +308,9 @@ impl TcpIface {
     // -----------------------------------------------------------------------
     // The table: creation, lookup, destruction.
 
-    pub(super) fn new_conn(&self, sock: Option<Socket>, peer: Option<SockAddr>) -> Rc<Conn> {
+    /// A new connection; `user`: of a user endpoint (its send buffer now;
+    /// an accepted connection gets one when it first sends).
+    pub(super) fn new_conn(&self, sock: Option<Socket>, peer: Option<SockAddr>, user: bool) -> Rc<Conn> {
         let slot = self.free_slots.borrow_mut().pop().unwrap_or_else(|| {
             let mut c = self.conns.borrow_mut();
             c.push(None);
@@ -304,8 +336,8 @@ impl TcpIface {
             on_ptr_map: Cell::new(false),
             owner: Cell::new(std::ptr::null_mut()),
             tx: RefCell::new(Tx {
-                buf: vec![0u8; self.cfg.tx_seg_size],
-                iov: Vec::with_capacity(self.cfg.max_iov + 1),
+                buf: if user { vec![0u8; self.cfg.tx_seg_size] } else { Vec::new() },
+                iov: if user { Vec::with_capacity(self.cfg.max_iov + 1) } else { Vec::new() },
                 idx: 0,
                 held: 0,
                 comp: Completion::none(),
@@ -315,6 +347,8 @@ impl TcpIface {
             tx_put_sn: Cell::new(u32::MAX),
             rx_put_sn: Cell::new(u32::MAX),
             put_rx: Cell::new(None),
+            put_gen: Cell::new(0),
+            hs: RefCell::new(HsBuf { buf: [0; HS_BUF_LEN], len: 0 }),
             cm_pending: Cell::new(0),
             pending: RefCell::new(VecDeque::new()),
             put_comps: RefCell::new(VecDeque::new()),

@@ -6,6 +6,7 @@
 
 use super::conn::*;
 use super::iface::{TcpEp, TcpIface, I};
+use super::proto::{self, CmCtx, CmEvent, Phase, Violation};
 use super::wire;
 use super::UNITS_AUTO;
 use crate::abi::*;
@@ -16,6 +17,7 @@ use crate::sys::epoll::{EV_READ, EV_WRITE};
 use crate::sys::{errno_str, Errno};
 use crate::sys::socket::{Io, Socket};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// What a connection packet did to the connection being read.
 pub(super) enum Next {
@@ -183,17 +185,27 @@ impl TcpIface {
         to.set(from.flags.get() & (F_PUT_TX_WAITING_ACK | F_PUT_RX_SENDING_ACK | F_NEED_FLUSH));
         if let Some(p) = from.put_rx.take() {
             to.put_rx.set(Some(p));
+            to.put_gen.set(from.put_gen.get());
         }
         to.rx_put_sn.set(from.rx_put_sn.get());
         from.caps.set(0);
         self.set_failed(iface, from);
     }
 
+    /// The listening socket is readable: accept what is pending (at most
+    /// `ACCEPT_BUDGET` per call). Running out of descriptors or memory
+    /// pauses accepting for a while (the socket keeps listening); errors
+    /// of one pending connection skip it.
     pub(super) fn accept_all(&self) {
-        loop {
+        self.run_timers(true);
+        if self.listen_paused.get().is_some() {
+            return;
+        }
+        for _ in 0..ACCEPT_BUDGET {
             let Some(r) = self.listener.borrow().as_ref().map(Socket::accept) else { return };
             match r {
                 Ok(Some((sock, peer))) => {
+                    self.accept_backoff.set(ACCEPT_BACKOFF_MIN);
                     let fd = sock.fd();
                     if !sock.is_connected() {
                         crate::warn!("tcp_iface {}: connection establishment for socket fd {} from {} was \
@@ -203,21 +215,103 @@ impl TcpIface {
                     if self.set_sockopt(&sock, false).is_err() {
                         continue;
                     }
-                    let conn = self.new_conn(Some(sock), None);
+                    let conn = self.new_conn(Some(sock), None, false);
                     self.set_state(&conn, State::RecvMagic);
                     self.mod_events(&conn, EV_READ, 0);
+                    if let Some(t) = self.cfg.handshake_timeout {
+                        self.hs_queue.borrow_mut().push_back((Instant::now() + t, conn.tag()));
+                        self.timers_on.set(true);
+                    }
                     crate::debug!("tcp_iface {}: accepted connection from {} on {} to tcp_ep {:p} (fd {})",
                                   self.if_name, peer.map(|p| p.to_string()).unwrap_or_default(), self.ifaddr,
                                   Rc::as_ptr(&conn), fd);
                 }
                 Ok(None) => return,
-                Err(e) => {
+                Err(e @ (Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM)) => {
+                    self.pause_listener(e);
+                    return;
+                }
+                Err(e @ (Errno::EBADF | Errno::EINVAL | Errno::ENOTSOCK | Errno::EOPNOTSUPP | Errno::EFAULT)) => {
                     crate::error!("accept() failed: {}", errno_str(e as i32));
                     self.close_listener();
                     return;
                 }
+                Err(e) => {
+                    // An error of that one connection (EPROTO, ENETDOWN,
+                    // EPERM...): the next one may be fine.
+                    crate::debug!("tcp_iface {}: accept() failed: {}", self.if_name, errno_str(e as i32));
+                }
             }
         }
+    }
+
+    /// Out of descriptors or memory: stop accepting for a while (doubling
+    /// up to `ACCEPT_BACKOFF_MAX` while it lasts). The listening socket
+    /// stays in the epoll set edge-triggered, so that the pending
+    /// connection does not wake every poll, and a new one still wakes a
+    /// sleeping process, which then accepts once the pause is over.
+    fn pause_listener(&self, e: Errno) {
+        let now = Instant::now();
+        let back = self.accept_backoff.get();
+        self.accept_backoff.set((back * 2).min(ACCEPT_BACKOFF_MAX));
+        let quiet = self.accept_logged.get().is_some_and(|t| now.duration_since(t) < ACCEPT_LOG_EVERY);
+        if !quiet {
+            self.accept_logged.set(Some(now));
+            crate::error!("tcp_iface {}: accept() failed: {}; not accepting connections for {} ms", self.if_name,
+                          errno_str(e as i32), back.as_millis());
+        }
+        if let Some(l) = self.listener.borrow().as_ref() {
+            super::iface::epoll_set(&self.epoll, l, EV_READ, EV_READ | EV_EDGE, super::iface::LISTEN_TAG);
+        }
+        self.listen_paused.set(Some(now + back));
+        self.timers_on.set(true);
+    }
+
+    fn resume_listener(&self) {
+        self.listen_paused.set(None);
+        if let Some(l) = self.listener.borrow().as_ref() {
+            super::iface::epoll_set(&self.epoll, l, EV_READ | EV_EDGE, EV_READ, super::iface::LISTEN_TAG);
+        }
+    }
+
+    /// The coarse timers (handshake deadlines, the accept pause): the clock
+    /// is read every `TIMER_POLLS` calls, or at once with `force`.
+    pub(super) fn run_timers(&self, force: bool) {
+        if !self.timers_on.get() {
+            return;
+        }
+        let k = self.timer_polls.get() + 1;
+        if !force && k < TIMER_POLLS {
+            self.timer_polls.set(k);
+            return;
+        }
+        self.timer_polls.set(0);
+        let now = Instant::now();
+        loop {
+            let tag = {
+                let mut q = self.hs_queue.borrow_mut();
+                match q.front() {
+                    Some(&(t, tag)) if t <= now => {
+                        q.pop_front();
+                        tag
+                    }
+                    _ => break,
+                }
+            };
+            let Some(c) = self.lookup(tag) else { continue };
+            if matches!(c.state.get(), State::RecvMagic | State::Accepting) && c.caps.get() & CAP_TX == 0
+                && c.sock.is_open()
+            {
+                crate::error!("tcp_iface {}: the peer of tcp_ep {:p} (fd {}) did not complete the handshake in \
+                               time (UCX_TCP_HANDSHAKE_TIMEOUT); closing the connection", self.if_name,
+                              Rc::as_ptr(&c), c.sock.fd());
+                self.destroy_conn(&c);
+            }
+        }
+        if self.listen_paused.get().is_some_and(|t| t <= now) {
+            self.resume_listener();
+        }
+        self.timers_on.set(!self.hs_queue.borrow().is_empty() || self.listen_paused.get().is_some());
     }
 
     // -----------------------------------------------------------------------
@@ -227,10 +321,14 @@ impl TcpIface {
     /// the request of a fresh socket).
     pub(super) fn send_event(&self, iface: &I, conn: &Rc<Conn>, event: u32) -> ucs_status_t {
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
+        if event & wire::EV_CONN_REQ != 0 {
+            conn.set(F_REQ_SENT);
+        }
         if tx.busy() {
             conn.cm_pending.set(conn.cm_pending.get() | event);
             return UCS_OK;
         }
+        tx.ensure(self.cfg.tx_seg_size);
         let mut pkt = Vec::with_capacity(64);
         if event == wire::EV_CONN_REQ {
             if conn.state.get() == State::Connecting {
@@ -258,61 +356,104 @@ impl TcpIface {
         s
     }
 
-    pub(super) fn magic_rx(&self, conn: &Rc<Conn>) -> u32 {
-        let mut rx = conn.rx.borrow_mut();
-        if rx.buf.len() < wire::MAGIC_LEN {
-            rx.buf = vec![0u8; self.cfg.rx_seg_size];
-        }
-        let have = rx.len;
-        match conn.sock.recv(&mut rx.buf[have..wire::MAGIC_LEN]) {
-            Io::Done(n) => rx.len += n,
-            Io::Again => return 0,
-            Io::Closed | Io::Err(_) => {
-                drop(rx);
-                crate::debug!("tcp_ep {:p}: connection dropped by the peer before the magic number",
-                              Rc::as_ptr(conn));
-                self.destroy_conn(conn);
-                return 0;
+    /// An accepted connection is readable: the magic number, then the
+    /// frame of the connection request, read exactly (nothing after it:
+    /// that is for the receive path once the handshake is done) into the
+    /// connection's small handshake buffer.
+    pub(super) fn handshake_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        let mut count = 0;
+        loop {
+            let st = conn.state.get();
+            let Ok(mut hs) = conn.hs.try_borrow_mut() else { return count };
+            let want = match st {
+                State::RecvMagic => wire::MAGIC_LEN,
+                State::Accepting if hs.len < wire::HDR_LEN => wire::HDR_LEN,
+                State::Accepting => match proto::handshake_frame_len(&hs.buf[..wire::HDR_LEN]) {
+                    Ok(l) => wire::HDR_LEN + l,
+                    Err(v) => {
+                        drop(hs);
+                        self.violation(iface, conn, v);
+                        return count;
+                    }
+                },
+                _ => return count,
+            };
+            let have = hs.len;
+            if have < want {
+                match conn.sock.recv(&mut hs.buf[have..want]) {
+                    Io::Done(n) => hs.len += n,
+                    Io::Again => return count,
+                    Io::Closed | Io::Err(_) => {
+                        drop(hs);
+                        crate::debug!("tcp_ep {:p}: connection dropped by the peer during the handshake ({:?})",
+                                      Rc::as_ptr(conn), st);
+                        self.destroy_conn(conn);
+                        return count;
+                    }
+                }
+                if hs.len < want {
+                    return count;
+                }
             }
+            count = 1;
+            if st == State::RecvMagic {
+                let mut m = [0u8; wire::MAGIC_LEN];
+                m.copy_from_slice(&hs.buf[..wire::MAGIC_LEN]);
+                hs.len = 0;
+                drop(hs);
+                if let Err(v) = proto::check_magic(&m) {
+                    self.violation(iface, conn, v);
+                    return count;
+                }
+                self.set_state(conn, State::Accepting);
+                continue;
+            }
+            if want == wire::HDR_LEN {
+                continue;
+            }
+            let mut body = [0u8; HS_BUF_LEN];
+            let n = want - wire::HDR_LEN;
+            body[..n].copy_from_slice(&hs.buf[wire::HDR_LEN..want]);
+            hs.len = 0;
+            drop(hs);
+            let r = proto::decode_cm(&body[..n]).and_then(|ev| proto::check_cm(&ev, &self.cm_ctx(conn)).map(|()| ev));
+            match r {
+                Ok(CmEvent::Req(req)) => {
+                    self.handle_conn_req(iface, conn, &req);
+                }
+                Ok(_) => self.violation(iface, conn, Violation::BeforeHandshake(wire::AM_ID_CM)),
+                Err(v) => self.violation(iface, conn, v),
+            }
+            return count;
         }
-        if rx.len < wire::MAGIC_LEN {
-            return 1;
-        }
-        let mut m = [0u8; 8];
-        m.copy_from_slice(&rx.buf[..8]);
-        rx.len = 0;
-        rx.off = 0;
-        drop(rx);
-        if u64::from_ne_bytes(m) != wire::MAGIC {
-            crate::debug!("tcp_iface {}: received wrong magic number {:#x} on fd {}", self.if_name,
-                          u64::from_ne_bytes(m), conn.sock.fd());
-            self.destroy_conn(conn);
-            return 0;
-        }
-        self.set_state(conn, State::Accepting);
-        1
     }
 
-    pub(super) fn handle_conn_pkt(&self, iface: &I, conn: &Rc<Conn>, body: &[u8]) -> Next {
-        match wire::conn_event(body) {
-            Some(wire::EV_CONN_REQ) => match wire::decode_conn_req(body) {
-                Some(req) => self.handle_conn_req(iface, conn, &req),
-                None => {
-                    crate::error!("tcp_ep {:p}: malformed connection request ({} bytes)", Rc::as_ptr(conn), body.len());
-                    Next::Continue(conn.clone())
-                }
-            },
-            Some(ev @ (wire::EV_CONN_ACK | wire::EV_CONN_ACK_WITH_REQ)) => {
-                if ev == wire::EV_CONN_ACK_WITH_REQ {
+    /// The facts about `conn` its connection events are checked against.
+    pub(super) fn cm_ctx(&self, conn: &Conn) -> CmCtx {
+        CmCtx {
+            phase: phase_of(conn.state.get()),
+            rx_cap: conn.caps.get() & CAP_RX != 0,
+            req_sent: conn.has(F_REQ_SENT),
+            cm_id: conn.cm_id.get(),
+            peer: conn.peer.get(),
+        }
+    }
+
+    /// A connection event the state machine expects (see `proto::check_cm`).
+    pub(super) fn handle_cm(&self, iface: &I, conn: &Rc<Conn>, ev: CmEvent) -> Next {
+        match ev {
+            CmEvent::Req(req) => self.handle_conn_req(iface, conn, &req),
+            CmEvent::Ack | CmEvent::AckWithReq => {
+                if ev == CmEvent::AckWithReq {
                     conn.add_cap(CAP_RX);
                 }
                 drop(conn.stale.take());
                 if conn.state.get() != State::Connected {
                     self.set_connected(iface, conn);
                 }
-                Next::Continue(conn.clone())
+                if conn.alive.get() { Next::Continue(conn.clone()) } else { Next::Stop }
             }
-            Some(wire::EV_CONN_FIN) => {
+            CmEvent::Fin => {
                 if conn.caps.get() == CAP_RX {
                     self.destroy_conn(conn);
                     Next::Stop
@@ -321,11 +462,17 @@ impl TcpIface {
                     Next::Continue(conn.clone())
                 }
             }
-            ev => {
-                crate::error!("tcp_ep {:p}: unknown CM event received {:?}", Rc::as_ptr(conn), ev);
-                Next::Continue(conn.clone())
-            }
         }
+    }
+
+    /// The peer broke the protocol: one log line, and the connection is
+    /// closed (a user endpoint hears of it through its error handler).
+    pub(super) fn violation(&self, iface: &I, conn: &Rc<Conn>, v: Violation) {
+        crate::error!("tcp_iface {}: tcp_ep {:p} (fd {}, {:?}, peer {}): {}; closing the connection", self.if_name,
+                      Rc::as_ptr(conn), conn.sock.fd(), conn.state.get(),
+                      conn.peer.get().map(|p| p.to_string()).unwrap_or_else(|| "-".into()), v);
+        conn.put_rx.set(None);
+        self.handle_disconnected(iface, conn, UCS_ERR_IO_ERROR);
     }
 
     fn handle_conn_req(&self, iface: &I, conn: &Rc<Conn>, req: &wire::ConnReq) -> Next {
@@ -437,7 +584,7 @@ impl TcpIface {
     pub(super) fn create_ep(&self, iface: &I, params: &EpParams<'_>) -> Result<TcpEp, ucs_status_t> {
         if let (Some(dev), Some(iface_addr)) = (params.dev_addr, params.iface_addr) {
             let dest = dest_addr(dev, iface_addr)?;
-            let conn = self.new_conn(None, Some(dest));
+            let conn = self.new_conn(None, Some(dest), true);
             conn.cm_id.set(self.next_conn_sn(&dest));
             if let Err(e) = self.ep_connect(iface, &conn) {
                 self.destroy_conn(&conn);
@@ -445,7 +592,7 @@ impl TcpIface {
             }
             Ok(TcpEp { conn })
         } else {
-            let conn = self.new_conn(None, None);
+            let conn = self.new_conn(None, None, true);
             conn.set(F_CONNECT_TO_EP);
             let key = self.next_key.get();
             self.next_key.set(key + 2);
@@ -511,6 +658,28 @@ impl TcpIface {
         UCS_OK
     }
 }
+
+/// The phase of the handshake a connection state is in.
+pub(super) fn phase_of(st: State) -> Phase {
+    match st {
+        State::Accepting => Phase::Handshake,
+        State::WaitingAck => Phase::WaitingAck,
+        State::Connected => Phase::Connected,
+        _ => Phase::Other,
+    }
+}
+
+/// Most connections accepted per readable event of the listening socket.
+const ACCEPT_BUDGET: usize = 256;
+/// The pause of accepting after running out of descriptors or memory.
+pub(super) const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// At most one log line per this much time about failing accepts.
+const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
+/// Progress calls between two looks at the clock for the coarse timers.
+const TIMER_POLLS: u32 = 64;
+/// Edge-triggered epoll (the paused listening socket).
+const EV_EDGE: u32 = libc::EPOLLET as u32;
 
 /// The peer's socket address from its device address and the port at the
 /// start of its iface or endpoint address.

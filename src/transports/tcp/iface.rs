@@ -34,9 +34,12 @@ use crate::sys::{self, errno_str, netif};
 use crate::ucs;
 use libc::c_int;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use crate::core::memreg::RegTable;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Iovs for the transport header and the user's (or put) header.
 pub(super) const ZCOPY_SERVICE_IOV: usize = 2;
@@ -47,6 +50,8 @@ pub(super) const LISTEN_TAG: u64 = u64::MAX;
 /// Default keepalive times (seconds) when the settings are "auto".
 const KEEPALIVE_IDLE_DEFAULT: i32 = 10;
 const KEEPALIVE_INTVL_DEFAULT: i32 = 2;
+/// Handshake timeout (seconds) when the setting is "auto".
+const HANDSHAKE_TIMEOUT_DEFAULT: u64 = 5;
 /// Size of UCX's zero-copy send context that precedes its iov array in the
 /// send buffer: it limits the zcopy header (`max_hdr`).
 const ZCOPY_CTX_LEN: usize = 32;
@@ -70,6 +75,8 @@ pub(super) struct Cfg {
     pub(super) keepalive: Option<(i32, Option<i32>, i32)>,
     /// Most bytes of active messages held back for coalescing (0: off).
     pub(super) coalesce: usize,
+    /// Time an accepted connection has for its handshake (None: no limit).
+    pub(super) handshake_timeout: Option<std::time::Duration>,
 }
 
 /// One tcp interface: its settings, listening socket, epoll set and
@@ -103,6 +110,20 @@ pub struct TcpIface {
     pub(super) epoch: Cell<u32>,
     /// Connections holding messages back.
     pub(super) holding: RefCell<Vec<Rc<Conn>>>,
+    /// The memory registered with the md: puts land only there.
+    pub(super) regs: Arc<RegTable>,
+    /// Handshake deadlines of accepted connections, in accept order.
+    pub(super) hs_queue: RefCell<VecDeque<(Instant, u64)>>,
+    /// A coarse timer is pending (handshake deadlines, accept pause).
+    pub(super) timers_on: Cell<bool>,
+    /// Progress calls since the clock was last read for the timers.
+    pub(super) timer_polls: Cell<u32>,
+    /// Accepting is paused until then (out of descriptors or memory).
+    pub(super) listen_paused: Cell<Option<Instant>>,
+    /// The next pause of accepting.
+    pub(super) accept_backoff: Cell<Duration>,
+    /// When failing accepts were last logged.
+    pub(super) accept_logged: Cell<Option<Instant>>,
 }
 
 /// A user endpoint: its connection.
@@ -363,9 +384,22 @@ fn time_seconds(t: u64, auto: i32, max: i32) -> i32 {
     secs.clamp(1, max as i64) as i32
 }
 
+/// A time setting as a duration: None for "inf", `auto` for "auto".
+fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
+    if t == TIME_INF {
+        return None;
+    }
+    if t == TIME_AUTO {
+        return Some(auto);
+    }
+    // SAFETY: plain libucs query.
+    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
+    Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
+}
+
 /// Open a tcp interface on a network device.
-pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16])
-            -> Result<uct_iface_h, ucs_status_t> {
+pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16],
+            regs: Arc<RegTable>) -> Result<uct_iface_h, ucs_status_t> {
     if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
         crate::error!("only UCT_IFACE_OPEN_MODE_DEVICE is supported");
         return Err(UCS_ERR_UNSUPPORTED);
@@ -449,6 +483,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         rcvbuf: c.rcvbuf as u64,
         keepalive,
         coalesce: c.tx_coalesce.min(1 << 24),
+        handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
     };
     let hdr = IfaceHeader::new(md, worker, params, &c.base, &INTERNAL);
     let tl = TcpIface {
@@ -470,6 +505,13 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         events: RefCell::new(vec![Event::EMPTY; MAX_EVENTS]),
         epoch: Cell::new(0),
         holding: RefCell::new(Vec::new()),
+        regs,
+        hs_queue: RefCell::new(VecDeque::new()),
+        timers_on: Cell::new(false),
+        timer_polls: Cell::new(0),
+        listen_paused: Cell::new(None),
+        accept_backoff: Cell::new(super::connect::ACCEPT_BACKOFF_MIN),
+        accept_logged: Cell::new(None),
     };
     crate::debug!("tcp_iface {}: listening for connections (fd={}) on {}", tl.if_name, lfd, ifaddr);
     Ok(Iface::into_handle(hdr, tl))

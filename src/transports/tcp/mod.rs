@@ -9,6 +9,8 @@
 //! Files (this one: the configuration tables, the memory domain and the
 //! component):
 //! - [`wire`]: frames, connection packets, put protocol, address codecs.
+//! - [`proto`]: what a peer may send and when (pure checks of received
+//!   frames and connection events).
 //! - [`iface`]: the interface (settings, open, the listening socket,
 //!   attributes, addresses) and its `Transport` implementation, which calls
 //!   into the parts below.
@@ -30,6 +32,7 @@
 mod conn;
 mod connect;
 pub mod iface;
+pub mod proto;
 mod put;
 mod rx;
 pub mod sockcm;
@@ -41,13 +44,15 @@ use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc,
 use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseIfaceConfig, BaseMdConfig, ConfigArray,
                           Table};
 use crate::core::iface::IfaceParams;
-use crate::core::md::{all_cpus, FixedMemh, MdImpl, MdObj};
+use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::memreg::RegTable;
 use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
 use crate::sys::addr::{AF_INET, AF_INET6};
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
+use std::sync::Arc;
 
 pub const NAME: &str = "tcp";
 
@@ -94,6 +99,7 @@ pub struct TcpIfaceConfig {
     pub keepcnt: c_ulong,
     pub keepintvl: u64,
     pub tx_coalesce: usize,
+    pub handshake_timeout: u64,
 }
 
 static STRING_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
@@ -164,19 +170,25 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 can reach the peer after traffic the application sent later on another\n\
                 channel (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
+        // Not in UCX 1.13.1: an extension of this library.
+        field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to send the magic number and its\n\
+                connection request; a connection that has not done so by then is closed\n\
+                (\"inf\": no limit; uct-rs extension).",
+              offset_of!(TcpIfaceConfig, handshake_timeout), parser::time_units()),
     ])
 });
 
 // ---------------------------------------------------------------------------
-// The memory domain: registration is a formality (puts carry raw remote
-// addresses), the packed key is empty.
-
-/// The handle of every registration.
-pub const TCP_MEMH: FixedMemh = FixedMemh { value: 0xdead_beef, md: NAME };
+// The memory domain: puts carry raw remote addresses (the packed key is
+// empty), so the md keeps the ranges registered with it, and a put from a
+// peer is honoured only inside one of them.
 
 pub struct TcpMd {
     /// Address families to try, in order.
     pub af_prio: Vec<u16>,
+    /// What was registered with this md (shared with its interfaces,
+    /// which check every incoming put against it).
+    pub regs: Arc<RegTable>,
 }
 
 impl MdImpl for TcpMd {
@@ -194,12 +206,12 @@ impl MdImpl for TcpMd {
         attr.local_cpus = all_cpus();
     }
 
-    fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        Ok(TCP_MEMH.handle())
+    fn mem_reg(&self, address: *mut c_void, length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        self.regs.register(address as usize, length)
     }
 
     fn mem_dereg(&self, memh: uct_mem_h, _flags: u32, _comp: Completion) -> ucs_status_t {
-        match TCP_MEMH.check(memh) {
+        match self.regs.deregister(memh) {
             Ok(()) => UCS_OK,
             Err(e) => e,
         }
@@ -233,7 +245,7 @@ fn md_open(cfg: &TcpMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
             return Err(UCS_ERR_INVALID_PARAM);
         }
     }
-    Ok(Box::new(TcpMd { af_prio }))
+    Ok(Box::new(TcpMd { af_prio, regs: Arc::new(RegTable::new(NAME)) }))
 }
 
 fn tcp_md(md: &MdObj) -> Option<&TcpMd> {
@@ -262,8 +274,7 @@ impl IfaceOpen for TcpOpen {
             crate::error!("tcp: memory domain {} is not a tcp memory domain", md.name);
             return Err(UCS_ERR_INVALID_PARAM);
         };
-        let af_prio = m.af_prio.clone();
-        iface::open(md, worker, params, cfg, &af_prio)
+        iface::open(md, worker, params, cfg, &m.af_prio, m.regs.clone())
     }
 }
 

@@ -4,9 +4,17 @@
 //! answers with a PUT_ACK carrying the sequence number, which completes the
 //! initiator's flushes. An endpoint flush that has sent anything since the
 //! last one posts an empty put to learn when the peer has received it all.
+//!
+//! A put is honoured only inside memory registered with the interface's
+//! memory domain (and not deregistered since): the target range is checked
+//! against the md's registrations when the request arrives, and again
+//! before each further receive of its data if any registration went away
+//! in between (the registrations' generation changed). A put that falls
+//! outside closes the connection before anything is written.
 
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
+use super::proto::Violation;
 use super::wire::{self, PutReq};
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
@@ -19,16 +27,22 @@ impl TcpIface {
     // -----------------------------------------------------------------------
     // Target side.
 
-    /// A PUT_REQ frame was read from `rx` (its body at `body`, `len`
-    /// bytes): the data that came with it in the buffer goes to the target
-    /// now. Returns true when more data is still to come on the socket (the
-    /// rest of the buffer must wait until the put is received).
+    /// A PUT_REQ frame `p` was read from `rx`: the data that came with it
+    /// in the buffer goes to the target now. Ok(true) when more data is
+    /// still to come on the socket (the rest of the buffer must wait until
+    /// the put is received); Err when the target is not registered memory.
     #[inline]
-    pub(super) fn put_req_rx(&self, iface: &I, conn: &Rc<Conn>, rx: &mut Rx, body: usize, len: usize) -> bool {
-        let Some(mut p) = wire::decode_put_req(&rx.buf[body..body + len]) else { return false };
+    pub(super) fn put_req_rx(&self, iface: &I, conn: &Rc<Conn>, rx: &mut Rx, mut p: PutReq)
+                             -> Result<bool, Violation> {
+        let gen = self.regs.generation();
+        if !self.regs.contains(p.addr, p.length) {
+            return Err(Violation::PutOutside { addr: p.addr, length: p.length });
+        }
         let extra = (rx.len - rx.off).min(p.length as usize);
         if extra > 0 {
-            // SAFETY: the target of the put, as in `put_rx`.
+            // SAFETY: `[p.addr, p.addr + p.length)` lies inside memory the
+            // process registered with this md (checked just above), and
+            // `extra` is at most `p.length` bytes of the receive buffer.
             unsafe {
                 std::ptr::copy_nonoverlapping(rx.buf.as_ptr().add(rx.off), p.addr as usize as *mut u8, extra)
             };
@@ -40,19 +54,29 @@ impl TcpIface {
         conn.clear(F_PUT_RX_SENDING_ACK);
         if p.length == 0 {
             self.post_put_ack(iface, conn);
-            false
+            Ok(false)
         } else {
+            conn.put_gen.set(gen);
             conn.put_rx.set(Some(p));
-            true
+            Ok(true)
         }
     }
 
     /// Receive the rest of a put's data straight into its target; the
     /// acknowledgement goes out once all of it is there.
     pub(super) fn put_rx(&self, iface: &I, conn: &Rc<Conn>, mut p: PutReq) -> u32 {
-        // SAFETY: the peer named this target of `length` bytes through the
-        // put protocol; as in UCX, the remote address is trusted (the rkey
-        // of the tcp md carries no access control).
+        let gen = self.regs.generation();
+        if gen != conn.put_gen.get() {
+            // A registration went away since the target was checked.
+            if !self.regs.contains(p.addr, p.length) {
+                self.violation(iface, conn, Violation::PutOutside { addr: p.addr, length: p.length });
+                return 0;
+            }
+            conn.put_gen.set(gen);
+        }
+        // SAFETY: the rest of the put's target, `length` bytes at `addr`,
+        // lies inside memory registered with this md (checked when the
+        // request came and again after any deregistration since).
         let r = unsafe { conn.sock.recv_raw(p.addr as usize as *mut u8, p.length as usize) };
         match r {
             Io::Done(n) => {
@@ -91,6 +115,7 @@ impl TcpIface {
             return;
         };
         let sn = conn.rx_put_sn.get();
+        tx.ensure(self.cfg.tx_seg_size);
         let at = tx.held + wire::HDR_LEN;
         tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
         conn.clear(F_PUT_RX_SENDING_ACK);

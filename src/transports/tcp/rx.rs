@@ -5,8 +5,9 @@
 //! connection protocol.
 
 use super::conn::*;
-use super::connect::Next;
+use super::connect::{phase_of, Next};
 use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
+use super::proto::{self, Frame, RxCtx, Scan};
 use super::wire;
 use crate::abi::*;
 use crate::sys::epoll::{EV_ERR, EV_READ, EV_WRITE};
@@ -31,6 +32,7 @@ impl TcpIface {
             return 0;
         }
         self.epoch.set(self.epoch.get().wrapping_add(1));
+        self.run_timers(false);
         self.release_all_held(iface);
         // Few connections, all only reading, small messages: receive on
         // them directly (one system call per message instead of epoll_wait
@@ -109,12 +111,12 @@ impl TcpIface {
         count
     }
 
-    /// The connection's socket is readable: the magic number, the data of
-    /// a put, or frames.
+    /// The connection's socket is readable: the handshake of an accepted
+    /// connection, the data of a put, or frames.
     fn rx_progress(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
         match conn.state.get() {
             State::Closed => 0,
-            State::RecvMagic => self.magic_rx(conn),
+            State::RecvMagic | State::Accepting => self.handshake_rx(iface, conn),
             _ => match conn.put_rx.get() {
                 Some(p) => self.put_rx(iface, conn, p),
                 None => self.am_rx(iface, conn),
@@ -167,46 +169,54 @@ impl TcpIface {
         }
         let mut cur = conn.clone();
         let mut handled = 0u32;
-        while let Some((id, l)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) {
-            let l = l as usize;
-            if l > seg - wire::HDR_LEN {
-                crate::error!("tcp_ep {:p}: received a message of {} bytes, more than the {} of the receive \
-                               buffer; dropping the connection", Rc::as_ptr(&cur), l, seg - wire::HDR_LEN);
-                self.handle_disconnected(iface, &cur, UCS_ERR_IO_ERROR);
-                return handled;
-            }
-            if rx.len - rx.off < wire::HDR_LEN + l {
-                break;
-            }
+        let max_len = seg - wire::HDR_LEN;
+        loop {
+            let ctx = RxCtx { phase: phase_of(cur.state.get()), rx_cap: cur.caps.get() & CAP_RX != 0, max_len };
+            let (frame, l) = match proto::classify(&rx.buf[rx.off..rx.len], &ctx) {
+                Ok(Scan::Partial) => break,
+                Ok(Scan::Frame { frame, len }) => (frame, len),
+                Err(v) => {
+                    self.violation(iface, &cur, v);
+                    return handled;
+                }
+            };
             let body = rx.off + wire::HDR_LEN;
             rx.off = body + l;
             handled += 1;
-            if id < wire::AM_ID_MAX {
-                if cur.caps.get() & CAP_RX == 0 && cur.state.get() != State::Connected {
-                    crate::debug!("tcp_ep {:p}: active message {} before the connection request", Rc::as_ptr(&cur), id);
+            match frame {
+                Frame::Am(id) => {
+                    iface.hdr.invoke_am(id, &mut rx.buf[body..body + l], 0);
+                    if !cur.alive.get() {
+                        return handled;
+                    }
                 }
-                iface.hdr.invoke_am(id, &mut rx.buf[body..body + l], 0);
-                if !cur.alive.get() {
-                    return handled;
+                Frame::PutReq(p) => match self.put_req_rx(iface, &cur, &mut rx, p) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(v) => {
+                        self.violation(iface, &cur, v);
+                        return handled;
+                    }
+                },
+                Frame::PutAck(sn) => self.handle_put_ack(&cur, sn),
+                Frame::Keepalive => {
+                    // Nothing to do: the peer checks that we are alive.
                 }
-            } else if id == wire::AM_ID_PUT_REQ {
-                if self.put_req_rx(iface, &cur, &mut rx, body, l) {
-                    break;
+                Frame::Cm => {
+                    let r = proto::decode_cm(&rx.buf[body..body + l])
+                        .and_then(|ev| proto::check_cm(&ev, &self.cm_ctx(&cur)).map(|()| ev));
+                    let ev = match r {
+                        Ok(ev) => ev,
+                        Err(v) => {
+                            self.violation(iface, &cur, v);
+                            return handled;
+                        }
+                    };
+                    match self.handle_cm(iface, &cur, ev) {
+                        Next::Continue(c) => cur = c,
+                        Next::Stop => return handled,
+                    }
                 }
-            } else if id == wire::AM_ID_PUT_ACK {
-                if let Some(sn) = wire::decode_put_ack(&rx.buf[body..body + l]) {
-                    self.handle_put_ack(&cur, sn);
-                }
-            } else if id == wire::AM_ID_KEEPALIVE {
-                // Nothing to do: the peer checks that we are alive.
-            } else if id == wire::AM_ID_CM {
-                let pkt = rx.buf[body..body + l].to_vec();
-                match self.handle_conn_pkt(iface, &cur, &pkt) {
-                    Next::Continue(c) => cur = c,
-                    Next::Stop => return handled,
-                }
-            } else {
-                crate::error!("tcp_ep {:p}: unknown message id {} ({} bytes) dropped", Rc::as_ptr(&cur), id, l);
             }
         }
         if rx.off == rx.len {

@@ -91,7 +91,8 @@ impl TcpIface {
         if st != UCS_OK {
             return Err(st);
         }
-        let tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
+        let mut tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
+        tx.ensure(self.cfg.tx_seg_size);
         let at = tx.held + wire::HDR_LEN;
         Ok((tx, at))
     }
@@ -283,6 +284,7 @@ impl TcpIface {
             return Err(s);
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return Err(UCS_ERR_NO_RESOURCE) };
+        tx.ensure(self.cfg.tx_seg_size);
         let at = tx.held;
         tx.buf[at + wire::HDR_LEN..at + wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
         tx.push_head(at + wire::HDR_LEN + hdr.len());
@@ -395,6 +397,7 @@ impl TcpIface {
         // buffer: copied and held back with them (coalescing), complete now.
         if self.cfg.coalesce > 0 && total <= self.cfg.tx_seg_size - wire::HDR_LEN && self.check_tx(conn) == UCS_OK {
             if let Ok(mut tx) = conn.tx.try_borrow_mut() {
+                tx.ensure(self.cfg.tx_seg_size);
                 let at = tx.held + wire::HDR_LEN;
                 if self.may_hold(conn, at + total) {
                     tx.buf[at..at + header.len()].copy_from_slice(header);
@@ -423,7 +426,8 @@ impl TcpIface {
             UCS_ERR_NO_RESOURCE => return UCS_OK,
             e => return e,
         }
-        let Ok(tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
+        let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
+        tx.ensure(self.cfg.tx_seg_size);
         self.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
     }
 }
