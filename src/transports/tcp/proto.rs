@@ -111,6 +111,8 @@ pub enum Violation {
     /// A put outside the memory registered with the memory domain.
     PutOutside { addr: u64, length: u64 },
     BadMagic(u64),
+    /// A put acknowledgement for no put we sent.
+    UnaskedAck { sn: u32, last_sent: Option<u32> },
 }
 
 impl fmt::Display for Violation {
@@ -127,6 +129,12 @@ impl fmt::Display for Violation {
             Violation::BadRequest(len) => write!(f, "a malformed connection request ({} bytes)", len),
             Violation::Unexpected { event, phase } => write!(f, "connection event {} in state {:?}", event, phase),
             Violation::SecondRequest => write!(f, "a second connection request"),
+            Violation::UnaskedAck { sn, last_sent: Some(last) } => {
+                write!(f, "an acknowledgement of put {} when the last put sent is {}", sn, last)
+            }
+            Violation::UnaskedAck { sn, last_sent: None } => {
+                write!(f, "an acknowledgement of put {} while no put waits for one", sn)
+            }
             Violation::RequestMismatch => {
                 write!(f, "a connection request naming another connection than this one")
             }
@@ -276,6 +284,22 @@ pub fn check_cm(ev: &CmEvent, c: &CmCtx) -> Result<(), Violation> {
     }
 }
 
+/// Whether a put acknowledgement for `sn` is one the peer may send: a put
+/// of ours waits for it (`waiting`, the last one sent being `last_sent`)
+/// and `sn` is at or before that put. The peer acknowledges each put it
+/// received once, in order (several at once with the last one's number),
+/// so any other acknowledgement would complete flushes for data that
+/// never arrived.
+pub fn check_put_ack(sn: u32, waiting: bool, last_sent: u32) -> Result<(), Violation> {
+    if !waiting {
+        return Err(Violation::UnaskedAck { sn, last_sent: None });
+    }
+    if !wire::sn_le(sn, last_sent) {
+        return Err(Violation::UnaskedAck { sn, last_sent: Some(last_sent) });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +309,15 @@ mod tests {
         wire::put_hdr(&mut v, id, body.len() as u32);
         v.extend_from_slice(body);
         v
+    }
+
+    #[test]
+    fn put_ack_needs_a_put_waiting() {
+        assert_eq!(check_put_ack(5, true, 5), Ok(()));
+        assert_eq!(check_put_ack(4, true, 5), Ok(()));
+        assert_eq!(check_put_ack(u32::MAX, true, 1), Ok(()));
+        assert_eq!(check_put_ack(6, true, 5), Err(Violation::UnaskedAck { sn: 6, last_sent: Some(5) }));
+        assert_eq!(check_put_ack(5, false, 5), Err(Violation::UnaskedAck { sn: 5, last_sent: None }));
     }
 
     const OPEN: RxCtx = RxCtx { phase: Phase::Connected, rx_cap: true, max_len: 1000 };

@@ -198,7 +198,13 @@ impl TcpIface {
                         return handled;
                     }
                 },
-                Frame::PutAck(sn) => self.handle_put_ack(&cur, sn),
+                Frame::PutAck(sn) => {
+                    if let Err(v) = proto::check_put_ack(sn, cur.has(F_PUT_TX_WAITING_ACK), cur.tx_put_sn.get()) {
+                        self.violation(iface, &cur, v);
+                        return handled;
+                    }
+                    self.handle_put_ack(&cur, sn)
+                }
                 Frame::Keepalive => {
                     // Nothing to do: the peer checks that we are alive.
                 }
