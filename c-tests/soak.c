@@ -283,6 +283,17 @@ static int peer_says(int fd, char *c)
     return poll(&p, 1, 0) == 1 && read(fd, c, 1) == 1;
 }
 
+/* RSS at every tenth of the run: a leak grows with the messages, a buffer
+ * that grew once stays flat. */
+static void print_series(const char *side, const long *kb, int n)
+{
+    printf("RSS side=%s every_tenth_kb=", side);
+    for (int i = 0; i < n; i++) {
+        printf("%s%ld", i ? "," : "", kb[i]);
+    }
+    printf("\n");
+}
+
 static void report(const char *side, int ok, long msgs, long nbad, long rw, long re, int fb, int fa,
                    double secs)
 {
@@ -298,8 +309,9 @@ static int receiver(int fd)
     uct_iface_h iface;
     unsigned char addr[512];
     uint32_t lens[2];
-    long rss_warm = -1, last = 0, e, short_eps;
-    int fds_before = fd_count(), ok;
+    long rss_warm = -1, last = 0, e, short_eps, next_mark = g_msgs / 10;
+    long series[10] = { 0 };
+    int fds_before = fd_count(), ok, nmarks = 0;
     double t0 = 0, last_t = now();
     char c;
 
@@ -338,7 +350,12 @@ static int receiver(int fd)
         if (rss_warm < 0 && g_got >= warm_at()) {
             rss_warm = rss_kb();
         }
+        if (g_got >= next_mark && nmarks < 10) {
+            series[nmarks++] = rss_kb();
+            next_mark += g_msgs / 10;
+        }
     }
+    print_series("receiver", series, nmarks);
     long rss_end = rss_kb();
     double secs = t0 ? now() - t0 : 0;
     /* every endpoint delivered its share */
@@ -377,8 +394,9 @@ static int sender(int fd)
     uct_ep_h *eps;
     uint64_t *seqs;
     unsigned char payload[SHORT_PAYLOAD];
-    long i, rss_warm = -1, nbad = 0;
-    int fds_before = fd_count(), ok = 1;
+    long i, rss_warm = -1, nbad = 0, next_mark = g_msgs / 10;
+    long series[10] = { 0 };
+    int fds_before = fd_count(), ok = 1, nmarks = 0;
     double t0, last_t, secs;
     ucs_status_t s;
     char c = 0;
@@ -446,6 +464,10 @@ static int sender(int fd)
         if (i == warm_at()) {
             rss_warm = rss_kb();
         }
+        if (i + 1 == next_mark && nmarks < 10) {
+            series[nmarks++] = rss_kb();
+            next_mark += g_msgs / 10;
+        }
     }
     do {
         s = uct_iface_flush(iface, 0, NULL);
@@ -453,6 +475,7 @@ static int sender(int fd)
     } while (s == UCS_INPROGRESS || s == UCS_ERR_NO_RESOURCE);
     secs = now() - t0;
     long rss_end = rss_kb();
+    print_series("sender", series, nmarks);
     /* the receiver's verdict, progressing meanwhile */
     last_t = now();
     while (!peer_says(fd, &c) && now() - last_t < g_stall + 5) {

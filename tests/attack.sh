@@ -24,7 +24,9 @@
 #
 # ATTACK_FULL=1: the full tier (every AM id 36..255, 2000-connection floods,
 # 200 half-open connections).  ATTACK_MARKDOWN=FILE writes the table as
-# markdown.  ATTACK_LOGDIR=DIR keeps the server's log lines.
+# markdown, ATTACK_TSV=FILE the rows for tests/attack/ab_table.py (the
+# README table).  ATTACK_LOGDIR=DIR keeps the server's log lines.
+# ATTACK_ONLY=case,case runs some cases only.
 # Usage: tests/attack.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -40,20 +42,20 @@ else
     abort "build attack_server"
 fi
 
-args=("$T_WORK/attack_server" --tsv "$T_WORK/rows.tsv" --logdir "${ATTACK_LOGDIR:-$T_WORK/logs}")
+args=("$T_WORK/attack_server" --tsv "${ATTACK_TSV:-$T_WORK/rows.tsv}" --logdir "${ATTACK_LOGDIR:-$T_WORK/logs}")
 [ "${ATTACK_FULL:-0}" = 1 ] && args+=(--full)
 [ -n "${ATTACK_MARKDOWN:-}" ] && args+=(--markdown "$ATTACK_MARKDOWN")
 [ -n "${ATTACK_ONLY:-}" ] && args+=(--only "$ATTACK_ONLY")
 # The whole run is bounded too (each case is bounded inside).
 timeout -k 10 "${ATTACK_TIMEOUT:-1800}" "${RUN[@]}" python3 "$here/attack/attack.py" "${args[@]}"
 rc=$?
-[ -s "$T_WORK/rows.tsv" ] || abort "attack.py" "no result rows (exit $rc)"
+[ -s "${ATTACK_TSV:-$T_WORK/rows.tsv}" ] || abort "attack.py" "no result rows (exit $rc)"
 while IFS=$'\t' read -r name alive served write proto fds rss verdict; do
     if [ "$verdict" = PASS ]; then
         pass "attack $name"
     else
         fail "attack $name" "alive=$alive served=$served write=$write proto=$proto fds=$fds rss=$rss"
     fi
-done <"$T_WORK/rows.tsv"
+done <"${ATTACK_TSV:-$T_WORK/rows.tsv}"
 [ "$rc" -eq 0 ] || [ "$T_FAILED" -gt 0 ] || fail "attack.py" "exit $rc"
 finish

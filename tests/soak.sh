@@ -72,6 +72,7 @@ for tl_dev in ${SOAK_TLS:-tcp:lo posix:memory}; do
         [ "$fb" = "$fa" ] || why="$why; $side fds $fb -> $fa"
         [ $((re - rw)) -le "$SLACK" ] || why="$why; $side RSS grew $((re - rw)) KB"
     done
+    sed -n 's/^RSS side=\([a-z]*\) every_tenth_kb=/    \1 RSS (KB) at every tenth: /p' "$out"
     rate=$(sed -n 's/^rate=\([0-9]*\).*/\1/p' "$out")
     [ "$ended" = "exit 0" ] || why="$why; soak $ended"
     if [ -n "$why" ]; then
