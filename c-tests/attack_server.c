@@ -4,6 +4,8 @@
  *   attack_server server        serve: a tcp iface on lo, a registered region
  *                               with canaries around it, a sockcm listener on
  *                               127.0.0.1 port 0; commands on stdin
+ *   attack_server cm-client PORT  a real sockcm client of the listener:
+ *                               request, answer, notify, disconnect
  *   attack_server client DEV IF connect a real UCT tcp endpoint to the server
  *                               (DEV, IF: its device and iface addresses in
  *                               hex, from the server's READY line), send one
@@ -25,6 +27,7 @@
  *                ambad=N amids=ID:N,... cmreq=N cmbad=N notify=N notifybad=N
  *                notifyerr=N disc=N eps=N epfail=N errh=N rss=KB fds=N
  *   progress MS  progress the worker for MS milliseconds, answer "OK"
+ *   peek OFF LEN the region's bytes [OFF, OFF+LEN) in hex (LEN <= 256)
  *   reset        refill the region and the canaries (before each case), "OK"
  *   quit         clean up and exit 0
  * Between commands the worker is progressed all the time.
@@ -506,6 +509,120 @@ static int client_main(const char *dev_hex, const char *if_hex)
     return s == UCS_OK ? 0 : 1;
 }
 
+static volatile int g_cli_connected, g_cli_disc, g_cli_resolved;
+static volatile ucs_status_t g_cli_status = UCS_OK;
+
+static ucs_status_t cli_resolve_cb(void *arg, const uct_cm_ep_resolve_args_t *a)
+{
+    (void)arg; (void)a;
+    __atomic_store_n(&g_cli_resolved, 1, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+static void cli_connect_cb(uct_ep_h ep, void *arg, const uct_cm_ep_client_connect_args_t *a)
+{
+    (void)ep; (void)arg;
+    g_cli_status = a->status;
+    __atomic_store_n(&g_cli_connected, 1, __ATOMIC_RELEASE);
+}
+
+static void cli_disconnect_cb(uct_ep_h ep, void *arg)
+{
+    (void)ep; (void)arg;
+    __atomic_store_n(&g_cli_disc, 1, __ATOMIC_RELEASE);
+}
+
+/* A real sockcm client: request with private data, wait for the server's
+ * answer, notify, disconnect. */
+static int cm_client_main(int port)
+{
+    uct_component_h comp = find_tcp();
+    uct_cm_config_t *ccfg;
+    uct_ep_params_t p;
+    uct_ep_connect_params_t cp;
+    struct sockaddr_in sin;
+    ucs_sock_addr_t sa;
+    unsigned char priv[64];
+    uct_ep_h ep;
+    ucs_status_t s;
+    long end;
+    int i;
+
+    if (uct_cm_config_read(comp, NULL, NULL, &ccfg) != UCS_OK) {
+        DIE("cm config");
+    }
+    s = uct_cm_open(comp, g_worker, ccfg, &g_cm);
+    uct_config_release(ccfg);
+    if (s != UCS_OK) {
+        DIE("uct_cm_open: %s", ucs_status_string(s));
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port        = htons(port);
+    sa.addr    = (struct sockaddr*)&sin;
+    sa.addrlen = sizeof(sin);
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_CM | UCT_EP_PARAM_FIELD_SOCKADDR | UCT_EP_PARAM_FIELD_USER_DATA |
+                   UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS | UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT |
+                   UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB | UCT_EP_PARAM_FIELD_CM_RESOLVE_CB;
+    p.cm                 = g_cm;
+    p.sockaddr           = &sa;
+    p.user_data          = NULL;
+    p.sockaddr_cb_flags  = UCT_CB_FLAG_ASYNC;
+    p.sockaddr_cb_client = cli_connect_cb;
+    p.disconnect_cb      = cli_disconnect_cb;
+    p.cm_resolve_cb      = cli_resolve_cb;
+    s = uct_ep_create(&p, &ep);
+    if (s != UCS_OK) {
+        printf("cm client: uct_ep_create: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    for (i = 0; i < (int)sizeof(priv); i++) {
+        priv[i] = (unsigned char)i;
+    }
+    end = now_ms() + 5000;
+    memset(&cp, 0, sizeof(cp));
+    cp.field_mask          = UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA |
+                             UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH;
+    cp.private_data        = priv;
+    cp.private_data_length = sizeof(priv);
+    while (!__atomic_load_n(&g_cli_resolved, __ATOMIC_ACQUIRE) && now_ms() < end) {
+        uct_worker_progress(g_worker);
+    }
+    s = uct_ep_connect(ep, &cp);
+    if (s != UCS_OK) {
+        printf("cm client: uct_ep_connect: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    while (!__atomic_load_n(&g_cli_connected, __ATOMIC_ACQUIRE) && now_ms() < end) {
+        uct_worker_progress(g_worker);
+    }
+    if (!g_cli_connected || g_cli_status != UCS_OK) {
+        printf("cm client: connect callback %s\n",
+               g_cli_connected ? ucs_status_string(g_cli_status) : "never called");
+        return 1;
+    }
+    s = uct_cm_client_ep_conn_notify(ep);
+    if (s != UCS_OK) {
+        printf("cm client: notify: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    end = now_ms() + 200;
+    while (now_ms() < end) {
+        uct_worker_progress(g_worker);
+    }
+    uct_ep_disconnect(ep, 0);
+    end = now_ms() + 2000;
+    while (!g_cli_disc && now_ms() < end) {
+        uct_worker_progress(g_worker);
+    }
+    uct_ep_destroy(ep);
+    uct_cm_close(g_cm);
+    printf("cm client: connected, notified, disconnected\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     ucs_async_context_t *async;
@@ -524,8 +641,9 @@ int main(int argc, char **argv)
     int i;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc != 4))) {
-        fprintf(stderr, "usage: %s server | client DEVHEX IFACEHEX\n", argv[0]);
+    if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc != 4) &&
+                     (strcmp(argv[1], "cm-client") || argc != 3))) {
+        fprintf(stderr, "usage: %s server | client DEVHEX IFACEHEX | cm-client PORT\n", argv[0]);
         return 2;
     }
     if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) != UCS_OK) {
@@ -536,6 +654,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "client")) {
         return client_main(argv[2], argv[3]);
+    }
+    if (!strcmp(argv[1], "cm-client")) {
+        return cm_client_main(atoi(argv[2]));
     }
 
     comp = find_tcp();
@@ -616,7 +737,7 @@ int main(int argc, char **argv)
     for (;;) {
         unsigned n = progress_once();
         int r = poll(&pfd, 1, n ? 0 : 1);
-        long ms;
+        long ms, off, plen;
 
         if (r <= 0) {
             continue;
@@ -629,6 +750,11 @@ int main(int argc, char **argv)
         } else if (sscanf(line, "progress %ld", &ms) == 1) {
             progress_for(ms);
             printf("@@ OK\n");
+        } else if (sscanf(line, "peek %ld %ld", &off, &plen) == 2 && off >= 0 && plen > 0 &&
+                   plen <= 256 && off + plen <= REGION_LEN) {
+            char out[600];
+            hex(g_region + off, plen, out);
+            printf("@@ %s\n", out);
         } else if (!strncmp(line, "reset", 5)) {
             memset(g_region, REGION_BYTE, REGION_LEN);
             memset(g_before, CANARY_BYTE, CANARY_LEN);

@@ -20,7 +20,7 @@ def cell(row):
     if served != 'ok':
         why.append('not served (%s)' % served[3:])
     if write != 'ok':
-        why.append('wrote ' + write)
+        why.append('wrote ' + write.replace('region written@', 'region@'))
     if proto != 'ok':
         why.append(proto)
     if fds != 'ok':

@@ -15,8 +15,9 @@ the tcp iface or the sockcm listener over 127.0.0.1, then checks:
   alive   the process still runs and answers (else crash/hang: the server
           is restarted for the next case)
   served  a well-formed python tcp peer (magic, connection request, an AM
-          the server's handler records), a well-formed sockcm client
-          (request, reply, notify) and a real UCT client process are served
+          the server's handler records), a well-formed python sockcm client
+          (request, reply, notify) and two real UCT client processes (a tcp
+          endpoint sending an AM, a sockcm client) are served
   write   no canary changed and the registered region is untouched
   proto   what the case itself expects (nothing delivered too early, no
           second callback, stalled connections closed, ...)
@@ -284,6 +285,33 @@ def legit_cm(srv):
     except OSError as e:
         return 'cm:%s' % e.__class__.__name__
     return None if srv.status()['notify'] == st0['notify'] + 1 else 'cm-notify'
+
+
+def run_client(srv, args, what):
+    """A client process of attack_server, progressing the server meanwhile:
+    None when it exited 0, else what went wrong."""
+    p = subprocess.Popen([srv.binary] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    end = time.time() + 15
+    while p.poll() is None and time.time() < end:
+        srv.progress(50)
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+        return '%s(hang)' % what
+    p.stdout.read()
+    return None if p.returncode == 0 else '%s(rc %d)' % (what, p.returncode)
+
+
+def legit_uct_cm(srv):
+    st0 = srv.status()
+    why = run_client(srv, ['cm-client', str(srv.info['cm_port'])], 'uct-cm')
+    if why:
+        return why
+    for _ in range(20):
+        if srv.status()['notify'] > st0['notify']:
+            return None
+        srv.progress(50)
+    return 'uct-cm(no notify)'
 
 
 def legit_uct(srv):
@@ -630,7 +658,73 @@ def c_cm_flood(srv, n):
     _flood(srv, srv.info['cm_port'], n['flood'] // 4, cm_hdr(64) + bytes(64))
 
 
+def c_put_region_legit(srv, n):
+    """A put into the registered region after the handshake: must land."""
+    data = bytes((i * 3 + 1) & 0xff for i in range(64))
+    s = handshake(srv)
+    send(s, put_req(srv.info['region'] + 256, 64, 1) + data)
+    srv.progress(300)
+    s.close()
+    got = bytes.fromhex(srv.cmd('peek 256 64'))
+    around = bytes.fromhex(srv.cmd('peek 240 16')) + bytes.fromhex(srv.cmd('peek 320 16'))
+    if got != data:
+        return 'put not written'
+    if around != b'\x5a' * 32:
+        return 'written outside [addr, addr+len)'
+    return None
+
+
+def c_idle_after_hs_kept(srv, n):
+    """A connection that completed the handshake is not closed by the
+    handshake timeout: an AM sent after it is delivered."""
+    before = srv.status()['amids'].get(6, 0)
+    s = handshake(srv)
+    end = time.time() + HS_TIMEOUT + 1.5
+    while time.time() < end:
+        srv.progress(250)
+    ok = send(s, frame(6, am_payload(40)))
+    srv.progress(300)
+    s.close()
+    if not ok or srv.status()['amids'].get(6, 0) != before + 1:
+        return 'closed or not delivered after %.1fs idle' % (HS_TIMEOUT + 1.5)
+    return None
+
+
+def c_cm_idle_after_notify_kept(srv, n):
+    """A sockcm connection that finished its exchange is not closed by the
+    handshake timeout."""
+    st0 = srv.status()
+    s = connect(srv.info['cm_port'])
+    send(s, cm_hdr(64) + bytes(64))
+    got = b''
+    end = time.time() + 3
+    while len(got) < 48 and time.time() < end:
+        srv.progress(20)
+        s.settimeout(0.05)
+        try:
+            d = s.recv(4096)
+            if not d:
+                break
+            got += d
+        except socket.timeout:
+            pass
+    send(s, cm_hdr(0))
+    end = time.time() + HS_TIMEOUT + 1.5
+    while time.time() < end:
+        srv.progress(250)
+    st = srv.status()
+    s.close()
+    srv.progress(200)
+    if st['notify'] != st0['notify'] + 1:
+        return 'no notify'
+    if st['disc'] != st0['disc']:
+        return 'disconnected after %.1fs idle' % (HS_TIMEOUT + 1.5)
+    return None
+
+
 CASES = [
+    ('put-region-legit', 'tcp', c_put_region_legit),
+    ('idle-after-hs-kept', 'tcp', c_idle_after_hs_kept),
     ('put-before-hs-region', 'tcp', c_put_before_hs_region),
     ('put-before-hs-canary', 'tcp', c_put_before_hs_canary),
     ('put-canary-after', 'tcp', c_put_canary_after),
@@ -667,13 +761,14 @@ CASES = [
     ('sockcm-notify-bad-len', 'sockcm', c_cm_notify_bad_len),
     ('sockcm-connect-drop', 'sockcm', c_cm_flood),
     ('sockcm-half-open', 'sockcm', c_cm_half_open),
+    ('sockcm-idle-done-kept', 'sockcm', c_cm_idle_after_notify_kept),
 ]
 
 
 # --------------------------------------------------------------------------
 # Checks and the runner.
 
-REGION_MAY_BE_WRITTEN = {'truncated-then-close'}
+REGION_MAY_BE_WRITTEN = {'truncated-then-close', 'put-region-legit'}
 
 
 def write_check(st, region_ok=False):
@@ -681,12 +776,12 @@ def write_check(st, region_ok=False):
     if st['canary'] != 'ok':
         bad.append('canary ' + st['canary'].split(':', 1)[-1])
     if st['region'] != 'ok' and not region_ok:
-        bad.append('region ' + st['region'])
+        bad.append('region@' + st['region'].split('@', 1)[-1])
     return ', '.join(bad) or 'ok'
 
 
 def served_check(srv):
-    why = [w for w in (legit_tcp(srv), legit_cm(srv), legit_uct(srv)) if w]
+    why = [w for w in (legit_tcp(srv), legit_cm(srv), legit_uct(srv), legit_uct_cm(srv)) if w]
     return 'no:' + '+'.join(why) if why else 'ok'
 
 
