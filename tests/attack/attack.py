@@ -208,7 +208,7 @@ def send(s, data):
         return False
 
 
-def handshake(srv, cm_id=1):
+def handshake(srv, cm_id=None):
     s = connect(srv.info['port'])
     s.sendall(MAGIC + conn_req(listen_port(), cm_id))
     return s
@@ -419,7 +419,7 @@ def c_am_before_hs(srv, n):
 
 def c_second_conn_req(srv, n):
     s = handshake(srv)
-    send(s, conn_req(listen_port(), 2))
+    send(s, conn_req(listen_port()))
     r = closed_by_peer_progress(srv, s)
     s.close()
     return None if r else 'not closed'

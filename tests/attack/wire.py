@@ -37,7 +37,15 @@ def sockaddr_in(port, ip='127.0.0.1'):
         socket.inet_aton(ip) + bytes(8)
 
 
-def conn_req(listen_port, cm_id=1, flags=0):
+_NEXT_CM_ID = [100]
+
+
+def conn_req(listen_port, cm_id=None, flags=0):
+    """A connection request; each gets its own cm_id unless one is given
+    (a real peer numbers its connections to one address)."""
+    if cm_id is None:
+        _NEXT_CM_ID[0] += 1
+        cm_id = _NEXT_CM_ID[0]
     return frame(AM_CM, struct.pack('<IBQ', EV_REQ, flags, cm_id) + sockaddr_in(listen_port))
 
 
