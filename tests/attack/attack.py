@@ -41,7 +41,7 @@ from wire import (MAGIC, AM_CM, AM_PUT_REQ, AM_PUT_ACK, AM_KEEPALIVE, EV_ACK, EV
 
 HS_TIMEOUT = float(os.environ.get('ATTACK_HS_TIMEOUT', '1'))   # seconds
 RSS_SLACK_KB = int(os.environ.get('ATTACK_RSS_SLACK_KB', '1024'))
-CASE_LIMIT = 120
+CASE_LIMIT = 900 if os.environ.get('ATTACK_FULL') == '1' or '--full' in sys.argv else 180
 IO_TIMEOUT = 3.0
 
 
@@ -125,7 +125,10 @@ class Server:
             if len(self.liblines) < 10000:
                 self.liblines.append(line.decode(errors='replace'))
 
-    def cmd(self, c, timeout=10):
+    def cmd(self, c, timeout=10, expect=None):
+        """Send a command, return its answer. With `expect`, earlier answers
+        not starting with it are skipped (those of a command whose wait
+        was cut short by a case's time limit)."""
         if self.ended():
             raise Dead()
         try:
@@ -133,14 +136,18 @@ class Server:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise Dead()
+        end = time.time() + timeout
         try:
-            return self.readline(timeout)
+            while True:
+                line = self.readline(max(0.1, end - time.time()))
+                if expect is None or line.startswith(expect):
+                    return line
         except Dead:
             self.proc.wait(5)
             raise
 
     def status(self):
-        line = self.cmd('status')
+        line = self.cmd('status', expect='STATUS')
         if not line.startswith('STATUS'):
             raise RuntimeError('bad status line %r' % line)
         st = dict(kv.split('=', 1) for kv in line.split()[1:])
@@ -156,7 +163,7 @@ class Server:
         return st
 
     def progress(self, ms):
-        r = self.cmd('progress %d' % ms, timeout=ms / 1000 + 10)
+        r = self.cmd('progress %d' % ms, timeout=ms / 1000 + 10, expect='OK')
         if r != 'OK':
             raise RuntimeError(r)
 
@@ -843,7 +850,7 @@ class Runner:
     def run_case(self, name, fn):
         try:
             srv = self.server()
-            srv.cmd('reset')
+            srv.cmd('reset', expect='OK')
             srv.progress(100)
             st0 = srv.status()
         except Exception as e:  # the server does not even start
@@ -861,9 +868,16 @@ class Runner:
             how = srv.ended()
             if how is None:
                 if isinstance(e, Hang):
-                    how = 'hang'
-                    srv.proc.kill()
-                    srv.proc.wait()
+                    # the case ran out of time: a hang of the server only
+                    # when it no longer answers
+                    try:
+                        srv.status()
+                        proto = 'case timed out (server answers)'
+                        how = None
+                    except Exception:
+                        how = 'hang'
+                        srv.proc.kill()
+                        srv.proc.wait()
                 else:
                     # an error of our socket: the server may be fine
                     try:
@@ -876,6 +890,11 @@ class Runner:
                 self.row(name, how)
                 self.drop()
                 return
+        except Exception as e:  # anything unexpected: record it, go on
+            signal.alarm(0)
+            self.row(name, srv.ended() or 'error(%s)' % e.__class__.__name__)
+            self.drop()
+            return
         signal.alarm(0)
         try:
             signal.alarm(CASE_LIMIT)
@@ -888,9 +907,9 @@ class Runner:
             if write == 'ok':
                 write = write2
             signal.alarm(0)
-        except (Dead, Hang, OSError):
+        except Exception as e:
             signal.alarm(0)
-            self.row(name, srv.ended() or 'hang')
+            self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
             self.drop()
             return
         self.row(name, 'ok', served, write, proto or 'ok', fds, rss_check(st0, st))
@@ -930,9 +949,11 @@ class Runner:
             fds = settle_fds(srv, st0['fds'])
             st = srv.status()
             signal.alarm(0)
-        except (Dead, Hang, OSError):
+        except Exception as e:
             signal.alarm(0)
-            self.row(name, srv.ended() or 'hang')
+            self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
+            if srv.proc is not None and srv.proc.poll() is None:
+                srv.proc.kill()
             srv.stop()
             return
         worst = max(v[0] for v in res.values())
@@ -974,9 +995,11 @@ class Runner:
             fds = settle_fds(srv, st0['fds'])
             st = srv.status()
             signal.alarm(0)
-        except (Dead, Hang, OSError):
+        except Exception as e:
             signal.alarm(0)
-            self.row(name, srv.ended() or 'hang')
+            self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
+            if srv.proc is not None and srv.proc.poll() is None:
+                srv.proc.kill()
             srv.stop()
             return
         self.notes.append('%s: %d connections held, server fds peaked at %d of 64' % (name, len(held), peak))
