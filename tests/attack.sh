@@ -47,7 +47,7 @@ args=("$T_WORK/attack_server" --tsv "${ATTACK_TSV:-$T_WORK/rows.tsv}" --logdir "
 [ -n "${ATTACK_MARKDOWN:-}" ] && args+=(--markdown "$ATTACK_MARKDOWN")
 [ -n "${ATTACK_ONLY:-}" ] && args+=(--only "$ATTACK_ONLY")
 # The whole run is bounded too (each case is bounded inside).
-timeout -k 10 "${ATTACK_TIMEOUT:-1800}" "${RUN[@]}" python3 "$here/attack/attack.py" "${args[@]}"
+timeout -k 10 "${ATTACK_TIMEOUT:-1800}" "${RUN[@]}" python3 -B "$here/attack/attack.py" "${args[@]}"
 rc=$?
 [ -s "${ATTACK_TSV:-$T_WORK/rows.tsv}" ] || abort "attack.py" "no result rows (exit $rc)"
 while IFS=$'\t' read -r name alive served write proto fds rss verdict; do

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wire import (MAGIC, AM_CM, AM_PUT_REQ, AM_PUT_ACK, AM_KEEPALIVE, EV_ACK, EV_ACK_REQ, EV_FIN,  # noqa: E402
                   am_payload, frame, conn_req, cm_event, put_req, cm_hdr)
