@@ -21,7 +21,7 @@
 //! UCX does before closing.
 
 use super::iface::{epoll_set, TcpIface, I};
-use super::wire::PutReq;
+use super::wire::{self, PutReq};
 use crate::abi::*;
 use crate::core::ops::*;
 use crate::sys::addr::SockAddr;
@@ -33,6 +33,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+
+/// Send-buffer room for one control frame (a connection event with the
+/// magic number and the largest request, a put acknowledgement, a
+/// keepalive): connections that send only these never get a full segment.
+pub(super) const CTRL_BUF_LEN: usize = 64;
+const _: () = assert!(wire::MAGIC_LEN + wire::HDR_LEN + wire::CONN_REQ_LEN + 28 <= CTRL_BUF_LEN);
 
 pub(super) const CAP_TX: u8 = 1;
 pub(super) const CAP_RX: u8 = 2;

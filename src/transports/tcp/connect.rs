@@ -328,8 +328,11 @@ impl TcpIface {
             conn.cm_pending.set(conn.cm_pending.get() | event);
             return UCS_OK;
         }
-        tx.ensure(self.cfg.tx_seg_size);
-        let mut pkt = Vec::with_capacity(64);
+        // Connection events are small: a connection that only ever sends
+        // them (an accepted one the peer sends on) keeps a small buffer.
+        let at = tx.held;
+        tx.ensure(at + CTRL_BUF_LEN);
+        let mut pkt = Vec::with_capacity(CTRL_BUF_LEN);
         if event == wire::EV_CONN_REQ {
             if conn.state.get() == State::Connecting {
                 pkt.extend_from_slice(&wire::MAGIC.to_ne_bytes());
@@ -345,7 +348,6 @@ impl TcpIface {
             wire::put_hdr(&mut pkt, wire::AM_ID_CM, wire::EVENT_LEN as u32);
             pkt.extend_from_slice(&event.to_ne_bytes());
         }
-        let at = tx.held;
         tx.buf[at..at + pkt.len()].copy_from_slice(&pkt);
         tx.push_head(at + pkt.len());
         let s = self.flush_tx(iface, conn, tx, false);

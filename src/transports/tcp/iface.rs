@@ -104,6 +104,9 @@ pub struct TcpIface {
     pub(super) fast_polls: Cell<u32>,
     /// Bytes the last receive of a message returned.
     pub(super) last_rx: Cell<usize>,
+    /// Receive buffers no connection holds: a connection has one only
+    /// while part of a message waits in it (see `rx.rs`).
+    pub(super) rx_pool: RefCell<Vec<Vec<u8>>>,
     /// Room for the events of one epoll call (taken by progress).
     pub(super) events: RefCell<Vec<Event>>,
     /// Progress calls so far (wrapping): sends of one epoch may coalesce.
@@ -502,6 +505,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         n_other: Cell::new(0),
         fast_polls: Cell::new(0),
         last_rx: Cell::new(0),
+        rx_pool: RefCell::new(Vec::new()),
         events: RefCell::new(vec![Event::EMPTY; MAX_EVENTS]),
         epoch: Cell::new(0),
         holding: RefCell::new(Vec::new()),

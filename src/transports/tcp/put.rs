@@ -115,8 +115,8 @@ impl TcpIface {
             return;
         };
         let sn = conn.rx_put_sn.get();
-        tx.ensure(self.cfg.tx_seg_size);
         let at = tx.held + wire::HDR_LEN;
+        tx.ensure(at + CTRL_BUF_LEN);
         tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
         conn.clear(F_PUT_RX_SENDING_ACK);
         self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN, false);

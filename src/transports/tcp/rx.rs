@@ -20,6 +20,8 @@ const FAST_MAX_CONNS: usize = 4;
 /// Receives of at least this many bytes (a stream of large messages) make
 /// progress use epoll.
 const FAST_BULK_BYTES: usize = 2048;
+/// Free receive buffers the interface keeps for reuse.
+const RX_POOL_KEEP: usize = 16;
 /// Progress calls between polls of the epoll set on the direct path.
 const FAST_POLL_EVERY: u32 = 32;
 
@@ -133,7 +135,7 @@ impl TcpIface {
             Err(_) => return 0,
         };
         if rx.buf.len() < seg {
-            rx.buf = vec![0u8; seg];
+            rx.buf = self.rx_pool.borrow_mut().pop().unwrap_or_else(|| vec![0u8; seg]);
         }
         // Make room for the message being received.
         if rx.off > 0 {
@@ -235,7 +237,23 @@ impl TcpIface {
 
     /// Give the receive context back to the connection (unless it went
     /// away while its frames were handled).
-    fn put_rx_back(&self, conn: &Conn, rx: Rx) {
+    ///
+    /// A connection keeps its receive buffer only while part of a message
+    /// waits in it; an emptied buffer goes back to the interface's pool
+    /// (as UCX takes its receive buffers from a pool), so an idle connection
+    /// holds none, and the buffers in use are as many as the connections
+    /// with a message under way.
+    fn put_rx_back(&self, conn: &Conn, mut rx: Rx) {
+        if rx.off == rx.len && !rx.buf.is_empty() {
+            let mut pool = self.rx_pool.borrow_mut();
+            if pool.len() < RX_POOL_KEEP {
+                pool.push(std::mem::take(&mut rx.buf));
+            } else {
+                rx.buf = Vec::new();
+            }
+            rx.off = 0;
+            rx.len = 0;
+        }
         if conn.alive.get() {
             if let Ok(mut r) = conn.rx.try_borrow_mut() {
                 *r = rx;

@@ -427,7 +427,8 @@ impl TcpIface {
             e => return e,
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
-        tx.ensure(self.cfg.tx_seg_size);
+        let at = tx.held;
+        tx.ensure(at + CTRL_BUF_LEN);
         self.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
     }
 }
