@@ -45,6 +45,8 @@ pub struct MmIface<M: Mapper> {
     pub(super) read_index: Cell<u64>,
     pub(super) poll_count: Cell<u32>,
     pub(super) prev_wnd_cons: Cell<bool>,
+    /// Elements dropped as malformed (for rate-limited logging).
+    pub(super) dropped: Cell<u64>,
     /// Receiver-private record of the descriptor attached to each element
     /// (never trust pointers read back from shared memory).
     pub(super) elem_slot: Vec<Cell<*mut u8>>,
@@ -87,8 +89,7 @@ impl<M: Mapper> Drop for MmIface<M> {
 
 /// An mm iface address: the FIFO's segment id, then the mapper's extra bytes.
 fn split_iface_addr<'a>(addr: PeerAddr<'a>) -> Option<(u64, &'a [u8])> {
-    let seg_id = u64::from_ne_bytes(addr.read::<8>()?);
-    Some((seg_id, &addr.bytes()[8..]))
+    super::peer::split_iface_addr(addr.bytes())
 }
 
 impl<M: Mapper> Transport for MmIface<M> {
@@ -230,6 +231,8 @@ impl<M: Mapper> Transport for MmIface<M> {
             signal_addr: unix_addr_from_raw(&signal_addr, signal_len),
             peer_pid: pid,
             peer_start: start,
+            fifo_seg_id: seg_id,
+            warned: Cell::new(false),
         })
     }
 
