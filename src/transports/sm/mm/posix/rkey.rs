@@ -68,8 +68,12 @@ pub fn check_dir(dir: &[u8]) -> Result<(), BadName> {
     }
     // "/" alone is fine; otherwise every component is a plain name (one
     // trailing slash is tolerated).
-    let body = dir[1..].strip_suffix(b"/").unwrap_or(&dir[1..]);
-    if !body.is_empty() && body.split(|&b| b == b'/').any(|c| c.is_empty() || c == b"." || c == b"..") {
+    let body = &dir[1..];
+    if body.is_empty() {
+        return Ok(());
+    }
+    let body = body.strip_suffix(b"/").unwrap_or(body);
+    if body.is_empty() || body.split(|&b| b == b'/').any(|c| c.is_empty() || c == b"." || c == b"..") {
         return Err(BadName::Dir);
     }
     Ok(())
@@ -154,7 +158,7 @@ mod tests {
             assert_eq!(check_dir(ok), Ok(()), "{ok:?}");
         }
         for bad in [&b""[..], b"dev/shm", b"/tmp/../etc", b"/..", b"/.", b"/a//b", b"/a/./b", b"/a\nb",
-                    b"/a/b//"] {
+                    b"/a/b//", b"//", b"///"] {
             assert_eq!(check_dir(bad), Err(BadName::Dir), "{bad:?}");
         }
         assert_eq!(check_dir(&[b'/'; MAX_DIR]), Err(BadName::Dir));
