@@ -35,6 +35,13 @@ pub fn run(data: &[u8]) {
         None => assert!(data.len() < 8),
     }
 
+    // The wake-up socket address in a peer's FIFO control block.
+    if peer::check_signal_addr(data).is_ok() {
+        assert_eq!(data.len(), 8);
+        assert_eq!(u16::from_ne_bytes([data[0], data[1]]), libc::AF_UNIX as u16);
+        assert_eq!(data[2], 0, "abstract namespace only");
+    }
+
     // self iface address.
     assert_eq!(self_::decode_iface_addr(data), word(0));
 

@@ -216,6 +216,13 @@ impl<M: Mapper> Transport for MmIface<M> {
             return Err(UCS_ERR_ENDPOINT_TIMEOUT);
         }
         let (signal_addr, signal_len) = rfifo.signal_addr();
+        // SAFETY: a sockaddr_un is plain bytes; the length is clamped to it.
+        let sa_bytes = unsafe {
+            std::slice::from_raw_parts(&signal_addr as *const libc::sockaddr_un as *const u8, signal_len as usize)
+        };
+        let signal_ok = super::peer::check_signal_addr(sa_bytes).inspect_err(|why| {
+            crate::error!("mm: the wake-up address in the FIFO of pid {pid} is refused ({why}): no wake-ups to it")
+        }).is_ok();
         let tail = rfifo.tail().load(Ordering::Acquire);
         crate::debug!("created mm ep, connected to remote FIFO id {:#x} (pid {})", seg_id, pid);
         Ok(MmEp {
@@ -228,7 +235,7 @@ impl<M: Mapper> Transport for MmIface<M> {
             segs: RefCell::new(HashMap::new()),
             last_seg: Cell::new((0, std::ptr::null_mut(), 0)),
             peer_extra: extra,
-            signal_addr: unix_addr_from_raw(&signal_addr, signal_len),
+            signal_addr: if signal_ok { unix_addr_from_raw(&signal_addr, signal_len) } else { None },
             peer_pid: pid,
             peer_start: start,
             fifo_seg_id: seg_id,

@@ -156,6 +156,28 @@ pub fn split_iface_addr(bytes: &[u8]) -> Option<(u64, &[u8])> {
     Some((u64::from_ne_bytes(id.try_into().ok()?), &bytes[8..]))
 }
 
+/// Check the wake-up socket address a peer's FIFO control block names
+/// (`sa`: the first `signal_addrlen` bytes of its `sockaddr_un`). Senders
+/// write one datagram there whenever the receiver asked to be woken, so a
+/// peer must not be able to aim that at an arbitrary socket: only what
+/// Linux's autobind gives a receiver is accepted (both the C original and
+/// this library autobind), a unix address in the abstract namespace made of
+/// a NUL and five lowercase hex digits.
+pub fn check_signal_addr(sa: &[u8]) -> Result<(), &'static str> {
+    const FAMILY: usize = std::mem::size_of::<libc::sa_family_t>();
+    if sa.len() != FAMILY + 6 {
+        return Err("not the length of an autobound address");
+    }
+    if libc::sa_family_t::from_ne_bytes(sa[..FAMILY].try_into().map_err(|_| "short")?) != libc::AF_UNIX as u16 {
+        return Err("not a unix address");
+    }
+    let path = &sa[FAMILY..];
+    if path[0] != 0 || !path[1..].iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+        return Err("not an autobound abstract name");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +221,25 @@ mod tests {
                    BadDesc::OutsideClaim { seg_id: 7, offset: u32::MAX, need: usize::MAX, seg_size: u32::MAX });
         assert_eq!(split_iface_addr(&[1, 0, 0, 0, 0, 0, 0, 0, 9]), Some((1, &[9u8][..])));
         assert_eq!(split_iface_addr(&[1, 0, 0]), None);
+    }
+
+    #[test]
+    fn signal_addresses() {
+        let mut sa = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        sa.extend_from_slice(b"\x0001f3a");
+        assert_eq!(check_signal_addr(&sa), Ok(()));
+        let mut path = sa.clone();
+        path[2] = b'/';
+        assert!(check_signal_addr(&path).is_err());
+        assert!(check_signal_addr(&sa[..7]).is_err());
+        let mut upper = sa.clone();
+        upper[7] = b'A';
+        assert!(check_signal_addr(&upper).is_err());
+        let mut inet = sa.clone();
+        inet[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        assert!(check_signal_addr(&inet).is_err());
+        let mut long = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        long.extend_from_slice(b"/run/systemd/notify");
+        assert!(check_signal_addr(&long).is_err());
     }
 }
