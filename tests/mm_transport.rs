@@ -692,3 +692,53 @@ fn a_forged_wakeup_address_gets_no_datagram() {
         let _ = std::fs::remove_file(&path);
     });
 }
+
+#[test]
+fn endpoints_to_another_host_or_a_bad_fifo_are_refused() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        // SAFETY: the receiver is open until `p` drops.
+        let (dev, addr) = unsafe { iface_addresses(p.rx.iface) };
+        let create = |dev: &[u8], addr: &[u8]| {
+            // SAFETY: plain data; all-zero means "no field set".
+            let mut prm: uct_ep_params_t = unsafe { std::mem::zeroed() };
+            prm.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            prm.iface = p.tx.iface;
+            prm.dev_addr = dev.as_ptr() as *const uct_device_addr_t;
+            prm.iface_addr = addr.as_ptr() as *const uct_iface_addr_t;
+            let mut ep = null_mut();
+            // SAFETY: the sender is open; both addresses are as long as it
+            // declared and outlive the call; the out-pointer is a local.
+            let st = unsafe { uct_ep_create(&prm, &mut ep) };
+            if st == UCS_OK {
+                // SAFETY: just created, destroyed once.
+                unsafe { uct_ep_destroy(ep) };
+            }
+            st
+        };
+        let mut other_host = dev.clone();
+        other_host[0] ^= 1;
+        assert_eq!(create(&other_host, &addr), UCS_ERR_UNREACHABLE);
+        // A FIFO id that names nothing attachable.
+        let mut bad = addr.clone();
+        let id = if tl == c"sysv" { 0x7fff_fff0u64 } else { (1u64 << 63) | (1 << 62) | 1 | (3 << 30) };
+        bad[..8].copy_from_slice(&id.to_ne_bytes());
+        assert_eq!(create(&dev, &bad), UCS_ERR_SHMEM_SEGMENT);
+        if tl == c"posix" {
+            // A proc link to a file of ours that is no FIFO: refused before
+            // anything is written to it.
+            use std::os::fd::AsRawFd;
+            let path = format!("/tmp/mm-not-a-fifo-{}", std::process::id());
+            let f = std::fs::File::options().read(true).write(true).create(true).truncate(true).open(&path)
+                .expect("temp file");
+            f.set_len(1 << 16).unwrap();
+            let id = (1u64 << 63) | (1 << 62) | std::process::id() as u64 | ((f.as_raw_fd() as u64) << 30);
+            bad[..8].copy_from_slice(&id.to_ne_bytes());
+            assert_eq!(create(&dev, &bad), UCS_ERR_SHMEM_SEGMENT);
+            assert!(std::fs::read(&path).unwrap().iter().all(|&b| b == 0), "the file was written");
+            drop(f);
+            std::fs::remove_file(&path).unwrap();
+        }
+        assert_eq!(create(&dev, &addr), UCS_OK);
+    });
+}

@@ -316,11 +316,15 @@ impl Transport for CmaIface {
     }
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<CmaEp, ucs_status_t> {
-        let (Some(_), Some(iface_addr)) = (params.dev_addr, params.iface_addr) else {
+        let (Some(dev), Some(iface_addr)) = (params.dev_addr, params.iface_addr) else {
             crate::error!("cma: creating an endpoint needs both UCT_EP_PARAM_FIELD_DEV_ADDR and \
                            UCT_EP_PARAM_FIELD_IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
         };
+        if !sm::device_addr::same_host(dev) {
+            crate::error!("cma: the peer's device address names another host or IPC namespace");
+            return Err(UCS_ERR_UNREACHABLE);
+        }
         let addr = decode_iface_addr(iface_addr.bytes()).map_err(|why| {
             crate::error!("cma: bad peer iface address: {why}");
             UCS_ERR_INVALID_PARAM

@@ -193,10 +193,14 @@ impl<M: Mapper> Transport for MmIface<M> {
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<MmEp, ucs_status_t> {
         let s = &iface.tl;
-        let (Some(iface_addr), Some(_)) = (params.iface_addr, params.dev_addr) else {
+        let (Some(iface_addr), Some(dev)) = (params.iface_addr, params.dev_addr) else {
             crate::error!("mm: creating an endpoint needs UCT_EP_PARAM_FIELD_DEV_ADDR and _IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
         };
+        if !sm::device_addr::same_host(dev) {
+            crate::error!("mm: the peer's device address names another host or IPC namespace");
+            return Err(UCS_ERR_UNREACHABLE);
+        }
         let (seg_id, extra) = split_iface_addr(iface_addr).ok_or(UCS_ERR_INVALID_PARAM)?;
         let extra = extra.to_vec();
         let seg = s.md().mapper.attach(seg_id, s.fifo_bytes(), &extra).inspect_err(|st| {
@@ -206,6 +210,15 @@ impl<M: Mapper> Transport for MmIface<M> {
         // on both sides, as UCX requires) and stays mapped until detach.
         let rfifo = unsafe { Fifo::new(seg.address as *mut u8, s.fifo_size as usize, s.elem_size) };
         let pid = rfifo.pid();
+        // Nothing was written to the mapping yet: a file that is not the
+        // FIFO of the process its id names (say, another process's file a
+        // forged proc link reaches) is left as it was.
+        if !s.md().mapper.owns_fifo(seg_id, pid) {
+            crate::error!("mm: segment {:#x} is not a FIFO of the process it names (its control block says pid {})",
+                          seg_id, pid);
+            s.md().mapper.detach(&seg);
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
         crate::debug!("mm ep: remote FIFO {:#x} mapped at {:p} len {}: head {} tail {} pid {}", seg_id, seg.address,
                       seg.length, rfifo.head().load(Ordering::Relaxed), rfifo.tail().load(Ordering::Relaxed), pid);
         // SAFETY: libucs reads /proc/<pid>/stat.

@@ -75,6 +75,14 @@ pub trait Mapper: Send + Sync + Sized + 'static {
     /// (posix proc links name it; the kernel records it for sysv), None
     /// otherwise.
     fn creator(&self, seg_id: u64) -> Option<i64>;
+    /// Whether the FIFO segment `seg_id`, whose control block says it
+    /// belongs to `fifo_pid`, is consistent with its id. Both come from the
+    /// peer, in its own PID namespace, so they can be compared where the id
+    /// names a process (posix proc links); elsewhere nothing is known.
+    fn owns_fifo(&self, seg_id: u64, fifo_pid: i32) -> bool {
+        let _ = (seg_id, fifo_pid);
+        true
+    }
     /// Attach a receive-descriptor segment that the element of a peer's
     /// FIFO (segment `fifo_id`) names: refused unless the same process (as
     /// far as [`Mapper::creator`] tells) made both, so a peer cannot point

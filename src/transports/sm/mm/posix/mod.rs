@@ -284,6 +284,10 @@ impl Mapper for Posix {
         rkey::procfs_pid(seg_id).map(|pid| pid as i64)
     }
 
+    fn owns_fifo(&self, seg_id: u64, fifo_pid: i32) -> bool {
+        rkey::procfs_pid(seg_id).is_none_or(|pid| u64::try_from(fifo_pid) == Ok(pid))
+    }
+
     fn detach(&self, seg: &RemoteSeg) {
         unmap(seg.address, seg.length);
     }
