@@ -809,3 +809,28 @@ fn one_segment_transfers_complete_at_once() {
     assert_eq!(c.count(), 1);
     t.flush();
 }
+
+#[test]
+fn peer_addresses_naming_no_process_are_refused() {
+    let Some(c) = Cma::open(&[]) else { return };
+    let (dev, addr) = c.addresses();
+    // pid 0 (with or without the namespace flag kept) names no process.
+    let mut bad = addr.clone();
+    let flag = u32::from_ne_bytes(addr[..4].try_into().unwrap()) & (1 << 31);
+    bad[..4].copy_from_slice(&flag.to_ne_bytes());
+    // SAFETY: the interface is open; the addresses are as long as it declared.
+    assert_eq!(unsafe { uct_iface_is_reachable(c.iface, dev.as_ptr() as *const _, bad.as_ptr() as *const _) }, 0);
+    // SAFETY: plain data; all-zero means "no field set".
+    let mut p: uct_ep_params_t = unsafe { std::mem::zeroed() };
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface = c.iface;
+    p.dev_addr = dev.as_ptr() as *const uct_device_addr_t;
+    p.iface_addr = bad.as_ptr() as *const uct_iface_addr_t;
+    let mut ep = std::ptr::null_mut();
+    // SAFETY: as above; the out-pointer is a local.
+    assert_eq!(unsafe { uct_ep_create(&p, &mut ep) }, UCS_ERR_INVALID_PARAM);
+    // Our own pid still works.
+    let ep = c.ep_to(me()).expect("ep to ourselves");
+    // SAFETY: just created, destroyed once.
+    unsafe { uct_ep_destroy(ep) };
+}

@@ -376,3 +376,369 @@ fn ep_check_on_a_live_peer_is_ok() {
         }
     });
 }
+
+// ---- A hostile peer: elements and FIFO fields forged in shared memory ----
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const FIFO_SIZE: u64 = 64;
+const ELEM_SIZE: usize = 128;
+const CTL_SIZE: usize = 192;
+const FLAG_OWNER: u8 = 1;
+const FLAG_INLINE: u8 = 2;
+const ARMED: u64 = 1 << 63;
+
+/// The receiver's FIFO mapped a second time, where the test writes what a
+/// hostile peer could: any element, any head.
+struct RawFifo {
+    base: *mut u8,
+    len: usize,
+    sysv: bool,
+}
+
+impl RawFifo {
+    /// Map the FIFO a posix or sysv iface address names (posix with the
+    /// default proc links).
+    fn map(tl: &CStr, addr: &[u8]) -> RawFifo {
+        let seg_id = u64::from_ne_bytes(addr[..8].try_into().unwrap());
+        let len = (CTL_SIZE + FIFO_SIZE as usize * ELEM_SIZE + 63).div_ceil(4096) * 4096;
+        if tl == c"sysv" {
+            // SAFETY: attaching a live segment anywhere; checked below.
+            let p = unsafe { libc::shmat(seg_id as i32, std::ptr::null(), 0) };
+            assert_ne!(p as isize, -1, "shmat of the receiver's FIFO");
+            return RawFifo { base: p as *mut u8, len, sysv: true };
+        }
+        assert!(seg_id & (1 << 63) != 0, "posix FIFO reached through a proc link");
+        let mmid = seg_id & !(0xfu64 << 60);
+        let path = format!("/proc/{}/fd/{}\0", mmid & ((1 << 30) - 1), mmid >> 30);
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::open(path.as_ptr() as *const libc::c_char, libc::O_RDWR) };
+        assert!(fd >= 0, "open {path}");
+        // SAFETY: a shared mapping of the FIFO file, at least `len` bytes.
+        let p = unsafe { libc::mmap(null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+        // SAFETY: our descriptor, no longer needed once mapped.
+        unsafe { libc::close(fd) };
+        assert_ne!(p, libc::MAP_FAILED);
+        RawFifo { base: p as *mut u8, len, sysv: false }
+    }
+
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: the control block starts the (page-aligned) mapping.
+        unsafe { &*(self.base as *const AtomicU64) }
+    }
+
+    fn elem(&self, index: u64) -> *mut u8 {
+        // SAFETY: the index is reduced to the FIFO size.
+        unsafe { self.base.add(CTL_SIZE + (index % FIFO_SIZE) as usize * ELEM_SIZE) }
+    }
+
+    /// Claim the head as a sender does and publish a forged element.
+    fn forge(&self, flags: u8, am_id: u8, length: u16, data: &[u8]) {
+        let head = loop {
+            let h = self.head().load(Ordering::Relaxed);
+            if self.head().compare_exchange(h, (h + 1) & !ARMED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                break h;
+            }
+        };
+        let e = self.elem(head);
+        let owner = if head & FIFO_SIZE != 0 { FLAG_OWNER } else { 0 };
+        // SAFETY: the element lies inside the mapping; data fits its 100
+        // bytes of inline room; flags last, with release ordering, as a
+        // sender publishes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), e.add(28), data.len());
+            *e.add(1) = am_id;
+            (e.add(2) as *mut u16).write_unaligned(length);
+            (*(e as *const std::sync::atomic::AtomicU8)).store(flags | owner, Ordering::Release);
+        }
+    }
+
+    /// The descriptor reference `{seg_id, seg_size, offset}` of the element
+    /// at `index`.
+    fn desc(&self, index: u64) -> (u64, u32, u32) {
+        let e = self.elem(index);
+        // SAFETY: unaligned fields inside the element.
+        unsafe {
+            ((e.add(4) as *const u64).read_unaligned(), (e.add(12) as *const u32).read_unaligned(),
+             (e.add(16) as *const u32).read_unaligned())
+        }
+    }
+
+    fn set_desc(&self, index: u64, d: (u64, u32, u32)) {
+        let e = self.elem(index);
+        // SAFETY: unaligned fields inside the element.
+        unsafe {
+            (e.add(4) as *mut u64).write_unaligned(d.0);
+            (e.add(12) as *mut u32).write_unaligned(d.1);
+            (e.add(16) as *mut u32).write_unaligned(d.2);
+        }
+    }
+}
+
+impl Drop for RawFifo {
+    fn drop(&mut self) {
+        // SAFETY: our own second mapping, unused after this.
+        unsafe {
+            if self.sysv {
+                libc::shmdt(self.base as *const c_void);
+            } else {
+                libc::munmap(self.base as *mut c_void, self.len);
+            }
+        }
+    }
+}
+
+fn raw_fifo(p: &Pair, tl: &CStr) -> RawFifo {
+    // SAFETY: the receiver is open until `p` drops.
+    let (_, addr) = unsafe { iface_addresses(p.rx.iface) };
+    RawFifo::map(tl, &addr)
+}
+
+/// Progress the receiver until `rx` (the handler's, written behind the
+/// compiler's back: hence a raw pointer, read anew after each call) holds
+/// `n` messages.
+fn drain(p: &Pair, rx: *const Rx, n: usize) {
+    // SAFETY: the test's Rx, alive and written only inside progress calls.
+    let count = || unsafe { (*rx).inline.len() };
+    for _ in 0..100_000 {
+        if count() >= n {
+            return;
+        }
+        p.progress_rx();
+    }
+    panic!("expected {n} messages, got {}", count());
+}
+
+#[test]
+fn forged_elements_are_dropped_and_the_fifo_moves_on() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(1, &mut rx) };
+        let good = |n: u64| {
+            assert_eq!(p.am_short(1, n, b"good"), UCS_OK);
+        };
+        let mut want = Vec::new();
+        let msg = |n: u64| {
+            let mut v = n.to_ne_bytes().to_vec();
+            v.extend_from_slice(b"good");
+            v
+        };
+        // AM id 33 (33 & 31 is 1, whose handler must not run), 255, then
+        // unknown flag bits, inline and not, then a descriptor element with
+        // a bad id: each dropped, and the message after each one arrives.
+        let forged: [(u8, u8); 6] = [(FLAG_INLINE, 33), (FLAG_INLINE, 255), (FLAG_INLINE | 0x80, 1), (0x04, 1),
+                                     (0, 200), (0, 32)];
+        for (i, &(flags, id)) in forged.iter().enumerate() {
+            raw.forge(flags, id, 12, b"evil-evil-ev");
+            good(i as u64);
+            want.push(msg(i as u64));
+        }
+        drain(&p, &raw const rx, want.len());
+        for _ in 0..100 {
+            p.progress_rx();
+        }
+        assert_eq!(rx.inline, want, "only the good messages reach the handler");
+        // Many rounds of the FIFO, forged and good elements interleaved: no
+        // stall, nothing lost.
+        for i in 0..500u64 {
+            raw.forge(FLAG_INLINE, 32 + (i % 200) as u8, 8, b"evil-888");
+            good(1000 + i);
+            want.push(msg(1000 + i));
+            drain(&p, &raw const rx, want.len());
+        }
+        assert_eq!(rx.inline, want);
+        // A length beyond the element is clamped to its inline room.
+        raw.forge(FLAG_INLINE, 1, u16::MAX, b"x");
+        drain(&p, &raw const rx, want.len() + 1);
+        assert_eq!(rx.inline.last().unwrap().len(), ELEM_SIZE - 28);
+        // A descriptor element with a length beyond the descriptor: clamped.
+        raw.forge(0, 1, u16::MAX, b"");
+        drain(&p, &raw const rx, want.len() + 2);
+        // SAFETY: the receiver is open.
+        let seg = unsafe { iface_attr(p.rx.iface) }.cap.am.max_bcopy;
+        assert_eq!(rx.inline.last().unwrap().len(), seg);
+        // The path still works for bcopy.
+        let mut f = Fill { byte: 9, len: 3000 };
+        assert_eq!(p.am_bcopy(1, &mut f), 3000);
+        drain(&p, &raw const rx, want.len() + 3);
+        assert_eq!(rx.inline.last().unwrap(), &vec![9u8; 3000]);
+    });
+}
+
+#[test]
+fn forged_descriptor_references_are_refused_by_the_sender() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(2, &mut rx) };
+        let head = raw.head().load(Ordering::Relaxed) & !ARMED;
+        let orig = raw.desc(head);
+        let bad_id = if tl == c"sysv" {
+            0x7fff_fff0u64
+        } else {
+            // A proc link naming another process than the FIFO's.
+            (1u64 << 63) | (1 << 62) | 1 | (3 << 30)
+        };
+        let cases = [
+            (orig.0, orig.1, orig.1 - 16),     // offset near the end of the segment
+            (orig.0, orig.1, u32::MAX),        // offset beyond any segment
+            (orig.0, u32::MAX, orig.1 + 4096), // a size claim larger than the segment
+            (orig.0, 0, 0),                    // an empty segment
+            (bad_id, orig.1, 0),               // a segment that cannot be attached
+        ];
+        for d in cases {
+            raw.set_desc(head, d);
+            let mut f = Fill { byte: 1, len: 100 };
+            let r = p.am_bcopy(2, &mut f);
+            assert!(r < 0, "{tl:?}: descriptor {d:x?} accepted ({r})");
+            assert_eq!(raw.head().load(Ordering::Relaxed) & !ARMED, head, "a refused send claims nothing");
+        }
+        raw.set_desc(head, orig);
+        let mut f = Fill { byte: 5, len: 100 };
+        assert_eq!(p.am_bcopy(2, &mut f), 100);
+        drain(&p, &raw const rx, 1);
+        assert_eq!(rx.inline[0], vec![5u8; 100]);
+    });
+}
+
+#[test]
+fn a_hostile_head_cannot_hang_sender_or_receiver() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(3, &mut rx) };
+        // A head far ahead of the tail: the FIFO looks full.
+        let head = raw.head().load(Ordering::Relaxed);
+        raw.head().store(head + 10 * FIFO_SIZE, Ordering::Relaxed);
+        assert_eq!(p.am_short(3, 0, b""), UCS_ERR_NO_RESOURCE);
+        // SAFETY: the receiver is open.
+        assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_ERR_BUSY);
+        for _ in 0..1000 {
+            p.progress_rx();
+            p.progress_tx();
+        }
+        // A head that never stops moving: every send returns.
+        raw.head().store(head, Ordering::Relaxed);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let h = raw.head();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut v = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    v = v.wrapping_add(1);
+                    h.store(head + (v & 1), Ordering::Relaxed);
+                }
+            });
+            let t0 = std::time::Instant::now();
+            for _ in 0..2000 {
+                let st = p.am_short(3, 0, b"");
+                assert!(st == UCS_OK || st == UCS_ERR_NO_RESOURCE, "{st}");
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert!(t0.elapsed() < std::time::Duration::from_secs(60));
+        });
+        for _ in 0..1000 {
+            p.progress_rx();
+        }
+    });
+}
+
+#[test]
+fn a_forged_wakeup_address_gets_no_datagram() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        // A unix datagram socket of the test's, at a path: what a peer might
+        // aim senders' wake-ups at.
+        let path = format!("/tmp/mm-wakeup-{}-{}", std::process::id(), tl.to_str().unwrap());
+        let _ = std::fs::remove_file(&path);
+        let victim = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
+        victim.set_nonblocking(true).unwrap();
+        // SAFETY: the control block's address length (u32 at 8) and
+        // sockaddr_un (at 12) lie inside the mapping.
+        unsafe {
+            let sa = raw.base.add(12);
+            std::ptr::write_bytes(sa, 0, 110);
+            (sa as *mut u16).write_unaligned(libc::AF_UNIX as u16);
+            std::ptr::copy_nonoverlapping(path.as_ptr(), sa.add(2), path.len());
+            (raw.base.add(8) as *mut u32).write_unaligned((2 + path.len() + 1) as u32);
+        }
+        // A new endpoint reads the forged address.
+        // SAFETY: the receiver is open; its own addresses.
+        let ep = unsafe {
+            let (dev, addr) = iface_addresses(p.rx.iface);
+            connect_to_iface(p.tx.iface, &dev, &addr).expect("second ep")
+        };
+        // The receiver asks to be woken; the send must not reach the victim.
+        // SAFETY: the receiver is open.
+        assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_OK);
+        // SAFETY: the endpoint is live; an empty payload.
+        let st = unsafe { p.tx.ops().ep_am_short.unwrap()(ep, 1, 0, std::ptr::null(), 0) };
+        assert_eq!(st, UCS_OK);
+        let mut buf = [0u8; 8];
+        assert!(victim.recv(&mut buf).is_err(), "a datagram reached the forged address");
+        // SAFETY: created above, destroyed once.
+        unsafe { uct_ep_destroy(ep) };
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+#[test]
+fn endpoints_to_another_host_or_a_bad_fifo_are_refused() {
+    each_tl(|tl| {
+        let p = Pair::new(tl);
+        // SAFETY: the receiver is open until `p` drops.
+        let (dev, addr) = unsafe { iface_addresses(p.rx.iface) };
+        let create = |dev: &[u8], addr: &[u8]| {
+            // SAFETY: plain data; all-zero means "no field set".
+            let mut prm: uct_ep_params_t = unsafe { std::mem::zeroed() };
+            prm.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            prm.iface = p.tx.iface;
+            prm.dev_addr = dev.as_ptr() as *const uct_device_addr_t;
+            prm.iface_addr = addr.as_ptr() as *const uct_iface_addr_t;
+            let mut ep = null_mut();
+            // SAFETY: the sender is open; both addresses are as long as it
+            // declared and outlive the call; the out-pointer is a local.
+            let st = unsafe { uct_ep_create(&prm, &mut ep) };
+            if st == UCS_OK {
+                // SAFETY: just created, destroyed once.
+                unsafe { uct_ep_destroy(ep) };
+            }
+            st
+        };
+        let mut other_host = dev.clone();
+        other_host[0] ^= 1;
+        assert_eq!(create(&other_host, &addr), UCS_ERR_UNREACHABLE);
+        // A FIFO id that names nothing attachable.
+        let mut bad = addr.clone();
+        let id = if tl == c"sysv" { 0x7fff_fff0u64 } else { (1u64 << 63) | (1 << 62) | 1 | (3 << 30) };
+        bad[..8].copy_from_slice(&id.to_ne_bytes());
+        assert_eq!(create(&dev, &bad), UCS_ERR_SHMEM_SEGMENT);
+        if tl == c"posix" {
+            // A proc link to a file of ours that is no FIFO: refused before
+            // anything is written to it.
+            use std::os::fd::AsRawFd;
+            let path = format!("/tmp/mm-not-a-fifo-{}", std::process::id());
+            let f = std::fs::File::options().read(true).write(true).create(true).truncate(true).open(&path)
+                .expect("temp file");
+            f.set_len(1 << 16).unwrap();
+            let id = (1u64 << 63) | (1 << 62) | std::process::id() as u64 | ((f.as_raw_fd() as u64) << 30);
+            bad[..8].copy_from_slice(&id.to_ne_bytes());
+            assert_eq!(create(&dev, &bad), UCS_ERR_SHMEM_SEGMENT);
+            assert!(std::fs::read(&path).unwrap().iter().all(|&b| b == 0), "the file was written");
+            drop(f);
+            std::fs::remove_file(&path).unwrap();
+        }
+        assert_eq!(create(&dev, &addr), UCS_OK);
+    });
+}

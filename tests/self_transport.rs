@@ -334,3 +334,23 @@ fn iface_mem_alloc_registers_with_the_md() {
         uct_iface_mem_free(&mem);
     }
 }
+
+#[test]
+fn a_foreign_iface_id_is_unreachable() {
+    let f = Fixture::new(None);
+    let mut addr = [0u8; 8];
+    // SAFETY: the fixture's interface is open; its address is 8 bytes.
+    assert_eq!(unsafe { uct_iface_get_address(f.iface, addr.as_mut_ptr() as *mut uct_iface_addr_t) }, UCS_OK);
+    addr[0] ^= 0x5a;
+    // SAFETY: plain data; all-zero means "no field set".
+    let mut p: uct_ep_params_t = unsafe { std::mem::zeroed() };
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface = f.iface;
+    p.iface_addr = addr.as_ptr() as *const uct_iface_addr_t;
+    let mut ep = null_mut();
+    // SAFETY: the interface is open, `addr` outlives the call, the
+    // out-pointer is a local.
+    assert_eq!(unsafe { uct_ep_create(&p, &mut ep) }, UCS_ERR_UNREACHABLE);
+    // SAFETY: as above; the device address is unused by self.
+    assert_eq!(unsafe { uct_iface_is_reachable(f.iface, null_mut(), addr.as_ptr() as *const uct_iface_addr_t) }, 0);
+}

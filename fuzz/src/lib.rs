@@ -9,6 +9,9 @@
 //! src/NAME.rs, the binary fuzz_targets/NAME.rs, its `[[bin]]` entry in
 //! Cargo.toml and seed files in corpus/NAME/.
 
+pub mod mm_fifo;
+pub mod mm_rkey;
+pub mod sm_addr;
 pub mod sockcm_wire;
 pub mod tcp_addr;
 pub mod tcp_conn;

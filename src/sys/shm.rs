@@ -38,6 +38,28 @@ pub fn open_file(path: &CStr, shm: bool, create: bool, mode: u32) -> nix::Result
     }
 }
 
+/// Open another process's segment file read-write (never creating it);
+/// unless `follow`, a symbolic link as the last component is refused
+/// (ELOOP), as `shm_open` refuses one.
+pub fn open_peer_file(path: &CStr, shm: bool, follow: bool) -> nix::Result<OwnedFd> {
+    let mut flags = OFlag::from_bits_retain(open_flags(false));
+    if !follow {
+        flags |= OFlag::O_NOFOLLOW;
+    }
+    if shm {
+        nix::sys::mman::shm_open(path, flags, Mode::empty())
+    } else {
+        nix::fcntl::open(path, flags, Mode::empty())
+    }
+}
+
+/// Whether the file is a regular file, and its size (`fstat`).
+pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
+    nix::sys::stat::fstat(fd).map(|st| {
+        ((st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
+    })
+}
+
 /// Remove a segment file's name (`shm_unlink` or `unlink`).
 pub fn unlink_file(path: &CStr, shm: bool) -> nix::Result<()> {
     if shm {

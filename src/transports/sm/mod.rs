@@ -187,7 +187,14 @@ pub mod device_addr {
 
     /// As [`same_host`]: `read8(i)` returns the i-th 8-byte word.
     pub fn reachable(read8: impl Fn(usize) -> Option<u64>) -> bool {
-        let (id, ns) = local();
+        matches_local(read8, local())
+    }
+
+    /// Whether the device address whose words `read8` returns names the
+    /// host and IPC namespace `local` (the system id, with bit 63 set when
+    /// a namespace id follows). Pure: the word reader is the only input.
+    pub fn matches_local(read8: impl Fn(usize) -> Option<u64>, local: (u64, Option<u64>)) -> bool {
+        let (id, ns) = local;
         match read8(0) {
             Some(peer) if peer == id => match ns {
                 None => true,
@@ -195,6 +202,23 @@ pub mod device_addr {
             },
             _ => false,
         }
+    }
+
+    /// Decode a device address from its bytes: the system id word and, when
+    /// its bit 63 says so, the IPC namespace word after it.
+    pub fn decode(bytes: &[u8]) -> Option<(u64, Option<u64>)> {
+        let word = |i: usize| bytes.get(i * 8..i * 8 + 8).map(|w| u64::from_ne_bytes(w.try_into().expect("8")));
+        let id = word(0)?;
+        if id & FLAG_NS != 0 { Some((id, Some(word(1)?))) } else { Some((id, None)) }
+    }
+
+    /// Pack a device address of host `id` (bit 63 set when `ns` is given).
+    pub fn encode(id: u64, ns: Option<u64>) -> Vec<u8> {
+        let mut v = id.to_ne_bytes().to_vec();
+        if let Some(ns) = ns {
+            v.extend_from_slice(&ns.to_ne_bytes());
+        }
+        v
     }
 }
 

@@ -46,6 +46,42 @@ pub const ADDR_FLAG_PID_NS: u32 = 1 << 31;
 const ADDR_LEN: usize = 4;
 const ADDR_LEN_NS: usize = 16;
 
+/// A decoded cma iface address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmaAddr {
+    pub pid: pid_t,
+    /// The peer's PID namespace, when it is not the default one.
+    pub ns: Option<u64>,
+}
+
+/// Decode a cma iface address a peer sent: a 4-byte pid (bit 31: the
+/// 16-byte form with the PID namespace at bytes 8..16 follows). A pid of 0
+/// names no process and is refused.
+pub fn decode_iface_addr(bytes: &[u8]) -> Result<CmaAddr, &'static str> {
+    let raw = u32::from_ne_bytes(bytes.get(..4).ok_or("shorter than 4 bytes")?.try_into().map_err(|_| "short")?);
+    let pid = (raw & !ADDR_FLAG_PID_NS) as pid_t;
+    if pid == 0 {
+        return Err("pid 0");
+    }
+    let ns = if raw & ADDR_FLAG_PID_NS != 0 {
+        let ns = bytes.get(8..ADDR_LEN_NS).ok_or("namespace flag without a namespace")?;
+        Some(u64::from_ne_bytes(ns.try_into().map_err(|_| "short")?))
+    } else {
+        None
+    };
+    Ok(CmaAddr { pid, ns })
+}
+
+/// Whether a decoded address is in our PID namespace (`ours`: None for the
+/// default namespace).
+pub fn same_pid_ns(addr: &CmaAddr, ours: Option<u64>) -> bool {
+    addr.ns == ours
+}
+
+fn local_pid_ns() -> Option<u64> {
+    if pid_ns_is_default() { None } else { Some(pid_ns()) }
+}
+
 /// The queue of one endpoint.
 #[derive(Default)]
 struct EpQueue {
@@ -280,17 +316,24 @@ impl Transport for CmaIface {
     }
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<CmaEp, ucs_status_t> {
-        let (Some(_), Some(iface_addr)) = (params.dev_addr, params.iface_addr) else {
+        let (Some(dev), Some(iface_addr)) = (params.dev_addr, params.iface_addr) else {
             crate::error!("cma: creating an endpoint needs both UCT_EP_PARAM_FIELD_DEV_ADDR and \
                            UCT_EP_PARAM_FIELD_IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
         };
-        // A cma iface address starts with the 4-byte pid.
-        let raw = match iface_addr.read::<4>() {
-            Some(a) => u32::from_ne_bytes(a),
-            None => return Err(UCS_ERR_INVALID_PARAM),
-        };
-        let pid = (raw & !ADDR_FLAG_PID_NS) as pid_t;
+        if !sm::device_addr::same_host(dev) {
+            crate::error!("cma: the peer's device address names another host or IPC namespace");
+            return Err(UCS_ERR_UNREACHABLE);
+        }
+        let addr = decode_iface_addr(iface_addr.bytes()).map_err(|why| {
+            crate::error!("cma: bad peer iface address: {why}");
+            UCS_ERR_INVALID_PARAM
+        })?;
+        if !same_pid_ns(&addr, local_pid_ns()) {
+            crate::error!("cma: peer pid {} is in another PID namespace", addr.pid);
+            return Err(UCS_ERR_UNREACHABLE);
+        }
+        let pid = addr.pid;
         // SAFETY: libucs reads /proc/<pid>/stat.
         let start_time = unsafe { ucs::ucs_sys_get_proc_create_time(pid) };
         if start_time == 0 {
@@ -362,23 +405,7 @@ impl Transport for CmaIface {
         if !sm::device_addr::same_host(dev) {
             return false;
         }
-        // A cma iface address starts with the 4-byte pid.
-        let Some(raw) = addr.read::<4>().map(u32::from_ne_bytes) else {
-            return false;
-        };
-        if raw & ADDR_FLAG_PID_NS != 0 {
-            // With the flag set, the address is the 16-byte form.
-            match addr.read::<ADDR_LEN_NS>() {
-                Some(a) => {
-                    let mut ns = [0u8; 8];
-                    ns.copy_from_slice(&a[8..]);
-                    u64::from_ne_bytes(ns) == pid_ns()
-                }
-                None => false,
-            }
-        } else {
-            pid_ns_is_default()
-        }
+        decode_iface_addr(addr.bytes()).is_ok_and(|a| same_pid_ns(&a, local_pid_ns()))
     }
 
     fn progress(iface: &Iface<Self>) -> u32 {

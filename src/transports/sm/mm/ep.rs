@@ -9,6 +9,7 @@
 use super::fifo::{self, Fifo};
 use super::iface::MmIface;
 use super::mapper::{Mapper, RemoteSeg};
+use super::peer;
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
 use crate::core::ops::*;
@@ -18,6 +19,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 
+/// Most consecutive lost compare-and-swaps on a peer's FIFO head in one send.
+const MAX_HEAD_RACES: u32 = 1 << 20;
+/// Most receive-descriptor segments of one peer an endpoint maps.
+const MAX_PEER_SEGS: usize = 4096;
+
 /// Largest header of an AM zcopy.
 const AM_ZCOPY_MAX_HDR: usize = 128;
 
@@ -26,6 +32,9 @@ const AM_ZCOPY_MAX_HDR: usize = 128;
 pub struct MmEp {
     /// Remote FIFO mapping (detached on destroy).
     pub(super) fifo_seg: RemoteSeg,
+    /// The peer FIFO's segment id (its descriptor segments must come from
+    /// the same process, see [`Mapper::attach_peer`]).
+    pub(super) fifo_seg_id: u64,
     pub(super) fifo: Fifo,
     pub(super) cached_tail: Cell<u64>,
     /// Set when a send found the FIFO full: later sends fail fast until the
@@ -43,6 +52,8 @@ pub struct MmEp {
     pub(super) signal_addr: Option<UnixAddr>,
     pub(super) peer_pid: i32,
     pub(super) peer_start: u64,
+    /// Set once a peer's misbehaviour was logged for this endpoint.
+    pub(super) warned: Cell<bool>,
 }
 
 impl<M: Mapper> MmIface<M> {
@@ -62,17 +73,23 @@ impl<M: Mapper> MmIface<M> {
         let rs = match segs.get(&seg_id) {
             Some(rs) => *rs,
             None => {
-                let rs = self.md().mapper.attach(seg_id, seg_size, &ep.peer_extra).inspect_err(|s| {
-                    crate::error!("mm: failed to attach peer segment {:#x}: {}", seg_id,
-                                  crate::core::log::status_str(*s))
-                })?;
+                if segs.len() >= MAX_PEER_SEGS {
+                    crate::error!("mm: pid {} names more than {} receive segments; refusing {:#x}", ep.peer_pid,
+                                  MAX_PEER_SEGS, seg_id);
+                    return Err(UCS_ERR_EXCEEDS_LIMIT);
+                }
+                let rs = self.md().mapper.attach_peer(seg_id, seg_size, &ep.peer_extra, ep.fifo_seg_id)
+                    .inspect_err(|s| {
+                        crate::error!("mm: failed to attach peer segment {:#x}: {}", seg_id,
+                                      crate::core::log::status_str(*s))
+                    })?;
                 segs.insert(seg_id, rs);
                 rs
             }
         };
-        let len = if rs.length == 0 { seg_size } else { rs.length };
-        ep.last_seg.set((seg_id, rs.address as *mut u8, len));
-        Ok((rs.address as *mut u8, len))
+        // The length really mapped (checked against the segment by attach).
+        ep.last_seg.set((seg_id, rs.address as *mut u8, rs.length));
+        Ok((rs.address as *mut u8, rs.length))
     }
 
     /// Put an endpoint on the interface's dispatch list.
@@ -99,6 +116,7 @@ impl<M: Mapper> MmIface<M> {
     #[inline(always)]
     pub(super) fn claim(&self, iface: &Iface<Self>, ep: &Ep<Self>) -> Result<u64, ucs_status_t> {
         let e = &ep.tl;
+        let mut tries = 0u32;
         loop {
             let head = e.fifo.head().load(Ordering::Relaxed);
             if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
@@ -108,7 +126,41 @@ impl<M: Mapper> MmIface<M> {
             if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                 return Ok(head);
             }
+            Self::contended(e, &mut tries)?;
         }
+    }
+
+    /// Count a lost race for the head. Honest senders make each other lose
+    /// only while the FIFO has room, which they fill quickly; a head that
+    /// keeps changing past that is a peer rewriting it: give up this send
+    /// (the caller may retry) instead of spinning for ever.
+    #[inline(always)]
+    fn contended(e: &MmEp, tries: &mut u32) -> Result<(), ucs_status_t> {
+        *tries += 1;
+        if *tries < MAX_HEAD_RACES {
+            return Ok(());
+        }
+        Self::head_unstable(e)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn head_unstable(e: &MmEp) -> Result<(), ucs_status_t> {
+        if !e.warned.replace(true) {
+            crate::error!("mm: the head of the FIFO of pid {} keeps changing under us ({} lost races in one send)",
+                          e.peer_pid, MAX_HEAD_RACES);
+        }
+        Err(UCS_ERR_NO_RESOURCE)
+    }
+
+    /// Log a refused peer descriptor (once per endpoint).
+    #[cold]
+    #[inline(never)]
+    fn bad_desc(e: &MmEp, why: peer::BadDesc) -> ucs_status_t {
+        if !e.warned.replace(true) {
+            crate::error!("mm: refusing the receive descriptor of pid {}: {}", e.peer_pid, why);
+        }
+        UCS_ERR_IO_ERROR
     }
 
     #[cold]
@@ -142,8 +194,8 @@ impl<M: Mapper> MmIface<M> {
     fn signal(&self, ep: &MmEp) {
         let io = match &ep.signal_addr {
             Some(to) => self.signal.send_to_unix(&[0u8], to, MsgFlags::empty()),
-            // The kernel refuses such an address with EINVAL.
-            None => Io::Err(Errno::EINVAL),
+            // Refused (and said so) when the endpoint was created.
+            None => return,
         };
         if let Io::Err(err) = io {
             if err != Errno::ECONNREFUSED {
@@ -165,6 +217,7 @@ impl<M: Mapper> MmIface<M> {
     #[inline]
     pub(super) fn send_desc(&self, iface: &Iface<Self>, ep: &Ep<Self>, id: u8, fill: impl FnOnce(*mut u8) -> usize) -> isize {
         let e = &ep.tl;
+        let mut tries = 0u32;
         loop {
             let head = e.fifo.head().load(Ordering::Relaxed);
             if !fifo::can_send(head, e.cached_tail.get(), self.fifo_size) {
@@ -176,21 +229,21 @@ impl<M: Mapper> MmIface<M> {
             // released the element; map it before claiming, so a failure
             // leaves the FIFO untouched.
             let elem = e.fifo.elem(head);
+            // Copied out once: the peer may rewrite it meanwhile.
             let d = elem.desc();
-            let (base, len) = match self.remote_seg(e, d.seg_id, d.seg_size as usize) {
+            let (base, offset) = match peer::resolve_desc(d, self.seg_size, |id, size| self.remote_seg(e, id, size).ok()) {
                 Ok(x) => x,
-                Err(st) => return st as isize,
+                Err(why) => return Self::bad_desc(e, why) as isize,
             };
-            if (d.offset as usize).saturating_add(self.seg_size) > len {
-                crate::error!("mm: peer descriptor {:#x}+{} does not fit its segment of {} bytes", d.seg_id, d.offset, len);
-                return UCS_ERR_IO_ERROR as isize;
-            }
             let next = head.wrapping_add(1) & !fifo::HEAD_EVENT_ARMED;
             if e.fifo.head().compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                if let Err(st) = Self::contended(e, &mut tries) {
+                    return st as isize;
+                }
                 continue;
             }
-            // SAFETY: offset + seg_size lies inside the mapping (checked).
-            let length = fill(unsafe { base.add(d.offset as usize) }).min(self.seg_size);
+            // SAFETY: offset + seg_size lies inside the mapping (resolve_desc).
+            let length = fill(unsafe { base.add(offset) }).min(self.seg_size);
             elem.set_length(length as u16);
             self.publish(e, elem, head, 0, id);
             return length as isize;

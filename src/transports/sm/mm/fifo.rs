@@ -42,6 +42,11 @@ const EL_SEG_SIZE: usize = 12;
 const EL_OFFSET: usize = 16;
 const EL_DESC_DATA: usize = 20;
 
+/// Active-message ids a peer may name: `0 .. UCT_AM_ID_MAX`.
+pub const AM_ID_MAX: u8 = crate::abi::UCT_AM_ID_MAX as u8;
+/// Every flag bit a UCX 1.13.1 sender writes; any other bit is a forgery.
+pub const KNOWN_FLAGS: u8 = FLAG_OWNER | FLAG_INLINE;
+
 /// Bytes to allocate for a FIFO (control block, elements, alignment slack).
 pub fn segment_bytes(fifo_size: usize, elem_size: usize) -> usize {
     CTL_SIZE + fifo_size * elem_size + CACHE_LINE - 1

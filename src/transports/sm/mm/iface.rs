@@ -45,6 +45,8 @@ pub struct MmIface<M: Mapper> {
     pub(super) read_index: Cell<u64>,
     pub(super) poll_count: Cell<u32>,
     pub(super) prev_wnd_cons: Cell<bool>,
+    /// Elements dropped as malformed (for rate-limited logging).
+    pub(super) dropped: Cell<u64>,
     /// Receiver-private record of the descriptor attached to each element
     /// (never trust pointers read back from shared memory).
     pub(super) elem_slot: Vec<Cell<*mut u8>>,
@@ -87,8 +89,7 @@ impl<M: Mapper> Drop for MmIface<M> {
 
 /// An mm iface address: the FIFO's segment id, then the mapper's extra bytes.
 fn split_iface_addr<'a>(addr: PeerAddr<'a>) -> Option<(u64, &'a [u8])> {
-    let seg_id = u64::from_ne_bytes(addr.read::<8>()?);
-    Some((seg_id, &addr.bytes()[8..]))
+    super::peer::split_iface_addr(addr.bytes())
 }
 
 impl<M: Mapper> Transport for MmIface<M> {
@@ -192,10 +193,14 @@ impl<M: Mapper> Transport for MmIface<M> {
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<MmEp, ucs_status_t> {
         let s = &iface.tl;
-        let (Some(iface_addr), Some(_)) = (params.iface_addr, params.dev_addr) else {
+        let (Some(iface_addr), Some(dev)) = (params.iface_addr, params.dev_addr) else {
             crate::error!("mm: creating an endpoint needs UCT_EP_PARAM_FIELD_DEV_ADDR and _IFACE_ADDR");
             return Err(UCS_ERR_INVALID_PARAM);
         };
+        if !sm::device_addr::same_host(dev) {
+            crate::error!("mm: the peer's device address names another host or IPC namespace");
+            return Err(UCS_ERR_UNREACHABLE);
+        }
         let (seg_id, extra) = split_iface_addr(iface_addr).ok_or(UCS_ERR_INVALID_PARAM)?;
         let extra = extra.to_vec();
         let seg = s.md().mapper.attach(seg_id, s.fifo_bytes(), &extra).inspect_err(|st| {
@@ -205,6 +210,15 @@ impl<M: Mapper> Transport for MmIface<M> {
         // on both sides, as UCX requires) and stays mapped until detach.
         let rfifo = unsafe { Fifo::new(seg.address as *mut u8, s.fifo_size as usize, s.elem_size) };
         let pid = rfifo.pid();
+        // Nothing was written to the mapping yet: a file that is not the
+        // FIFO of the process its id names (say, another process's file a
+        // forged proc link reaches) is left as it was.
+        if !s.md().mapper.owns_fifo(seg_id, pid) {
+            crate::error!("mm: segment {:#x} is not a FIFO of the process it names (its control block says pid {})",
+                          seg_id, pid);
+            s.md().mapper.detach(&seg);
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
         crate::debug!("mm ep: remote FIFO {:#x} mapped at {:p} len {}: head {} tail {} pid {}", seg_id, seg.address,
                       seg.length, rfifo.head().load(Ordering::Relaxed), rfifo.tail().load(Ordering::Relaxed), pid);
         // SAFETY: libucs reads /proc/<pid>/stat.
@@ -215,6 +229,13 @@ impl<M: Mapper> Transport for MmIface<M> {
             return Err(UCS_ERR_ENDPOINT_TIMEOUT);
         }
         let (signal_addr, signal_len) = rfifo.signal_addr();
+        // SAFETY: a sockaddr_un is plain bytes; the length is clamped to it.
+        let sa_bytes = unsafe {
+            std::slice::from_raw_parts(&signal_addr as *const libc::sockaddr_un as *const u8, signal_len as usize)
+        };
+        let signal_ok = super::peer::check_signal_addr(sa_bytes).inspect_err(|why| {
+            crate::error!("mm: the wake-up address in the FIFO of pid {pid} is refused ({why}): no wake-ups to it")
+        }).is_ok();
         let tail = rfifo.tail().load(Ordering::Acquire);
         crate::debug!("created mm ep, connected to remote FIFO id {:#x} (pid {})", seg_id, pid);
         Ok(MmEp {
@@ -227,9 +248,11 @@ impl<M: Mapper> Transport for MmIface<M> {
             segs: RefCell::new(HashMap::new()),
             last_seg: Cell::new((0, std::ptr::null_mut(), 0)),
             peer_extra: extra,
-            signal_addr: unix_addr_from_raw(&signal_addr, signal_len),
+            signal_addr: if signal_ok { unix_addr_from_raw(&signal_addr, signal_len) } else { None },
             peer_pid: pid,
             peer_start: start,
+            fifo_seg_id: seg_id,
+            warned: Cell::new(false),
         })
     }
 

@@ -35,7 +35,7 @@ impl Default for Segment {
 #[derive(Debug, Clone, Copy)]
 pub struct RemoteSeg {
     pub address: *mut c_void,
-    /// Mapped length (needed to unmap; 0 where the mapper does not need it).
+    /// Mapped length: what may be accessed (and what is unmapped).
     pub length: usize,
 }
 
@@ -67,8 +67,36 @@ pub trait Mapper: Send + Sync + Sized + 'static {
     /// Whether a peer segment `seg_id`, described by the peer's iface-address
     /// extra bytes, can be attached from here.
     fn is_reachable(&self, seg_id: u64, extra: &[u8]) -> bool;
-    /// Attach a peer segment of `length` bytes.
+    /// Attach a peer segment of `length` bytes. Fails (never faults later)
+    /// when the segment is smaller than that; the `RemoteSeg` has the
+    /// length really mapped.
     fn attach(&self, seg_id: u64, length: usize, extra: &[u8]) -> Result<RemoteSeg, ucs_status_t>;
+    /// The process that created segment `seg_id`, where the mapper can tell
+    /// (posix proc links name it; the kernel records it for sysv), None
+    /// otherwise.
+    fn creator(&self, seg_id: u64) -> Option<i64>;
+    /// Whether the FIFO segment `seg_id`, whose control block says it
+    /// belongs to `fifo_pid`, is consistent with its id. Both come from the
+    /// peer, in its own PID namespace, so they can be compared where the id
+    /// names a process (posix proc links); elsewhere nothing is known.
+    fn owns_fifo(&self, seg_id: u64, fifo_pid: i32) -> bool {
+        let _ = (seg_id, fifo_pid);
+        true
+    }
+    /// Attach a receive-descriptor segment that the element of a peer's
+    /// FIFO (segment `fifo_id`) names: refused unless the same process (as
+    /// far as [`Mapper::creator`] tells) made both, so a peer cannot point
+    /// a sender at memory of a third process.
+    fn attach_peer(&self, seg_id: u64, length: usize, extra: &[u8], fifo_id: u64)
+                   -> Result<RemoteSeg, ucs_status_t> {
+        let (seg, fifo) = (self.creator(seg_id), self.creator(fifo_id));
+        if seg != fifo {
+            crate::error!("mm: peer segment {seg_id:#x} (creator {seg:?}) is not of the process of its FIFO \
+                           {fifo_id:#x} (creator {fifo:?})");
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
+        self.attach(seg_id, length, extra)
+    }
     fn detach(&self, seg: &RemoteSeg);
 
     /// Pack the rkey of `seg` into `buf` (`rkey_packed_size` bytes).

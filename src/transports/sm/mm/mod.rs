@@ -19,6 +19,7 @@ pub mod iface;
 pub mod mapper;
 pub mod md;
 mod open;
+pub mod peer;
 pub mod posix;
 mod recv;
 pub mod sysv;

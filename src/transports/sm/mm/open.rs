@@ -152,6 +152,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
         release_mask,
         fifo_max_poll,
         read_index: Cell::new(0),
+        dropped: Cell::new(0),
         poll_count: Cell::new(fifo_max_poll),
         prev_wnd_cons: Cell::new(false),
         elem_slot,

@@ -10,6 +10,7 @@ use super::desc::DESC_INFO_SIZE;
 use super::fifo;
 use super::iface::MmIface;
 use super::mapper::Mapper;
+use super::peer::{self, BadElem, ElemHdr, Msg};
 use crate::abi::*;
 use crate::core::iface::Iface;
 use libc::c_void;
@@ -29,12 +30,22 @@ impl<M: Mapper> MmIface<M> {
         if !fifo::has_new(ri, self.fifo_shift, flags) {
             return false;
         }
-        if flags & fifo::FLAG_INLINE != 0 {
-            let len = elem.length().min(self.max_short);
-            // SAFETY: inline data lies inside the element (length clamped).
-            unsafe { iface.hdr.invoke_am_raw(elem.am_id(), elem.data() as *mut c_void, len, 0) };
-        } else if !self.recv_desc(iface, elem, ri) {
-            return false;
+        // The header is copied out once: the peer may rewrite it meanwhile.
+        let hdr = ElemHdr { flags, am_id: elem.am_id(), length: elem.length() as u16 };
+        match peer::decode_elem(hdr, self.max_short, self.seg_size) {
+            Ok(Msg::Inline { am_id, len }) => {
+                // SAFETY: inline data lies inside the element (length clamped
+                // to the element's data area).
+                unsafe { iface.hdr.invoke_am_raw(am_id, elem.data() as *mut c_void, len, 0) };
+            }
+            Ok(Msg::Desc { am_id, len }) => {
+                if !self.recv_desc(iface, elem, ri, am_id, len) {
+                    return false;
+                }
+            }
+            // Dropped: the element is consumed like any other, so the FIFO
+            // moves on; a descriptor stays attached to it.
+            Err(why) => self.bad_elem(ri, why),
         }
         let next = ri.wrapping_add(1);
         self.read_index.set(next);
@@ -44,7 +55,19 @@ impl<M: Mapper> MmIface<M> {
         true
     }
 
-    fn recv_desc(&self, iface: &Iface<Self>, elem: fifo::Elem, ri: u64) -> bool {
+    /// Log a dropped element: the first, then at each power of two of the
+    /// count (the FIFO does not tell which sender wrote it).
+    #[cold]
+    #[inline(never)]
+    fn bad_elem(&self, ri: u64, why: BadElem) {
+        let n = self.dropped.get() + 1;
+        self.dropped.set(n);
+        if n.is_power_of_two() {
+            crate::error!("mm: dropped FIFO element {} from a peer: {} ({} dropped so far)", ri, why, n);
+        }
+    }
+
+    fn recv_desc(&self, iface: &Iface<Self>, elem: fifo::Elem, ri: u64, am_id: u8, len: usize) -> bool {
         // A replacement must be at hand in case the handler keeps this one.
         if self.spare.get().is_none() {
             match self.pool.get() {
@@ -55,9 +78,9 @@ impl<M: Mapper> MmIface<M> {
         let idx = (ri & self.fifo.mask()) as usize;
         let slot = self.elem_slot[idx].get();
         let data = self.pool.data(slot);
-        let len = elem.length().min(self.seg_size);
-        // SAFETY: the descriptor is ours and holds seg_size payload bytes.
-        let status = unsafe { iface.hdr.invoke_am_raw(elem.am_id(), data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
+        // SAFETY: the descriptor is ours and holds seg_size payload bytes
+        // (len is clamped to that).
+        let status = unsafe { iface.hdr.invoke_am_raw(am_id, data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
         if status == UCS_INPROGRESS {
             // The user keeps the descriptor: note how to release it, and give
             // the element a fresh one.

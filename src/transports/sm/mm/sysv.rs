@@ -204,19 +204,32 @@ impl Mapper for Sysv {
     }
 
     fn attach(&self, seg_id: u64, length: usize, _extra: &[u8]) -> Result<RemoteSeg, ucs_status_t> {
-        let Ok(shmid) = c_int::try_from(seg_id) else {
+        let Ok(shmid) = parse_seg_id(seg_id) else {
             crate::error!("invalid sysv segment id 0x{seg_id:x}");
             return Err(UCS_ERR_SHMEM_SEGMENT);
         };
         let address = attach_id(shmid)?;
-        // A segment smaller than the peer says would fault on access.
-        let size = shm::shm_size(shmid).unwrap_or(usize::MAX);
+        // A segment smaller than the peer says would fault on access; one
+        // whose size we cannot learn is refused as well.
+        let size = match shm::shm_size(shmid) {
+            Ok(size) => size,
+            Err(err) => {
+                crate::error!("shmctl(IPC_STAT, shmid={shmid}) failed: {}", os_error_text(err));
+                detach_addr(address);
+                return Err(UCS_ERR_SHMEM_SEGMENT);
+            }
+        };
         if size < length {
             crate::error!("sysv segment {shmid} has {size} bytes, {length} requested");
             detach_addr(address);
             return Err(UCS_ERR_SHMEM_SEGMENT);
         }
-        Ok(RemoteSeg { address, length: 0 })
+        Ok(RemoteSeg { address, length: size })
+    }
+
+    fn creator(&self, seg_id: u64) -> Option<i64> {
+        let shmid = c_int::try_from(seg_id).ok()?;
+        shm::shm_stat(shmid).ok().map(|ds| ds.shm_cpid as i64)
     }
 
     fn detach(&self, seg: &RemoteSeg) {
@@ -226,12 +239,34 @@ impl Mapper for Sysv {
     // The trait's contract: `buf` holds `rkey_packed_size()` writable bytes.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn mkey_pack(&self, seg: &Segment, buf: *mut u8) {
-        let mut packed = [0u8; PACKED_RKEY_SIZE];
-        packed[..4].copy_from_slice(&(seg.seg_id as u32).to_ne_bytes());
-        packed[4..].copy_from_slice(&(seg.address as u64).to_ne_bytes());
+        let packed = pack_rkey(seg.seg_id as u32, seg.address as u64);
         // SAFETY: the caller provides `rkey_packed_size()` (12) bytes at `buf`.
         unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), buf, PACKED_RKEY_SIZE) };
     }
+}
+
+/// Decode a packed sysv rkey (`{shmid u32, owner address u64}`): the shmid
+/// (a non-negative `int`) and the owner's address.
+pub fn parse_rkey(packed: &[u8]) -> Result<(c_int, u64), &'static str> {
+    let b = packed.get(..PACKED_RKEY_SIZE).ok_or("shorter than 12 bytes")?;
+    let shmid = u32::from_ne_bytes(b[..4].try_into().map_err(|_| "short")?);
+    let owner = u64::from_ne_bytes(b[4..].try_into().map_err(|_| "short")?);
+    let shmid = c_int::try_from(shmid).map_err(|_| "shmid out of range")?;
+    Ok((shmid, owner))
+}
+
+/// Decode a sysv segment id (a FIFO's, from an iface address, or a
+/// descriptor's, from a FIFO element): a non-negative `int`.
+pub fn parse_seg_id(seg_id: u64) -> Result<c_int, &'static str> {
+    c_int::try_from(seg_id).map_err(|_| "segment id out of range")
+}
+
+/// Pack a sysv rkey (the inverse of [`parse_rkey`]).
+pub fn pack_rkey(shmid: u32, owner: u64) -> [u8; PACKED_RKEY_SIZE] {
+    let mut packed = [0u8; PACKED_RKEY_SIZE];
+    packed[..4].copy_from_slice(&shmid.to_ne_bytes());
+    packed[4..].copy_from_slice(&owner.to_ne_bytes());
+    packed
 }
 
 impl RkeyOps for Sysv {
@@ -240,8 +275,12 @@ impl RkeyOps for Sysv {
             return Err(UCS_ERR_INVALID_PARAM);
         }
         // SAFETY: the caller guarantees a 12-byte packed sysv rkey at `buf`.
-        let (shmid, owner) = unsafe { ((buf as *const u32).read_unaligned(), (buf.add(4) as *const u64).read_unaligned()) };
-        let address = attach_id(shmid as c_int)?;
+        let packed = unsafe { std::slice::from_raw_parts(buf, PACKED_RKEY_SIZE) };
+        let (shmid, owner) = parse_rkey(packed).map_err(|why| {
+            crate::error!("sysv: bad rkey: {why}");
+            UCS_ERR_SHMEM_SEGMENT
+        })?;
+        let address = attach_id(shmid)?;
         Ok(((address as u64).wrapping_sub(owner) as uct_rkey_t, address))
     }
 

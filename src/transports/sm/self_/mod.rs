@@ -181,6 +181,12 @@ fn words_as_bytes(w: &mut [u64; SMALL / 8]) -> &mut [u8; SMALL] {
 
 #[cold]
 #[inline(never)]
+/// Decode a self iface address: the interface id in its first 8 bytes
+/// (None when there are fewer).
+pub fn decode_iface_addr(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_ne_bytes(bytes.get(..8)?.try_into().ok()?))
+}
+
 fn handler_status(id: u8, status: ucs_status_t) {
     crate::debug!("self: AM handler {} returned {} for inline data", id, status);
 }
@@ -280,13 +286,13 @@ impl Transport for SelfIface {
 
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<(), ucs_status_t> {
         // A self iface address is 8 bytes (iface_addr_len).
-        match params.iface_addr.and_then(|a| a.read::<8>()) {
+        match params.iface_addr.and_then(|a| decode_iface_addr(a.bytes())) {
             None => {
-                crate::error!("self: creating an endpoint needs UCT_EP_PARAM_FIELD_IFACE_ADDR");
+                crate::error!("self: creating an endpoint needs UCT_EP_PARAM_FIELD_IFACE_ADDR (8 bytes)");
                 Err(UCS_ERR_INVALID_PARAM)
             }
-            Some(a) if u64::from_ne_bytes(a) != iface.tl.id => {
-                crate::error!("self: peer address {:#x} is not this interface", u64::from_ne_bytes(a));
+            Some(a) if a != iface.tl.id => {
+                crate::error!("self: peer address {:#x} is not this interface", a);
                 Err(UCS_ERR_UNREACHABLE)
             }
             Some(_) => Ok(()),
@@ -299,7 +305,7 @@ impl Transport for SelfIface {
 
     fn is_reachable(iface: &Iface<Self>, _dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
         // A self iface address is 8 bytes.
-        matches!(addr.and_then(|a| a.read::<8>()), Some(a) if u64::from_ne_bytes(a) == iface.tl.id)
+        matches!(addr.and_then(|a| decode_iface_addr(a.bytes())), Some(a) if a == iface.tl.id)
     }
 
     #[inline(always)]

@@ -172,22 +172,17 @@ pub(super) fn c_prefix(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 /// Open a peer's segment file, named by `seg_id` (and `dir` when the file
-/// is reached by path).
+/// is reached by path), checked by [`super::rkey::peer_file`]: a regular
+/// file, reached without following a symbolic link of the peer's making.
 pub(super) fn open_peer(seg_id: u64, dir: Option<&[u8]>) -> Result<OwnedFd, ucs_status_t> {
-    let mmid = seg_id & MMID_MASK;
-    let (path, shm) = if seg_id & FLAG_PROCFS != 0 {
-        let (pid, fd) = procfs_split(seg_id);
-        (CString::new(format!("/proc/{pid}/fd/{fd}")).expect("no NUL"), false)
-    } else if seg_id & FLAG_SHM_OPEN != 0 {
-        (shm_name(mmid), true)
-    } else {
-        let Some(path) = dir.and_then(|d| file_path(d, mmid)) else {
-            crate::error!("no directory for shared memory segment 0x{seg_id:x}");
-            return Err(UCS_ERR_SHMEM_SEGMENT);
-        };
-        (path, false)
-    };
-    open_file(&path, shm, false)?.ok_or(UCS_ERR_SHMEM_SEGMENT)
+    let (path, shm, follow) = super::rkey::peer_file(seg_id, dir).map_err(|why| {
+        crate::error!("refusing shared memory segment 0x{seg_id:x}: {why}");
+        UCS_ERR_SHMEM_SEGMENT
+    })?;
+    shm::open_peer_file(&path, shm, follow).map_err(|err| {
+        crate::error!("{}({}) failed: {}", if shm { "shm_open" } else { "open" }, shown(&path), os_error_text(err));
+        UCS_ERR_SHMEM_SEGMENT
+    })
 }
 
 /// Map `length` bytes of a peer's segment.
@@ -198,18 +193,21 @@ pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> 
     }
     let fd = open_peer(seg_id, dir)?;
     let huge = seg_id & FLAG_HUGETLB != 0;
-    if !huge {
-        // A mapping past the end of the file faults on access (SIGBUS): check
-        // the size now, so a stale or forged id fails here instead.
-        let file_size = shm::file_size(&fd).map_err(|err| {
-            crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
-            UCS_ERR_SHMEM_SEGMENT
-        })?;
-        let file_pages = align_up(usize::try_from(file_size).unwrap_or(0), page_size()).unwrap_or(usize::MAX);
-        if align_up(length, page_size()).is_none_or(|want| want > file_pages) {
-            crate::error!("shared memory segment 0x{seg_id:x} has {file_size} bytes, {length} requested");
-            return Err(UCS_ERR_SHMEM_SEGMENT);
-        }
+    // A mapping past the end of the file faults on access (SIGBUS): check
+    // the size now, so a stale or forged id fails here instead. Only a
+    // regular file is a segment (not a device or a pipe a peer points at).
+    let (regular, file_size) = shm::regular_file_size(&fd).map_err(|err| {
+        crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
+        UCS_ERR_SHMEM_SEGMENT
+    })?;
+    if !regular {
+        crate::error!("shared memory segment 0x{seg_id:x} is not a regular file");
+        return Err(UCS_ERR_SHMEM_SEGMENT);
+    }
+    let file_pages = align_up(usize::try_from(file_size).unwrap_or(0), page_size()).unwrap_or(usize::MAX);
+    if align_up(length, page_size()).is_none_or(|want| want > file_pages) {
+        crate::error!("shared memory segment 0x{seg_id:x} has {file_size} bytes, {length} requested");
+        return Err(UCS_ERR_SHMEM_SEGMENT);
     }
     let (address, length) = map_file(fd.as_fd(), length, std::ptr::null_mut(), false, huge, false)?;
     crate::trace!("attached posix segment 0x{seg_id:x} at {address:p} length {length}");

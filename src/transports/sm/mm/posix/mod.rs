@@ -19,6 +19,7 @@
 //! system calls behind both are in [`crate::sys::shm`].
 
 mod file;
+pub mod rkey;
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
 use super::util::{align_up, os_error_text, page_size, HugetlbMode, HUGETLB_MODE_DOC};
@@ -279,6 +280,14 @@ impl Mapper for Posix {
         attach_segment(seg_id, length, c_prefix(extra))
     }
 
+    fn creator(&self, seg_id: u64) -> Option<i64> {
+        rkey::procfs_pid(seg_id).map(|pid| pid as i64)
+    }
+
+    fn owns_fifo(&self, seg_id: u64, fifo_pid: i32) -> bool {
+        rkey::procfs_pid(seg_id).is_none_or(|pid| u64::try_from(fifo_pid) == Ok(pid))
+    }
+
     fn detach(&self, seg: &RemoteSeg) {
         unmap(seg.address, seg.length);
     }
@@ -300,39 +309,30 @@ impl Mapper for Posix {
     }
 }
 
-/// The longest directory accepted from a packed rkey (PATH_MAX).
-const MAX_RKEY_DIR: usize = libc::PATH_MAX as usize;
-
 impl RkeyOps for Posix {
     unsafe fn unpack(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> {
         if buf.is_null() {
             return Err(UCS_ERR_INVALID_PARAM);
         }
-        // SAFETY: the caller guarantees a packed posix rkey at `buf`, which
-        // starts with three unaligned 64-bit words.
-        let (seg_id, owner, length) = unsafe {
-            let word = |i: usize| (buf.add(8 * i) as *const u64).read_unaligned();
-            (word(0), word(1), word(2))
-        };
-        let length = usize::try_from(length).map_err(|_| UCS_ERR_INVALID_PARAM)?;
-        let dir = if seg_id & (FLAG_SHM_OPEN | FLAG_PROCFS) == 0 {
-            // SAFETY: such an rkey continues with a NUL-terminated directory
-            // right after the three words.
-            let tail = unsafe { buf.add(PACKED_RKEY_SIZE) };
-            // Read byte by byte and stop at the NUL or at PATH_MAX.
-            let n = (0..MAX_RKEY_DIR).find(|&i| {
+        // SAFETY: the caller guarantees a packed posix rkey at `buf`: three
+        // 8-byte words, then (for a file reached by path) a NUL-terminated
+        // directory. Bytes are read up to that NUL, at most PATH_MAX of them.
+        let packed = unsafe {
+            let dir_len = if rkey::needs_dir((buf as *const u64).read_unaligned()) {
+                let tail = buf.add(PACKED_RKEY_SIZE);
                 // SAFETY: bytes up to the directory's NUL belong to the rkey,
                 // and the search stops there.
-                (unsafe { *tail.add(i) }) == 0
-            }).ok_or_else(|| {
-                crate::error!("posix rkey 0x{seg_id:x}: directory name too long");
-                UCS_ERR_INVALID_PARAM
-            })?;
-            // SAFETY: the `n` bytes before the NUL were just read.
-            Some(unsafe { std::slice::from_raw_parts(tail, n) })
-        } else {
-            None
+                (0..rkey::MAX_DIR).find(|&i| *tail.add(i) == 0).map_or(rkey::MAX_DIR, |n| n + 1)
+            } else {
+                0
+            };
+            std::slice::from_raw_parts(buf, PACKED_RKEY_SIZE + dir_len)
         };
+        let r = rkey::parse_rkey(packed).map_err(|why| {
+            crate::error!("posix: bad rkey: {why}");
+            if matches!(why, rkey::BadName::Length(_)) { UCS_ERR_INVALID_PARAM } else { UCS_ERR_SHMEM_SEGMENT }
+        })?;
+        let (seg_id, owner, length, dir) = (r.seg_id, r.owner, r.length as usize, r.dir);
         let rseg = attach_segment(seg_id, length, dir)?;
         let rkey = (rseg.address as u64).wrapping_sub(owner) as uct_rkey_t;
         Ok((rkey, Box::into_raw(Box::new(rseg)) as *mut c_void))

@@ -1,0 +1,71 @@
+//! Addresses of the shared-memory transports a peer sends: the device
+//! address (host and IPC namespace), the mm iface address (FIFO segment id
+//! and mapper bytes), the self iface address (interface id) and the cma
+//! iface address (pid, and PID namespace).
+
+use uct::transports::sm::cma::iface as cma;
+use uct::transports::sm::device_addr;
+use uct::transports::sm::mm::peer;
+use uct::transports::sm::self_;
+
+pub fn run(data: &[u8]) {
+    let word = |i: usize| data.get(i * 8..i * 8 + 8).map(|w| u64::from_ne_bytes(w.try_into().unwrap()));
+
+    // Device address.
+    match device_addr::decode(data) {
+        Some((id, ns)) => {
+            assert_eq!(ns.is_some(), id & (1 << 63) != 0);
+            let packed = device_addr::encode(id, ns);
+            assert_eq!(&packed[..], &data[..packed.len()]);
+            assert!(device_addr::matches_local(word, (id, ns)), "an address matches the host it names");
+            assert!(!device_addr::matches_local(word, (id ^ 1, ns)));
+            if let Some(ns) = ns {
+                assert!(!device_addr::matches_local(word, (id, Some(ns ^ 1))));
+            }
+        }
+        None => assert!(data.len() < 8 || (data.len() < 16 && word(0).unwrap() & (1 << 63) != 0)),
+    }
+
+    // mm iface address.
+    match peer::split_iface_addr(data) {
+        Some((seg_id, extra)) => {
+            assert_eq!(Some(seg_id), word(0));
+            assert_eq!(extra.len() + 8, data.len());
+        }
+        None => assert!(data.len() < 8),
+    }
+
+    // The wake-up socket address in a peer's FIFO control block.
+    if peer::check_signal_addr(data).is_ok() {
+        assert_eq!(data.len(), 8);
+        assert_eq!(u16::from_ne_bytes([data[0], data[1]]), libc::AF_UNIX as u16);
+        assert_eq!(data[2], 0, "abstract namespace only");
+    }
+
+    // self iface address.
+    assert_eq!(self_::decode_iface_addr(data), word(0));
+
+    // cma iface address.
+    match cma::decode_iface_addr(data) {
+        Ok(a) => {
+            assert!(a.pid > 0);
+            let raw = u32::from_ne_bytes(data[..4].try_into().unwrap());
+            assert_eq!(a.pid as u32, raw & !cma::ADDR_FLAG_PID_NS);
+            assert_eq!(a.ns.is_some(), raw & cma::ADDR_FLAG_PID_NS != 0);
+            if let Some(ns) = a.ns {
+                assert_eq!(Some(ns), word(1));
+                assert!(cma::same_pid_ns(&a, Some(ns)) && !cma::same_pid_ns(&a, None));
+            } else {
+                assert!(cma::same_pid_ns(&a, None));
+            }
+        }
+        Err(_) => {
+            let raw = data.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+            assert!(match raw {
+                None => true,
+                Some(r) => r & !cma::ADDR_FLAG_PID_NS == 0 || (r & cma::ADDR_FLAG_PID_NS != 0 && data.len() < 16),
+            });
+        }
+    }
+}
+
