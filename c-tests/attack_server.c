@@ -56,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stats.h"
+
 #define AM_MAGIC      0x4b434154544155ull /* "UATTACK" */
 #define REGION_LEN    (64 * 1024)
 #define CANARY_LEN    4096
@@ -282,42 +284,6 @@ static void progress_for(long ms)
             usleep(200);
         }
     }
-}
-
-static long rss_kb(void)
-{
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (f == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) {
-            break;
-        }
-    }
-    fclose(f);
-    return kb;
-}
-
-static int fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    if (d == NULL) {
-        return -1;
-    }
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] != '.') {
-            n++;
-        }
-    }
-    closedir(d);
-    return n - 1; /* the directory's own fd */
 }
 
 static long first_not(const unsigned char *p, size_t n, unsigned char v)

@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stats.h"
+
 #define SHORT_PAYLOAD 24
 #define BCOPY_LEN     128
 #define SEQ_BITS      40
@@ -58,40 +60,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static long rss_kb(void)
-{
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (f == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) {
-            break;
-        }
-    }
-    fclose(f);
-    return kb;
-}
-
-static int fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    if (d == NULL) {
-        return -1;
-    }
-    while ((e = readdir(d)) != NULL) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(d);
-    return n - 1;
 }
 
 /* Where warm-up ends: a tenth of the run, at least 20000 messages (enough

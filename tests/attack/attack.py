@@ -625,8 +625,9 @@ def c_cm_second_request(srv, n):
     return None if d <= 1 else 'conn_request called %d times' % d
 
 
-def c_cm_second_notify(srv, n):
-    st0 = srv.status()
+def cm_request_answered(srv):
+    """A sockcm connection that sent a request of 64 bytes of private data
+    and (within 3 s) received the server's answer."""
     s = connect(srv.info['cm_port'])
     send(s, cm_hdr(64) + bytes(64))
     got = b''
@@ -641,6 +642,12 @@ def c_cm_second_notify(srv, n):
             got += d
         except socket.timeout:
             pass
+    return s
+
+
+def c_cm_second_notify(srv, n):
+    st0 = srv.status()
+    s = cm_request_answered(srv)
     send(s, cm_hdr(0) + cm_hdr(0) + cm_hdr(0))
     srv.progress(500)
     s.close()
@@ -702,20 +709,7 @@ def c_cm_idle_after_notify_kept(srv, n):
     """A sockcm connection that finished its exchange is not closed by the
     handshake timeout."""
     st0 = srv.status()
-    s = connect(srv.info['cm_port'])
-    send(s, cm_hdr(64) + bytes(64))
-    got = b''
-    end = time.time() + 3
-    while len(got) < 48 and time.time() < end:
-        srv.progress(20)
-        s.settimeout(0.05)
-        try:
-            d = s.recv(4096)
-            if not d:
-                break
-            got += d
-        except socket.timeout:
-            pass
+    s = cm_request_answered(srv)
     send(s, cm_hdr(0))
     end = time.time() + HS_TIMEOUT + 1.5
     while time.time() < end:
