@@ -342,7 +342,8 @@ impl TcpIface {
             on_ptr_map: Cell::new(false),
             owner: Cell::new(std::ptr::null_mut()),
             tx: RefCell::new(Tx {
-                buf: if user { vec![0u8; self.cfg.tx_seg_size] } else { Vec::new() },
+                // Lent from the interface's pool for each send (tx.rs).
+                buf: Vec::new(),
                 iov: if user { Vec::with_capacity(self.cfg.max_iov + 1) } else { Vec::new() },
                 idx: 0,
                 held: 0,

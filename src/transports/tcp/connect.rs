@@ -331,7 +331,7 @@ impl TcpIface {
         // Connection events are small: a connection that only ever sends
         // them (an accepted one the peer sends on) keeps a small buffer.
         let at = tx.held;
-        tx.ensure(at + CTRL_BUF_LEN);
+        self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
         let mut pkt = Vec::with_capacity(CTRL_BUF_LEN);
         if event == wire::EV_CONN_REQ {
             if conn.state.get() == State::Connecting {

@@ -107,6 +107,8 @@ pub struct TcpIface {
     /// Receive buffers no connection holds: a connection has one only
     /// while part of a message waits in it (see `rx.rs`).
     pub(super) rx_pool: RefCell<Vec<Vec<u8>>>,
+    /// Send buffers no connection holds (see `tx.rs`).
+    pub(super) tx_pool: RefCell<Vec<Vec<u8>>>,
     /// Room for the events of one epoll call (taken by progress).
     pub(super) events: RefCell<Vec<Event>>,
     /// Progress calls so far (wrapping): sends of one epoch may coalesce.
@@ -506,6 +508,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         fast_polls: Cell::new(0),
         last_rx: Cell::new(0),
         rx_pool: RefCell::new(Vec::new()),
+        tx_pool: RefCell::new(Vec::new()),
         events: RefCell::new(vec![Event::EMPTY; MAX_EVENTS]),
         epoch: Cell::new(0),
         holding: RefCell::new(Vec::new()),

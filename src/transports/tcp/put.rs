@@ -116,7 +116,7 @@ impl TcpIface {
         };
         let sn = conn.rx_put_sn.get();
         let at = tx.held + wire::HDR_LEN;
-        tx.ensure(at + CTRL_BUF_LEN);
+        self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
         tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
         conn.clear(F_PUT_RX_SENDING_ACK);
         self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN, false);

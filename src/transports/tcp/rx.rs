@@ -173,6 +173,12 @@ impl TcpIface {
         let mut handled = 0u32;
         let max_len = seg - wire::HDR_LEN;
         loop {
+            if cur.state.get() == State::Closed {
+                // Handling the last frame closed the connection (the peer
+                // went away while we answered it, or a handler destroyed
+                // the endpoint): what is left of its bytes goes with it.
+                return handled;
+            }
             let ctx = RxCtx { phase: phase_of(cur.state.get()), rx_cap: cur.caps.get() & CAP_RX != 0, max_len };
             let (frame, l) = match proto::classify(&rx.buf[rx.off..rx.len], &ctx) {
                 Ok(Scan::Partial) => break,

@@ -18,6 +18,8 @@ use std::rc::Rc;
 
 /// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
 const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
+/// Free send buffers the interface keeps for reuse.
+const TX_POOL_KEEP: usize = 16;
 
 impl TcpIface {
     // -----------------------------------------------------------------------
@@ -77,8 +79,48 @@ impl TcpIface {
             self.mod_events(conn, EV_WRITE, 0);
         } else {
             tx.reset();
+            self.tx_release(&mut tx);
         }
         UCS_OK
+    }
+
+    /// At least `size` bytes of send buffer in `tx`: a buffer from the
+    /// interface's pool when the connection has none (or only the small
+    /// one of control frames) and holds nothing, else its own grown.
+    /// Never while the send context is busy (entries point into the
+    /// buffer): every caller checked `check_tx` or `busy` first.
+    #[inline(always)]
+    pub(super) fn tx_ensure(&self, tx: &mut Tx, size: usize) {
+        if tx.buf.len() < size {
+            self.tx_take(tx, size);
+        }
+    }
+
+    #[inline]
+    fn tx_take(&self, tx: &mut Tx, size: usize) {
+        debug_assert!(!tx.busy());
+        if tx.held == 0 {
+            let mut pool = self.tx_pool.borrow_mut();
+            if pool.last().is_some_and(|b| b.len() >= size) {
+                tx.buf = pool.pop().unwrap_or_default();
+                return;
+            }
+        }
+        tx.ensure(size);
+    }
+
+    /// The send context went idle: its buffer goes back to the pool (as UCX
+    /// takes its send buffers from a pool per message), so a connection
+    /// that is not sending holds none. Buffers holding messages back, and
+    /// the small ones of control frames, stay.
+    #[inline]
+    fn tx_release(&self, tx: &mut Tx) {
+        if tx.held == 0 && tx.buf.len() >= self.cfg.tx_seg_size {
+            let mut pool = self.tx_pool.borrow_mut();
+            if pool.len() < TX_POOL_KEEP {
+                pool.push(std::mem::take(&mut tx.buf));
+            }
+        }
     }
 
     /// The send context for a new active message `id` on `conn`, and the
@@ -92,7 +134,7 @@ impl TcpIface {
             return Err(st);
         }
         let mut tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
-        tx.ensure(self.cfg.tx_seg_size);
+        self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
         let at = tx.held + wire::HDR_LEN;
         Ok((tx, at))
     }
@@ -284,7 +326,7 @@ impl TcpIface {
             return Err(s);
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return Err(UCS_ERR_NO_RESOURCE) };
-        tx.ensure(self.cfg.tx_seg_size);
+        self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
         let at = tx.held;
         tx.buf[at + wire::HDR_LEN..at + wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
         tx.push_head(at + wire::HDR_LEN + hdr.len());
@@ -397,7 +439,7 @@ impl TcpIface {
         // buffer: copied and held back with them (coalescing), complete now.
         if self.cfg.coalesce > 0 && total <= self.cfg.tx_seg_size - wire::HDR_LEN && self.check_tx(conn) == UCS_OK {
             if let Ok(mut tx) = conn.tx.try_borrow_mut() {
-                tx.ensure(self.cfg.tx_seg_size);
+                self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
                 let at = tx.held + wire::HDR_LEN;
                 if self.may_hold(conn, at + total) {
                     tx.buf[at..at + header.len()].copy_from_slice(header);
@@ -428,7 +470,7 @@ impl TcpIface {
         }
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
         let at = tx.held;
-        tx.ensure(at + CTRL_BUF_LEN);
+        self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
         self.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
     }
 }
