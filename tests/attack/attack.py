@@ -945,11 +945,7 @@ class Runner:
             st = srv.status()
             signal.alarm(0)
         except Exception as e:
-            signal.alarm(0)
-            self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
-            if srv.proc is not None and srv.proc.poll() is None:
-                srv.proc.kill()
-            srv.stop()
+            self.own_server_failed(name, srv, e)
             return
         worst = max(v[0] for v in res.values())
         note = ', '.join('%s %.2f KB/conn (%d fds)' % (lbl, v[0], v[1]) for lbl, v in res.items())
@@ -957,6 +953,15 @@ class Runner:
         self.row(name, 'ok', served, write_check(st), 'ok' if worst <= 2.0 else '%.1fKB/conn' % worst,
                  fds, rss_check(st0, st))
         print('    %s' % note)
+        srv.stop()
+
+    def own_server_failed(self, name, srv, e):
+        """A case with a server of its own ended early: record how (crash,
+        hang or error) and stop that server."""
+        signal.alarm(0)
+        self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
+        if srv.proc is not None and srv.proc.poll() is None:
+            srv.proc.kill()
         srv.stop()
 
     def case_fd_exhaustion(self, name):
@@ -991,11 +996,7 @@ class Runner:
             st = srv.status()
             signal.alarm(0)
         except Exception as e:
-            signal.alarm(0)
-            self.row(name, srv.ended() or ('hang' if isinstance(e, Hang) else 'error(%s)' % e.__class__.__name__))
-            if srv.proc is not None and srv.proc.poll() is None:
-                srv.proc.kill()
-            srv.stop()
+            self.own_server_failed(name, srv, e)
             return
         self.notes.append('%s: %d connections held, server fds peaked at %d of 64' % (name, len(held), peak))
         self.row(name, 'ok', served, write_check(st), 'ok', fds, rss_check(st0, st))
