@@ -39,6 +39,7 @@ pub mod v2;
 pub mod version;
 
 /// cbindgen:ignore
+#[cfg(not(ucx_since_1_14))]
 mod layout_asserts;
 
 pub use tl::*;

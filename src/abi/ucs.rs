@@ -222,13 +222,16 @@ pub const UCS_CALLBACKQ_FLAG_FAST: u32 = 1u32 << 0;
 /// Run the callback once and then drop it.
 pub const UCS_CALLBACKQ_FLAG_ONESHOT: u32 = 1u32 << 1;
 
-/// One entry of a callback queue's fast path.
+/// One entry of a callback queue's fast path. Up to 1.15 it also carried
+/// its flags and id; the queue rewritten in 1.16 keeps only the callback.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_callbackq_elem_t {
     pub cb: ucs_callback_t,
     pub arg: *mut c_void,
+    #[cfg(not(ucx_since_1_16))]
     pub flags: c_uint,
+    #[cfg(not(ucx_since_1_16))]
     pub id: c_int,
 }
 /// Alias for the C tag `struct ucs_callbackq_elem`.
@@ -239,14 +242,18 @@ pub type ucs_callbackq_elem = ucs_callbackq_elem_t;
 /// The dispatcher (inlined into C callers) walks `fast_elems` until it meets
 /// an element whose `cb` is NULL, so the last of the
 /// `UCS_CALLBACKQ_FAST_COUNT + 1` (= 8) slots must always stay NULL.
-/// `priv` is owned by libucs.
+/// `priv` is owned by libucs: up to 1.15 an inline block of 72 bytes, from
+/// 1.16 a pointer to libucs's private part.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_callbackq_t {
     /// Fast-path callbacks followed by the NULL terminator slot
     /// (`UCS_CALLBACKQ_FAST_COUNT + 1` entries).
     pub fast_elems: [ucs_callbackq_elem_t; 8],
+    #[cfg(not(ucx_since_1_16))]
     pub r#priv: [c_char; 72],
+    #[cfg(ucx_since_1_16)]
+    pub r#priv: *mut c_void,
 }
 /// Alias for the C tag `struct ucs_callbackq`.
 pub type ucs_callbackq = ucs_callbackq_t;
@@ -440,6 +447,10 @@ pub struct ucs_config_parser_t {
     pub release: Option<unsafe extern "C" fn(ptr: *mut c_void, arg: *const c_void)>,
     /// Write a short description of accepted values into `buf`.
     pub help: Option<unsafe extern "C" fn(buf: *mut c_char, max: usize, arg: *const c_void)>,
+    /// Append longer documentation to a libucs string buffer (1.17+; the
+    /// plain parsers use libucs's `ucs_config_doc_nop`).
+    #[cfg(ucx_since_1_17)]
+    pub doc: Option<unsafe extern "C" fn(strb: *mut c_void, arg: *const c_void)>,
     /// Parser-specific argument handed to every member above.
     pub arg: *const c_void,
 }
@@ -481,7 +492,14 @@ pub struct ucs_config_global_list_entry_t {
     /// Size of the configuration struct described by `table`.
     pub size: usize,
     pub list: ucs_list_link_t,
+    /// `UCS_CONFIG_TABLE_FLAG_*` (1.15+): libucs marks a table it has
+    /// parsed, and checks for unused variables only against those.
+    #[cfg(ucx_since_1_15)]
+    pub flags: u8,
 }
+/// The table has been parsed at least once (1.15+).
+#[cfg(ucx_since_1_15)]
+pub const UCS_CONFIG_TABLE_FLAG_LOADED: u8 = 1 << 0;
 /// Alias for the C tag `struct ucs_config_global_list_entry`.
 pub type ucs_config_global_list_entry = ucs_config_global_list_entry_t;
 

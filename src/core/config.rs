@@ -118,14 +118,8 @@ pub mod parser {
     macro_rules! scalar {
         ($name:ident, $read:ident, $write:ident, $clone:ident, $release:ident, $help:ident, $doc:expr) => {
             pub fn $name() -> ucs_config_parser_t {
-                ucs_config_parser_t {
-                    read: Some(ucs::$read),
-                    write: Some(ucs::$write),
-                    clone: Some(ucs::$clone),
-                    release: Some(ucs::$release),
-                    help: Some(ucs::$help),
-                    arg: $doc.as_ptr() as *const c_void,
-                }
+                ucs::parser::value_parser(Some(ucs::$read), Some(ucs::$write), ucs::$clone, ucs::$release,
+                                          ucs::$help, $doc.as_ptr() as *const c_void)
             }
         };
     }
@@ -164,36 +158,21 @@ pub mod parser {
 
     /// An enumeration; `names` is a NULL-terminated array of C strings.
     pub fn enumeration(names: *const *const c_char) -> ucs_config_parser_t {
-        ucs_config_parser_t {
-            read: Some(ucs::ucs_config_sscanf_enum),
-            write: Some(ucs::ucs_config_sprintf_enum),
-            clone: Some(ucs::ucs_config_clone_uint),
-            release: Some(ucs::ucs_config_release_nop),
-            help: Some(ucs::ucs_config_help_enum),
-            arg: names as *const c_void,
-        }
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_enum), Some(ucs::ucs_config_sprintf_enum),
+                                  ucs::ucs_config_clone_uint, ucs::ucs_config_release_nop, ucs::ucs_config_help_enum,
+                                  names as *const c_void)
     }
 
     pub fn table(t: &'static Lazy<Table>) -> ucs_config_parser_t {
-        ucs_config_parser_t {
-            read: Some(ucs::ucs_config_sscanf_table),
-            write: None,
-            clone: Some(ucs::ucs_config_clone_table),
-            release: Some(ucs::ucs_config_release_table),
-            help: Some(ucs::ucs_config_help_table),
-            arg: Lazy::force(t).as_ptr() as *const c_void,
-        }
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_table), None, ucs::ucs_config_clone_table,
+                                  ucs::ucs_config_release_table, ucs::ucs_config_help_table,
+                                  Lazy::force(t).as_ptr() as *const c_void)
     }
 
     pub fn array(a: &'static ArrayDesc) -> ucs_config_parser_t {
-        ucs_config_parser_t {
-            read: Some(ucs::ucs_config_sscanf_array),
-            write: Some(ucs::ucs_config_sprintf_array),
-            clone: Some(ucs::ucs_config_clone_array),
-            release: Some(ucs::ucs_config_release_array),
-            help: Some(ucs::ucs_config_help_array),
-            arg: &a.0 as *const ucs_config_array_t as *const c_void,
-        }
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_array), Some(ucs::ucs_config_sprintf_array),
+                                  ucs::ucs_config_clone_array, ucs::ucs_config_release_array,
+                                  ucs::ucs_config_help_array, &a.0 as *const ucs_config_array_t as *const c_void)
     }
 }
 
@@ -245,14 +224,9 @@ unsafe extern "C" fn deprecated_help(buf: *mut c_char, max: usize, _: *const c_v
 }
 
 fn deprecated(name: &'static CStr, doc: &'static CStr) -> ucs_config_field_t {
-    field(name, c"", doc, usize::MAX, ucs_config_parser_t {
-        read: Some(deprecated_read),
-        write: Some(deprecated_write),
-        clone: Some(deprecated_clone),
-        release: Some(deprecated_release),
-        help: Some(deprecated_help),
-        arg: c"".as_ptr() as *const c_void,
-    })
+    field(name, c"", doc, usize::MAX,
+          ucs::parser::value_parser(Some(deprecated_read), Some(deprecated_write), deprecated_clone,
+                                    deprecated_release, deprecated_help, c"".as_ptr() as *const c_void))
 }
 
 static ALLOC_METHODS_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
@@ -298,7 +272,9 @@ struct BundleHeader {
     magic: u64,
     table: *mut ucs_config_field_t,
     size: usize,
-    _pad: usize,
+    /// The table's own prefix (`TCP_`, ...), which `uct_config_modify`
+    /// accepts in front of a name.
+    prefix: *const c_char,
 }
 
 /// The environment prefix UCX builds: `UCX_` or `<env_prefix>_UCX_`.
@@ -325,10 +301,13 @@ pub fn read(desc: &ConfigDesc, env_prefix: Option<&CStr>) -> Result<*mut c_void,
     }
     // SAFETY: `mem` holds the header followed by the options block.
     unsafe {
-        (mem as *mut BundleHeader).write(BundleHeader { magic: BUNDLE_MAGIC, table, size: desc.size, _pad: 0 });
+        (mem as *mut BundleHeader).write(BundleHeader { magic: BUNDLE_MAGIC, table, size: desc.size,
+                                                        prefix: desc.prefix.as_ptr() });
         let opts = mem.add(hdr) as *mut c_void;
         let prefix = full_prefix(env_prefix);
-        let status = ucs::ucs_config_parser_fill_opts(opts, table, prefix.as_ptr(), desc.prefix.as_ptr(), 0);
+        let mut local = ucs::parser::entry(desc.name.as_ptr(), desc.prefix.as_ptr(), table, desc.size);
+        let entry = crate::core::config_list::published(desc).unwrap_or(&mut local as *mut _);
+        let status = ucs::parser::fill_opts(opts, entry, prefix.as_ptr());
         if status != UCS_OK {
             libc::free(mem as *mut c_void);
             return Err(status);
@@ -382,7 +361,7 @@ pub unsafe fn modify(config: *mut c_void, name: *const c_char, value: *const c_c
         Some(h) if !name.is_null() && !value.is_null() => {
             // SAFETY: options parsed from `h.table`; C strings checked
             // non-NULL.
-            unsafe { ucs::ucs_config_parser_set_value(config, h.table, name, value) }
+            unsafe { ucs::parser::set_value(config, h.table, h.prefix, name, value) }
         }
         _ => UCS_ERR_INVALID_PARAM,
     }

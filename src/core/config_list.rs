@@ -23,13 +23,8 @@ static ENTRIES: Lazy<Mutex<Entries>> = Lazy::new(|| Mutex::new(Entries(Vec::new(
 pub fn publish(descs: &[&'static ConfigDesc]) {
     let mut entries = ENTRIES.lock().unwrap_or_else(|e| e.into_inner());
     for d in descs {
-        let e = Box::into_raw(Box::new(ucs_config_global_list_entry_t {
-            name: d.name.as_ptr(),
-            prefix: d.prefix.as_ptr(),
-            table: Lazy::force(d.table).as_ptr(),
-            size: d.size,
-            list: ucs_list_link_t { prev: std::ptr::null_mut(), next: std::ptr::null_mut() },
-        }));
+        let e = Box::into_raw(Box::new(ucs::parser::entry(d.name.as_ptr(), d.prefix.as_ptr(),
+                                                          Lazy::force(d.table).as_ptr(), d.size)));
         // SAFETY: linking a node we own (boxed above, freed only by
         // `withdraw`) at the tail of libucs's circular list, whose head is
         // always a valid node; nothing walks the list concurrently (see
@@ -44,6 +39,17 @@ pub fn publish(descs: &[&'static ConfigDesc]) {
         }
         entries.0.push(e);
     }
+}
+
+/// The entry [`publish`] linked for `desc`'s table, if any: libucs (1.15+)
+/// marks the entry it parses a config from, and its "unused variable"
+/// warning only looks at marked tables.
+pub fn published(desc: &ConfigDesc) -> Option<*mut ucs_config_global_list_entry_t> {
+    let table = Lazy::force(desc.table).as_ptr();
+    let entries = ENTRIES.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the entries stay allocated until `withdraw`, which takes the
+    // same lock; only the `table` member is read.
+    entries.0.iter().copied().find(|&e| unsafe { (*e).table } == table)
 }
 
 /// Unlink and free every entry [`publish`] linked.

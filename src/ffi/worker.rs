@@ -52,7 +52,7 @@ entry! {
         unsafe {
             if *id_p == UCS_CALLBACKQ_ID_NULL {
                 let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                *id_p = ucs::ucs_callbackq_add_safe(w.progress_q(), func, arg, flags);
+                *id_p = ucs::cbq::add_safe(w.progress_q(), func, arg, flags);
             }
         }
     }
@@ -70,7 +70,7 @@ entry! {
             if *id_p != UCS_CALLBACKQ_ID_NULL {
                 {
                     let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                    ucs::ucs_callbackq_remove_safe(w.progress_q(), *id_p);
+                    ucs::cbq::remove_safe(w.progress_q(), *id_p);
                 }
                 *id_p = UCS_CALLBACKQ_ID_NULL;
             }

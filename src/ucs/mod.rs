@@ -11,6 +11,8 @@
 use crate::abi::*;
 
 pub mod async_block;
+pub mod cbq;
+pub mod parser;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 
 /// `ucs_log_component_config_t` (libucs `config/types.h`).
@@ -20,9 +22,6 @@ pub struct ucs_log_component_config_t {
     pub name: [c_char; 16],
     pub file_filter: *const c_char,
 }
-
-pub type ucs_callbackq_predicate_t =
-    Option<unsafe extern "C" fn(elem: *const ucs_callbackq_elem_t, arg: *mut c_void) -> c_int>;
 
 /// `ucs_sys_namespace_type_t` values.
 pub const UCS_SYS_NS_TYPE_IPC: c_uint = 0;
@@ -35,25 +34,53 @@ extern "C" {
     // `ucx_info -c` and the "unused variable" check.
     pub static mut ucs_config_global_list: ucs_list_link_t;
 
-    // datastruct/callbackq.h
+    // datastruct/callbackq.h (use the adapter in `cbq`, which hides the
+    // change of 1.16)
     pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
     pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);
+    #[cfg(not(ucx_since_1_16))]
     pub fn ucs_callbackq_add(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
+    #[cfg(not(ucx_since_1_16))]
     pub fn ucs_callbackq_remove(cbq: *mut ucs_callbackq_t, id: c_int);
-    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
-    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int);
+    #[cfg(not(ucx_since_1_16))]
     pub fn ucs_callbackq_remove_if(cbq: *mut ucs_callbackq_t, pred: ucs_callbackq_predicate_t, arg: *mut c_void);
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_add(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void) -> c_int;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_remove(cbq: *mut ucs_callbackq_t, id: c_int) -> *mut c_void;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_add_oneshot(cbq: *mut ucs_callbackq_t, key: *mut c_void, cb: ucs_callback_t, arg: *mut c_void);
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_remove_oneshot(cbq: *mut ucs_callbackq_t, key: *mut c_void, pred: ucs_callbackq_predicate_t,
+                                        arg: *mut c_void);
+    #[cfg(not(ucx_since_1_16))]
+    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
+    #[cfg(not(ucx_since_1_16))]
+    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int);
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void) -> c_int;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int) -> *mut c_void;
 
     // async/async.h (contexts of our own, to learn their layout)
     pub fn ucs_async_context_create(mode: c_uint, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
     pub fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
 
-    // config/parser.h
+    // config/parser.h (use the adapter in `parser` for the calls whose
+    // signature changed in 1.15 and 1.17)
+    #[cfg(not(ucx_since_1_15))]
     pub fn ucs_config_parser_fill_opts(opts: *mut c_void, fields: *mut ucs_config_field_t, env_prefix: *const c_char,
                                        table_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
+    #[cfg(ucx_since_1_15)]
+    pub fn ucs_config_parser_fill_opts(opts: *mut c_void, entry: *mut ucs_config_global_list_entry_t,
+                                       env_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
     pub fn ucs_config_parser_release_opts(opts: *mut c_void, fields: *mut ucs_config_field_t);
+    #[cfg(not(ucx_since_1_17))]
     pub fn ucs_config_parser_set_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
                                        value: *const c_char) -> ucs_status_t;
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_parser_set_value(opts: *mut c_void, fields: *mut ucs_config_field_t, prefix: *const c_char,
+                                       name: *const c_char, value: *const c_char) -> ucs_status_t;
     pub fn ucs_config_parser_get_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
                                        value: *mut c_char, max: size_t) -> ucs_status_t;
 
@@ -108,6 +135,9 @@ extern "C" {
     pub fn ucs_config_help_enum(buf: *mut c_char, max: size_t, arg: *const c_void);
     pub fn ucs_config_help_array(buf: *mut c_char, max: size_t, arg: *const c_void);
     pub fn ucs_config_help_table(buf: *mut c_char, max: size_t, arg: *const c_void);
+    /// The `doc` member of every plain parser (1.17+).
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_doc_nop(strb: *mut c_void, arg: *const c_void);
 
     // debug/log_def.h, config/global_opts.h
     pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,
@@ -119,7 +149,8 @@ extern "C" {
     // sys/sys.h (namespaces, process identity)
     pub fn ucs_sys_get_ns(ns_type: c_uint) -> u64;
     /// libucs's estimate of the memcpy bandwidth of this CPU (bytes/s):
-    /// what libucp takes as its "bcopy bandwidth" by default.
+    /// what libucp takes as its "bcopy bandwidth" by default (gone in 1.18).
+    #[cfg(not(ucx_since_1_18))]
     pub fn ucs_cpu_get_memcpy_bw() -> f64;
     pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
     pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;
@@ -129,4 +160,18 @@ extern "C" {
     pub fn ucs_generate_uuid(seed: u64) -> u64;
     pub fn ucs_get_system_id() -> u64;
     pub fn ucs_get_cpu_clocks_per_sec() -> f64;
+}
+
+/// libucs's memcpy bandwidth estimate (bytes/s), where the release still
+/// exports it (up to 1.17).
+pub fn memcpy_bw() -> Option<f64> {
+    #[cfg(not(ucx_since_1_18))]
+    {
+        // SAFETY: a pure libucs function returning a constant estimate.
+        Some(unsafe { ucs_cpu_get_memcpy_bw() })
+    }
+    #[cfg(ucx_since_1_18)]
+    {
+        None
+    }
 }

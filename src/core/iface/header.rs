@@ -273,14 +273,14 @@ impl IfaceHeader {
         // SAFETY: the queue belongs to a live worker; add_safe is
         // thread-safe; the callback is removed if the ep dies first.
         unsafe {
-            ucs::ucs_callbackq_add_safe(self.progress_q(), Some(cb), ep as *mut c_void, UCS_CALLBACKQ_FLAG_ONESHOT);
+            ucs::cbq::oneshot_add(self.progress_q(), ep as *mut c_void, Some(cb), ep as *mut c_void);
         }
     }
 
     /// Drop a pending [`schedule_ep_err`](Self::schedule_ep_err) for `ep`.
     pub fn cancel_ep_err(&self, ep: uct_ep_h) {
         // SAFETY: predicate-based removal on our worker's queue.
-        unsafe { ucs::ucs_callbackq_remove_if(self.progress_q(), Some(is_ep_err_for), ep as *mut c_void) };
+        unsafe { ucs::cbq::oneshot_cancel(self.progress_q(), ep as *mut c_void, Some(is_ep_err_for), ep as *mut c_void) };
     }
 
     /// Add or remove this interface's progress callback on the worker.
@@ -303,9 +303,9 @@ impl IfaceHeader {
             // its callback before it is freed (see iface close).
             self.prog_id.set(unsafe {
                 if thread_safe {
-                    ucs::ucs_callbackq_add_safe(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
+                    ucs::cbq::add_safe(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 } else {
-                    ucs::ucs_callbackq_add(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
+                    ucs::cbq::add(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 }
             });
         }
@@ -321,9 +321,9 @@ impl IfaceHeader {
             // SAFETY: prog_id was returned by the same queue.
             unsafe {
                 if thread_safe {
-                    ucs::ucs_callbackq_remove_safe(q, self.prog_id.get())
+                    ucs::cbq::remove_safe(q, self.prog_id.get())
                 } else {
-                    ucs::ucs_callbackq_remove(q, self.prog_id.get())
+                    ucs::cbq::remove(q, self.prog_id.get())
                 }
             }
             self.prog_id.set(UCS_CALLBACKQ_ID_NULL);

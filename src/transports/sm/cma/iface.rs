@@ -264,7 +264,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
     // its callback before it is freed (see `close`); add_safe is
     // thread-safe and allowed inside progress.
     unsafe {
-        ucs::ucs_callbackq_add_safe(hdr.progress_q(), cb, iface as *mut c_void,
+        ucs::cbq::add_safe(hdr.progress_q(), cb, iface as *mut c_void,
                                     UCS_CALLBACKQ_FLAG_FAST)
     }
 }
@@ -272,7 +272,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
 fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
     // SAFETY: `id` came from this worker's queue; remove_safe is
     // thread-safe and allowed inside progress (even inside this callback).
-    unsafe { ucs::ucs_callbackq_remove_safe(hdr.progress_q(), id) };
+    unsafe { ucs::cbq::remove_safe(hdr.progress_q(), id) };
 }
 
 impl Transport for CmaIface {

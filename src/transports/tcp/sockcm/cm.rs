@@ -118,7 +118,7 @@ impl Drop for SockCm {
         // from the same queue.
         unsafe {
             let q = (*self.worker).progress_q();
-            ucs::ucs_callbackq_remove_safe(q, self.prog_id);
+            ucs::cbq::remove_safe(q, self.prog_id);
         }
         let tl = self.tl();
         let user_eps = {
@@ -191,7 +191,7 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
     // SAFETY: the worker's queue is live; add_safe may be called from any
     // thread; the callback is removed before the iface is freed.
     let prog_id = unsafe {
-        ucs::ucs_callbackq_add_safe(worker.progress_q(), Some(progress_cb),
+        ucs::cbq::add_safe(worker.progress_q(), Some(progress_cb),
                                     iface as *mut c_void, 0)
     };
     crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes)", iface,

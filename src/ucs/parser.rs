@@ -1,0 +1,90 @@
+//! libucs's configuration parser, through one interface for every UCX
+//! release. What changed:
+//!
+//! * 1.15: `ucs_config_parser_fill_opts` takes the table's registration
+//!   entry (name, prefix, table, size) instead of the table and prefix, and
+//!   marks the entry as loaded; libucs's "unused variable" warning then
+//!   considers only loaded tables. We pass the entry we published for the
+//!   table (see `core::config_list`), so the accounting is the C original's.
+//! * 1.17: every value parser gained a `doc` member (libucs's
+//!   `ucs_config_doc_nop` for all plain parsers), and
+//!   `ucs_config_parser_set_value` takes the table's prefix.
+
+use crate::abi::*;
+use libc::{c_char, c_int, c_void};
+
+/// Function types of a value parser (`ucs_config_parser_t` without `doc`).
+pub type ReadFn = unsafe extern "C" fn(*const c_char, *mut c_void, *const c_void) -> c_int;
+pub type WriteFn = unsafe extern "C" fn(*mut c_char, usize, *const c_void, *const c_void) -> c_int;
+pub type CloneFn = unsafe extern "C" fn(*const c_void, *mut c_void, *const c_void) -> ucs_status_t;
+pub type ReleaseFn = unsafe extern "C" fn(*mut c_void, *const c_void);
+pub type HelpFn = unsafe extern "C" fn(*mut c_char, usize, *const c_void);
+
+/// A value parser with the release's `doc` member filled in.
+pub fn value_parser(read: Option<ReadFn>, write: Option<WriteFn>, clone: CloneFn, release: ReleaseFn,
+                    help: HelpFn, arg: *const c_void) -> ucs_config_parser_t {
+    ucs_config_parser_t {
+        read,
+        write,
+        clone: Some(clone),
+        release: Some(release),
+        help: Some(help),
+        #[cfg(ucx_since_1_17)]
+        doc: Some(super::ucs_config_doc_nop),
+        arg,
+    }
+}
+
+/// A registration entry for a table (not linked into any list).
+pub fn entry(name: *const c_char, prefix: *const c_char, table: *mut ucs_config_field_t,
+             size: usize) -> ucs_config_global_list_entry_t {
+    ucs_config_global_list_entry_t {
+        name,
+        prefix,
+        table,
+        size,
+        list: ucs_list_link_t { prev: std::ptr::null_mut(), next: std::ptr::null_mut() },
+        #[cfg(ucx_since_1_15)]
+        flags: 0,
+    }
+}
+
+/// Fill `opts` from defaults, config files and the environment
+/// (`env_prefix` is the full one, e.g. `UCX_`).
+///
+/// # Safety
+/// `opts` is a zeroed block of `entry.size` bytes; `entry` describes a live
+/// table; `env_prefix` is a C string.
+pub unsafe fn fill_opts(opts: *mut c_void, entry: *mut ucs_config_global_list_entry_t,
+                        env_prefix: *const c_char) -> ucs_status_t {
+    #[cfg(not(ucx_since_1_15))]
+    {
+        // SAFETY: see the function contract.
+        unsafe { super::ucs_config_parser_fill_opts(opts, (*entry).table, env_prefix, (*entry).prefix, 0) }
+    }
+    #[cfg(ucx_since_1_15)]
+    {
+        // SAFETY: see the function contract.
+        unsafe { super::ucs_config_parser_fill_opts(opts, entry, env_prefix, 0) }
+    }
+}
+
+/// Set one value by name (with or without the table's prefix).
+///
+/// # Safety
+/// `opts` was filled from `table`; the strings are C strings (`prefix` may
+/// be NULL).
+pub unsafe fn set_value(opts: *mut c_void, table: *mut ucs_config_field_t, prefix: *const c_char,
+                        name: *const c_char, value: *const c_char) -> ucs_status_t {
+    #[cfg(not(ucx_since_1_17))]
+    {
+        let _ = prefix;
+        // SAFETY: see the function contract.
+        unsafe { super::ucs_config_parser_set_value(opts, table, name, value) }
+    }
+    #[cfg(ucx_since_1_17)]
+    {
+        // SAFETY: see the function contract.
+        unsafe { super::ucs_config_parser_set_value(opts, table, prefix, name, value) }
+    }
+}
