@@ -41,6 +41,11 @@ pub trait MdImpl: std::any::Any + Send + Sync {
     fn is_sockaddr_accessible(&self, addr: *const libc::sockaddr, len: libc::socklen_t, mode: u32) -> bool {
         false
     }
+    /// Memory types this md registers without blocking (reported by the
+    /// v2 query of 1.14+).
+    fn reg_nonblock_mem_types(&self) -> u64 {
+        0
+    }
 }
 
 /// The object behind `uct_md_h` (live ones are in the [`registry`]).

@@ -11,11 +11,32 @@ fn rkey_kind(component: uct_component_h) -> Kind {
     Kind::Rkey(component as usize)
 }
 
-fn check_access_flags(flags: c_uint) -> Result<(), ucs_status_t> {
-    if flags & UCT_MD_MEM_ACCESS_ALL == 0 {
-        Err(UCS_ERR_INVALID_PARAM)
-    } else {
-        Ok(())
+/// The registration shared by `uct_md_mem_reg` and (1.14+)
+/// `uct_md_mem_reg_v2`: the argument checks of the release, then the md.
+/// Up to 1.14 a registration must ask for some access (a
+/// `UCT_MD_MEM_ACCESS_*` flag); from 1.15 no flag is needed. A NULL address
+/// is refused in every release (UCX 1.18 hands it to the md unchecked).
+pub(super) fn mem_reg(fname: &str, m: &crate::core::md::MdObj, address: *mut c_void, length: usize, flags: u64,
+                      memh_p: *mut uct_mem_h) -> ucs_status_t {
+    if length == 0 || address.is_null() {
+        crate::error!("uct_md_mem_reg(address={:p} length={}): invalid parameters", address, length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if cfg!(not(ucx_since_1_15)) && flags & UCT_MD_MEM_ACCESS_ALL as u64 == 0 {
+        crate::error!("uct_md_mem_reg(flags={:#x}): invalid flags", flags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    let Ok(flags) = u32::try_from(flags) else {
+        crate::error!("{}: flags {:#x} has unknown bits", fname, flags);
+        return UCS_ERR_INVALID_PARAM;
+    };
+    match m.imp.mem_reg(address, length, flags) {
+        Ok(h) => {
+            // SAFETY: the callers checked the out-pointer.
+            unsafe { *memh_p = h };
+            UCS_OK
+        }
+        Err(s) => s,
     }
 }
 
@@ -24,22 +45,7 @@ entry! {
                       memh_p: *mut uct_mem_h) -> ucs_status_t {
         need!(memh_p, "memh_p");
         let m = md_or_fail!(md);
-        if length == 0 || address.is_null() {
-            crate::error!("uct_md_mem_reg(address={:p} length={}): invalid parameters", address, length);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if check_access_flags(flags).is_err() {
-            crate::error!("uct_md_mem_reg(flags={:#x}): invalid flags", flags);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        match m.imp.mem_reg(address, length, flags) {
-            Ok(h) => {
-                // SAFETY: out-pointer checked above.
-                unsafe { *memh_p = h };
-                UCS_OK
-            }
-            Err(s) => s,
-        }
+        mem_reg(FN, m, address, length, flags as u64, memh_p)
     }
 }
 
@@ -111,8 +117,30 @@ entry! {
 }
 
 entry! {
+    /// The 1.16 form adds the range of the memory to pack a key for (a
+    /// hint; our keys cover the whole registration).
+    #[cfg(ucx_since_1_16)]
+    fn uct_md_mkey_pack_v2(md: uct_md_h, memh: uct_mem_h, address: *mut c_void, length: usize,
+                           params: *const uct_md_mkey_pack_params_t, rkey_buffer: *mut c_void) -> ucs_status_t {
+        let _ = (address, length);
+        mkey_pack(md, memh, params, rkey_buffer)
+    }
+}
+
+entry! {
+    #[cfg(not(ucx_since_1_16))]
     fn uct_md_mkey_pack_v2(md: uct_md_h, memh: uct_mem_h, params: *const uct_md_mkey_pack_params_t,
                            rkey_buffer: *mut c_void) -> ucs_status_t {
+        mkey_pack(md, memh, params, rkey_buffer)
+    }
+}
+
+/// The key packing of both forms of `uct_md_mkey_pack_v2` and of
+/// `uct_md_mkey_pack`; `params` is NULL or the caller's struct.
+fn mkey_pack(md: uct_md_h, memh: uct_mem_h, params: *const uct_md_mkey_pack_params_t,
+             rkey_buffer: *mut c_void) -> ucs_status_t {
+    const FN: &str = "uct_md_mkey_pack";
+    {
         need!(memh, "memh");
         need!(rkey_buffer, "rkey_buffer");
         let m = md_or_fail!(md);
@@ -130,8 +158,8 @@ entry! {
 
 entry! {
     fn uct_md_mkey_pack(md: uct_md_h, memh: uct_mem_h, rkey_buffer: *mut c_void) -> ucs_status_t {
-        // SAFETY: forwarding our own arguments; NULL params means no flags.
-        unsafe { uct_md_mkey_pack_v2(md, memh, std::ptr::null(), rkey_buffer) }
+        // NULL params means no flags.
+        mkey_pack(md, memh, std::ptr::null(), rkey_buffer)
     }
 }
 

@@ -14,6 +14,8 @@ pub mod config;
 pub mod data;
 pub mod ep;
 pub mod iface;
+#[cfg(ucx_since_1_14)]
+pub mod later;
 pub mod load;
 pub mod md;
 pub mod mem;

@@ -40,6 +40,10 @@ pub struct AddrLens {
 pub struct InternalOps {
     pub estimate_perf: unsafe fn(uct_iface_h, *mut uct_perf_attr_t) -> ucs_status_t,
     pub ep_query: unsafe fn(uct_ep_h, *mut uct_ep_attr_t) -> ucs_status_t,
+    /// Whether the endpoint is connected to the peer at these addresses
+    /// (each may be NULL): `uct_ep_is_connected` of the 1.16+ API.
+    pub ep_is_connected: unsafe fn(uct_ep_h, *const uct_device_addr_t, *const uct_iface_addr_t,
+                                   *const uct_ep_addr_t) -> bool,
 }
 
 /// State every interface has, right after the vtable.

@@ -536,12 +536,30 @@ unsafe fn internal_ep_query<T: Transport>(ep: uct_ep_h, attr: *mut uct_ep_attr_t
     })
 }
 
+/// # Safety
+/// `ep` is an endpoint of an `Iface<T>`; each address is NULL or a peer
+/// address of this transport, valid for the call.
+unsafe fn internal_ep_is_connected<T: Transport>(ep: uct_ep_h, dev: *const uct_device_addr_t,
+                                                 addr: *const uct_iface_addr_t, ep_addr: *const uct_ep_addr_t) -> bool {
+    guard!(false, {
+        let (i, e) = parts!(ep);
+        let lens = i.hdr.addr_lens();
+        // SAFETY: see the function contract.
+        let (dev, addr, ep_addr) = unsafe {
+            (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface),
+             PeerAddr::new(ep_addr as *const c_void, lens.ep))
+        };
+        T::ep_is_connected(i, e, dev, addr, ep_addr)
+    })
+}
+
 /// The internal hooks of transport `T`.
 pub struct Internal<T>(std::marker::PhantomData<T>);
 impl<T: Transport> Internal<T> {
     pub const OPS: InternalOps = InternalOps {
         estimate_perf: internal_estimate_perf::<T>,
         ep_query: internal_ep_query::<T>,
+        ep_is_connected: internal_ep_is_connected::<T>,
     };
 }
 

@@ -245,6 +245,13 @@ pub trait Transport: Sized + 'static {
                         ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }
+    /// Whether `ep` is connected to the peer at these addresses. By
+    /// default: whether that peer is reachable at all (for transports whose
+    /// endpoints are all alike towards one peer).
+    fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
+                       ep_addr: Option<PeerAddr<'_>>) -> bool {
+        Self::is_reachable(iface, dev, addr)
+    }
     fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
     }

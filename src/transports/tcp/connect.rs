@@ -683,6 +683,17 @@ const TIMER_POLLS: u32 = 64;
 /// Edge-triggered epoll (the paused listening socket).
 const EV_EDGE: u32 = libc::EPOLLET as u32;
 
+/// Whether `conn` leads to the peer at these addresses (1.16+
+/// `uct_ep_is_connected`): both addresses are needed, and the peer's socket
+/// address must be the one the connection was made to.
+pub(super) fn conn_leads_to(conn: &Conn, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+    let (Some(dev), Some(addr)) = (dev, addr) else { return false };
+    match (dest_addr(dev, addr), conn.peer.get()) {
+        (Ok(want), Some(have)) => want == have,
+        _ => false,
+    }
+}
+
 /// The peer's socket address from its device address and the port at the
 /// start of its iface or endpoint address.
 fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs_status_t> {

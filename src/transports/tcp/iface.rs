@@ -220,6 +220,11 @@ impl Transport for TcpIface {
         iface.tl.destroy_ep(iface, &ep.tl.conn)
     }
 
+    fn ep_is_connected(_iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
+                       _ep_addr: Option<PeerAddr<'_>>) -> bool {
+        super::connect::conn_leads_to(&ep.tl.conn, dev, addr)
+    }
+
     fn close(iface: &mut I) {
         let s = &iface.tl;
         crate::debug!("tcp_iface {}: destroying", s.if_name);

@@ -192,6 +192,11 @@ pub struct TcpMd {
 }
 
 impl MdImpl for TcpMd {
+    fn reg_nonblock_mem_types(&self) -> u64 {
+        // Registration records the range only: never blocks.
+        1u64 << UCS_MEMORY_TYPE_HOST
+    }
+
     fn query(&self, attr: &mut uct_md_attr_t) {
         attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
         attr.cap.max_alloc = 0;

@@ -408,6 +408,14 @@ impl Transport for CmaIface {
         decode_iface_addr(addr.bytes()).is_ok_and(|a| same_pid_ns(&a, local_pid_ns()))
     }
 
+    fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
+                       _ep_addr: Option<PeerAddr<'_>>) -> bool {
+        // Reachable, and the process this endpoint reads and writes is the
+        // one the address names.
+        Self::is_reachable(iface, dev, addr)
+            && addr.is_some_and(|a| decode_iface_addr(a.bytes()).is_ok_and(|a| a.pid == ep.tl.pid))
+    }
+
     fn progress(iface: &Iface<Self>) -> u32 {
         let s = &iface.tl;
         let mut count = 0u32;

@@ -38,6 +38,11 @@ impl CmaMd {
 }
 
 impl MdImpl for CmaMd {
+    fn reg_nonblock_mem_types(&self) -> u64 {
+        // Registration records the range only: never blocks.
+        1u64 << UCS_MEMORY_TYPE_HOST
+    }
+
     fn query(&self, attr: &mut uct_md_attr_t) {
         attr.rkey_packed_size = 0;
         attr.cap.flags = UCT_MD_FLAG_REG | self.extra_caps;

@@ -191,6 +191,13 @@ impl<M: Mapper> Transport for MmIface<M> {
         iface.tl.md().mapper.is_reachable(seg_id, extra)
     }
 
+    fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
+                       _ep_addr: Option<PeerAddr<'_>>) -> bool {
+        // Reachable, and the FIFO this endpoint sends to is the peer's.
+        Self::is_reachable(iface, dev, addr)
+            && addr.and_then(split_iface_addr).is_some_and(|(seg_id, _)| seg_id == ep.tl.fifo_seg_id)
+    }
+
     fn ep_create(iface: &Iface<Self>, params: &EpParams<'_>) -> Result<MmEp, ucs_status_t> {
         let s = &iface.tl;
         let (Some(iface_addr), Some(dev)) = (params.iface_addr, params.dev_addr) else {

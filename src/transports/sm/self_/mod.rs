@@ -79,6 +79,11 @@ struct SelfMd {
 const SELF_MEMH: FixedMemh = FixedMemh { value: 0x5e1f, md: "self" };
 
 impl MdImpl for SelfMd {
+    fn reg_nonblock_mem_types(&self) -> u64 {
+        // Registration records the range only: never blocks.
+        1u64 << UCS_MEMORY_TYPE_HOST
+    }
+
     fn query(&self, attr: &mut uct_md_attr_t) {
         attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
         attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
