@@ -180,17 +180,101 @@ entry! {
 
 entry! {
     fn uct_iface_is_reachable_v2(iface: uct_iface_h, params: *const uct_iface_is_reachable_params_t) -> c_int {
-        let ops = iface_ops!(iface, 0);
         if params.is_null() {
             crate::error!("{}: params must not be NULL", FN);
             return 0;
         }
+        let hdr = iface_or_fail!(iface, 0);
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
-        let dev = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR != 0 { p.device_addr } else { std::ptr::null() };
-        let addr = if p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR != 0 { p.iface_addr } else { std::ptr::null() };
-        // SAFETY: dispatching to the interface's own implementation.
-        ops.iface_is_reachable.map_or(0, |f| unsafe { f(iface, dev, addr) })
+        let has = |bit: u64| p.field_mask & bit != 0;
+        let mut required = UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR;
+        if hdr.internal.reach_needs_iface_addr {
+            required |= UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR;
+        }
+        if p.field_mask & required != required {
+            crate::error!("uct_iface_is_reachable: missing params (field_mask: {}, expected: {})", p.field_mask,
+                          required);
+            return 0;
+        }
+        let info = if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING) {
+            if p.info_string.is_null() {
+                crate::error!("uct_iface_is_reachable: null info_string passed");
+                return 0;
+            }
+            let len = if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH) { p.info_string_length } else { 0 };
+            // SAFETY: the caller's buffer; UCX writes its first byte whenever
+            // the field is set.
+            unsafe { *p.info_string = 0 };
+            Some((p.info_string, len))
+        } else {
+            None
+        };
+        let dev = if has(UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR) { p.device_addr } else { std::ptr::null() };
+        let addr = if has(UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR) { p.iface_addr } else { std::ptr::null() };
+        // SAFETY: our interface; the addresses are the caller's, valid for
+        // the call.
+        let mut verdict = unsafe { (hdr.internal.reachable)(iface, dev, addr) };
+        if verdict.is_ok() && device_scope(p) && !same_device(hdr, iface, dev) {
+            verdict = Err("device address is different".to_string());
+        }
+        match verdict {
+            Ok(()) => 1,
+            Err(why) => {
+                if let Some((buf, len)) = info {
+                    // SAFETY: the caller's buffer of `len` bytes.
+                    unsafe { write_info(buf, len, &why) };
+                }
+                0
+            }
+        }
+    }
+}
+
+/// Whether the caller asks about its own device only (1.14+ `scope`).
+fn device_scope(p: &uct_iface_is_reachable_params_t) -> bool {
+    #[cfg(ucx_since_1_14)]
+    {
+        p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_SCOPE != 0 && p.scope == UCT_IFACE_REACHABILITY_SCOPE_DEVICE
+    }
+    #[cfg(not(ucx_since_1_14))]
+    {
+        let _ = p;
+        false
+    }
+}
+
+/// Whether the peer's device address is this interface's own.
+fn same_device(hdr: &crate::core::iface::IfaceHeader, iface: uct_iface_h, dev: *const uct_device_addr_t) -> bool {
+    let len = hdr.addr_lens().device;
+    if len == 0 {
+        return true;
+    }
+    let mut mine = vec![0u8; len];
+    let Some(get) = hdr.base.ops.iface_get_device_address else { return false };
+    // SAFETY: our own interface writes its device address (`len` bytes) to
+    // the buffer; the peer's address is at least as long as ours when the
+    // transport found it reachable (same format).
+    unsafe {
+        get(iface, mine.as_mut_ptr() as *mut uct_device_addr_t) == UCS_OK
+            && std::slice::from_raw_parts(dev as *const u8, len) == mine.as_slice()
+    }
+}
+
+/// Copy `text` into the caller's info buffer of `len` bytes, truncated and
+/// NUL-terminated (nothing when `len` is 0).
+///
+/// # Safety
+/// `buf` holds `len` writable bytes.
+unsafe fn write_info(buf: *mut libc::c_char, len: usize, text: &str) {
+    if len == 0 {
+        return;
+    }
+    let n = text.len().min(len - 1);
+    // SAFETY: see the function contract; n < len.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
     }
 }
 

@@ -44,6 +44,12 @@ pub struct InternalOps {
     /// (each may be NULL): `uct_ep_is_connected` of the 1.16+ API.
     pub ep_is_connected: unsafe fn(uct_ep_h, *const uct_device_addr_t, *const uct_iface_addr_t,
                                    *const uct_ep_addr_t) -> bool,
+    /// Whether the peer at these addresses (each may be NULL) is reachable,
+    /// and if not, why (empty when the transport gives no reason).
+    pub reachable: unsafe fn(uct_iface_h, *const uct_device_addr_t, *const uct_iface_addr_t) -> Result<(), String>,
+    /// The transport needs the peer's iface address to judge reachability
+    /// (all but tcp, which needs only the device address).
+    pub reach_needs_iface_addr: bool,
 }
 
 /// State every interface has, right after the vtable.

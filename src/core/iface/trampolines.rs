@@ -515,7 +515,7 @@ unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *cons
     let (dev, addr) = unsafe {
         (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface))
     };
-    guard!(0, T::is_reachable(i, dev, addr) as c_int)
+    guard!(0, T::reachable(i, dev, addr).is_ok() as c_int)
 }
 
 /// # Safety
@@ -553,6 +553,20 @@ unsafe fn internal_ep_is_connected<T: Transport>(ep: uct_ep_h, dev: *const uct_d
     })
 }
 
+/// # Safety
+/// `iface` is an `Iface<T>`; each address is NULL or a peer address of this
+/// transport, valid for the call.
+unsafe fn internal_reachable<T: Transport>(iface: uct_iface_h, dev: *const uct_device_addr_t,
+                                           addr: *const uct_iface_addr_t) -> Result<(), String> {
+    let i = iface!(iface);
+    let lens = i.hdr.addr_lens();
+    // SAFETY: see the function contract.
+    let (dev, addr) = unsafe {
+        (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface))
+    };
+    guard!(Err(String::new()), T::reachable(i, dev, addr))
+}
+
 /// The internal hooks of transport `T`.
 pub struct Internal<T>(std::marker::PhantomData<T>);
 impl<T: Transport> Internal<T> {
@@ -560,6 +574,8 @@ impl<T: Transport> Internal<T> {
         estimate_perf: internal_estimate_perf::<T>,
         ep_query: internal_ep_query::<T>,
         ep_is_connected: internal_ep_is_connected::<T>,
+        reachable: internal_reachable::<T>,
+        reach_needs_iface_addr: T::REACH_NEEDS_IFACE_ADDR,
     };
 }
 

@@ -167,6 +167,14 @@ pub trait Transport: Sized + 'static {
     fn get_device_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
     fn get_address(iface: &Iface<Self>, out: AddrOut) -> ucs_status_t { UCS_OK }
     fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool { false }
+    /// [`is_reachable`](Self::is_reachable) with the reason when not (the
+    /// text `uct_iface_is_reachable_v2` hands back as its info string).
+    fn reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
+        if Self::is_reachable(iface, dev, addr) { Ok(()) } else { Err(String::new()) }
+    }
+    /// Whether reachability is judged on the iface address too (false:
+    /// the device address is enough).
+    const REACH_NEEDS_IFACE_ADDR: bool = true;
     fn progress(iface: &Iface<Self>) -> u32 { 0 }
     fn iface_flush(iface: &Iface<Self>, flags: u32, comp: Completion) -> ucs_status_t { UCS_OK }
     fn iface_fence(iface: &Iface<Self>, flags: u32) -> ucs_status_t {
@@ -250,7 +258,7 @@ pub trait Transport: Sized + 'static {
     /// endpoints are all alike towards one peer).
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
                        ep_addr: Option<PeerAddr<'_>>) -> bool {
-        Self::is_reachable(iface, dev, addr)
+        Self::reachable(iface, dev, addr).is_ok()
     }
     fn ep_query(iface: &Iface<Self>, ep: &Ep<Self>, attr: &mut uct_ep_attr_t) -> ucs_status_t {
         UCS_ERR_UNSUPPORTED
