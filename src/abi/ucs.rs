@@ -159,13 +159,44 @@ pub const UCS_MEMORY_TYPE_CUDA_MANAGED: ucs_memory_type_t = 2;
 pub const UCS_MEMORY_TYPE_ROCM: ucs_memory_type_t = 3;
 /// ROCm managed memory.
 pub const UCS_MEMORY_TYPE_ROCM_MANAGED: ucs_memory_type_t = 4;
-/// Number of known memory types.
+/// Memory of an RDMA device (since 1.16).
+#[cfg(ucx_since_1_16)]
+pub const UCS_MEMORY_TYPE_RDMA: ucs_memory_type_t = 5;
+/// Intel Level Zero host (USM host) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_HOST: ucs_memory_type_t = 6;
+/// Intel Level Zero device (USM device) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_DEVICE: ucs_memory_type_t = 7;
+/// Intel Level Zero shared (USM shared) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_MANAGED: ucs_memory_type_t = 8;
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(not(ucx_since_1_16))]
 pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 5;
-/// Memory type could not be determined (same value as `LAST`).
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(all(ucx_since_1_16, not(ucx_since_1_17)))]
+pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 6;
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 9;
+/// Memory type could not be determined (same value as `LAST`, so it moves
+/// with it).
 pub const UCS_MEMORY_TYPE_UNKNOWN: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST;
 /// Bit mask (indexed by memory type) of the types the CPU can access.
+#[cfg(not(ucx_since_1_17))]
 pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 =
     (1u64 << UCS_MEMORY_TYPE_HOST) | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED);
+/// Bit mask (indexed by memory type) of the types the CPU can access (the
+/// Level Zero host and shared kinds join in 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 = (1u64 << UCS_MEMORY_TYPE_HOST)
+    | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED)
+    | (1u64 << UCS_MEMORY_TYPE_ZE_HOST)
+    | (1u64 << UCS_MEMORY_TYPE_ZE_MANAGED);
 
 // ---------------------------------------------------------------------------
 // System devices (ucs/sys/topo/base/topo.h)
