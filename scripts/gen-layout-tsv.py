@@ -23,9 +23,11 @@ This is how tests/data/ucx-1.13.1-layouts.tsv and ucx-1.18.1-layouts.tsv are
 made: `--abi 1.13` against Debian 12's /usr/include plus v1.13.1's uct_v2.h
 reproduces the first byte for byte.
 
-Which types and constants a release has is listed below (TYPES, SCALARS,
-CONSTS; an entry's `since` is the first release that has it, `until` the
-first that no longer has it).
+Which types and constants a release's table has is listed below (TYPES,
+SCALARS, CONSTS): an entry's `since` is the first release whose table has
+the row, `until` the first whose table no longer has it. Rows added for
+later releases keep `since` > 13 even when 1.13 has the item too (the
+1.13.1 table stays as it was made).
 """
 
 import argparse

@@ -1,8 +1,9 @@
-//! libucs types that the UCT 1.13.1 public API embeds or passes around.
+//! libucs types that the UCT public API embeds or passes around (UCX
+//! 1.13.1, and what later releases changed under `ucx_since_1_*`).
 //!
 //! libucs (`libucs.so.0`) stays installed next to our libuct, so these
-//! definitions have to agree byte-for-byte with Debian's
-//! `/usr/include/ucs/...` headers. Only the pieces that UCT's headers (and
+//! definitions have to agree byte-for-byte with the `ucs/...` headers of
+//! the release the build serves (Debian 12's `/usr/include/ucs` for 1.13). Only the pieces that UCT's headers (and
 //! our use of the libucs config parser) need are mirrored here.
 
 use ::core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};

@@ -81,3 +81,17 @@ pub const UCT_API: c_long =
 pub const fn UCT_VERSION(major: c_long, minor: c_long) -> c_long {
     (major << UCT_MAJOR_BIT) | (minor << UCT_MINOR_BIT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_agree_with_the_release_string() {
+        let text = format!("{UCT_VERNO_MAJOR}.{UCT_VERNO_MINOR}.{UCT_VERNO_PATCH}");
+        assert_eq!(UCT_VERNO_STRING.to_str().unwrap(), text);
+        assert_eq!(text, env!("UCT_RS_UCX_RELEASE"));
+        assert!(env!("UCT_RS_UCX_RELEASE").starts_with(env!("UCT_RS_UCX_ABI")));
+        assert_eq!(UCT_API, UCT_VERSION(UCT_VERNO_MAJOR.into(), UCT_VERNO_MINOR.into()));
+    }
+}
