@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
 # Compare the ABI described by our generated header (include/uct-rs/uct_abi.h)
-# with the installed UCX 1.13.1 headers and with the reference layout table.
+# with the real UCX headers of one release and with its reference layout
+# table.
 #
-#   c-tests/layout-check.sh                 run the check
-#   UCX_V2_INCLUDE=DIR c-tests/layout-check.sh
-#                                           DIR holds uct/api/v2/uct_v2.h
-#                                           (from the UCX 1.13.1 sources): the
+#   c-tests/layout-check.sh                 UCX 1.13.1: the installed
+#                                           (Debian 12) headers
+#   UCX_ABI=1.18 UCX_INCLUDE=DIR c-tests/layout-check.sh
+#                                           UCX 1.18.1: DIR is the include
+#                                           directory of a 1.18.1 install
+#                                           (e.g. the PyPI wheel's
+#                                           libucx/include); our header is
+#                                           compiled in its 1.18 mode
+#                                           (UCT_RS_UCX_ABI_MINOR=18)
+#   UCX_V2_INCLUDE=DIR2 ...                 DIR2 holds uct/api/v2/uct_v2.h
+#                                           (from the release's sources): the
 #                                           system build then also has the v2
 #                                           items and compares them directly
-#   UCX_V2_INCLUDE=DIR c-tests/layout-check.sh --update-v2-ref
-#                                           rewrite tests/data/ucx-1.13.1-v2-probe.txt
+#   UCX_V2_INCLUDE=DIR2 ... --update-v2-ref rewrite the release's
+#                                           tests/data/ucx-<release>-v2-probe.txt
+#
+# UCX_ABI is 1.13 (default) or 1.18; UCX_INCLUDE may also be given for 1.13
+# (default: the compiler's search path).
 #
 # What is compared (each comparison counts as one item):
-#   1. c-tests/layout_probe.c built against the system headers and against
+#   1. c-tests/layout_probe.c built against the real headers and against
 #      ours: every sizeof/alignof/signedness/offsetof/member size and every
-#      constant printed by the system build must be printed identically by
+#      constant printed by the real build must be printed identically by
 #      ours.
-#   2. Items only our build prints (uct_v2.h, which Debian does not install)
-#      must match tests/data/ucx-1.13.1-v2-probe.txt (or the system build
+#   2. Items only our build prints (uct_v2.h, which UCX does not install)
+#      must match tests/data/ucx-<release>-v2-probe.txt (or the real build
 #      when UCX_V2_INCLUDE is set).
-#   3. Every row of tests/data/ucx-1.13.1-layouts.tsv must match our build.
+#   3. Every row of tests/data/ucx-<release>-layouts.tsv must match our build.
 #   4. With gdb available: a structural signature (member offsets and types,
 #      full function-pointer signatures) of every public type of src/abi is
 #      extracted from the debug info of both builds and compared.
@@ -28,8 +39,17 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-tsv="$root/tests/data/ucx-1.13.1-layouts.tsv"
-v2ref="$root/tests/data/ucx-1.13.1-v2-probe.txt"
+case "${UCX_ABI:-1.13}" in
+    1.13) release=1.13.1; minor=13 ;;
+    1.18) release=1.18.1; minor=18
+          if [ -z "${UCX_INCLUDE:-}" ]; then
+              echo "layout-check: UCX_ABI=1.18 needs UCX_INCLUDE (the include dir of UCX 1.18.1)" >&2
+              exit 2
+          fi ;;
+    *) echo "layout-check: unknown UCX_ABI '${UCX_ABI}' (1.13 or 1.18)" >&2; exit 2 ;;
+esac
+tsv="$root/tests/data/ucx-$release-layouts.tsv"
+v2ref="$root/tests/data/ucx-$release-v2-probe.txt"
 update_v2_ref=0
 [ "${1:-}" = "--update-v2-ref" ] && update_v2_ref=1
 
@@ -38,17 +58,22 @@ trap 'rm -rf "$work"' EXIT
 
 cc="${CC:-gcc}"
 cflags=(-std=gnu11 -O0 -g -fno-eliminate-unused-debug-types
-        -Wall -Wextra -Wno-type-limits -Werror -I"$root/c-tests")
+        -Wall -Wextra -Wno-type-limits -Werror -I"$root/c-tests"
+        -DUCT_RS_UCX_ABI_MINOR=$minor)
 
 # --- build and run both probes ---------------------------------------------
+sys_inc=()
+# -isystem: the real headers are not warning-clean under -Wextra -Werror.
+[ -n "${UCX_INCLUDE:-}" ] && sys_inc=(-isystem "$UCX_INCLUDE")
 sys_extra=()
 if [ -n "${UCX_V2_INCLUDE:-}" ]; then
-    sys_extra=(-DPROBE_HAVE_V2 -I"$UCX_V2_INCLUDE")
+    sys_extra=(-DPROBE_HAVE_V2 -isystem "$UCX_V2_INCLUDE")
 elif [ "$update_v2_ref" = 1 ]; then
     echo "layout-check: --update-v2-ref needs UCX_V2_INCLUDE" >&2
     exit 2
 fi
-"$cc" "${cflags[@]}" -DPROBE_SYSTEM ${sys_extra[@]+"${sys_extra[@]}"} \
+"$cc" "${cflags[@]}" -DPROBE_SYSTEM ${sys_inc[@]+"${sys_inc[@]}"} \
+    ${sys_extra[@]+"${sys_extra[@]}"} \
     "$root/c-tests/layout_probe.c" -o "$work/probe_system"
 "$cc" "${cflags[@]}" -I"$root/include" \
     "$root/c-tests/layout_probe.c" -o "$work/probe_ours"
@@ -74,8 +99,8 @@ fi
 if [ "$update_v2_ref" = 1 ]; then
     # Items the v2-enabled system build prints but a plain one would not:
     # rebuild without v2 to find them.
-    "$cc" "${cflags[@]}" -DPROBE_SYSTEM "$root/c-tests/layout_probe.c" \
-        -o "$work/probe_plain"
+    "$cc" "${cflags[@]}" -DPROBE_SYSTEM ${sys_inc[@]+"${sys_inc[@]}"} \
+        "$root/c-tests/layout_probe.c" -o "$work/probe_plain"
     "$work/probe_plain" > "$work/plain.txt"
     if [ "$have_gdb" = 1 ]; then
         gdb -nx -batch -ex "python SIG_NAMES='$work/sig_names.txt'" \
@@ -84,20 +109,30 @@ if [ "$update_v2_ref" = 1 ]; then
     fi
     {
         echo "# Probe output of c-tests/layout_probe.c for the uct_v2.h items (the lines"
-        echo "# that only appear when the real UCX 1.13.1 src/uct/api/v2/uct_v2.h is"
-        echo "# included: -DPROBE_SYSTEM -DPROBE_HAVE_V2). Debian does not install that"
-        echo "# header, so c-tests/layout-check.sh compares our v2 output with this file."
-        echo "# Regenerate: UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> c-tests/layout-check.sh --update-v2-ref"
+        echo "# that only appear when the real UCX $release src/uct/api/v2/uct_v2.h is"
+        if [ "$minor" = 13 ]; then
+            echo "# included: -DPROBE_SYSTEM -DPROBE_HAVE_V2). Debian does not install that"
+            echo "# header, so c-tests/layout-check.sh compares our v2 output with this file."
+            echo "# Regenerate: UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> c-tests/layout-check.sh --update-v2-ref"
+        else
+            echo "# included: -DPROBE_SYSTEM -DPROBE_HAVE_V2 -DUCT_RS_UCX_ABI_MINOR=$minor). UCX"
+            echo "# installs do not ship that header, so c-tests/layout-check.sh compares our"
+            echo "# v2 output with this file. Regenerate: UCX_ABI=$UCX_ABI UCX_INCLUDE=<include dir>"
+            echo "# UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> c-tests/layout-check.sh --update-v2-ref"
+        fi
         grep -vxF -f "$work/plain.txt" "$work/system.txt"
     } > "$v2ref"
     echo "layout-check: wrote ${v2ref#$root/}"
 fi
 
 # --- compare ----------------------------------------------------------------
+echo "layout-check: UCX $release"
 python3 - "$work/system.txt" "$work/ours.txt" "$v2ref" "$tsv" "$have_gdb" <<'PY'
+import os
 import sys
 
 system_path, ours_path, v2ref_path, tsv_path, have_gdb = sys.argv[1:6]
+v2ref_name = os.path.relpath(v2ref_path, os.path.dirname(os.path.dirname(os.path.dirname(tsv_path))))
 
 
 def load(path):
@@ -164,7 +199,11 @@ for key, value in ours.items():
     if sysval is not None and not (key.startswith("sig(") and not_comparable(sysval)):
         continue  # compared above
     if key in v2ref:
-        check(key, v2ref[key], "tests/data/ucx-1.13.1-v2-probe.txt")
+        check(key, v2ref[key], v2ref_name)
+    elif key.startswith("sig(") and value == "<missing>":
+        # A type of src/abi that this release does not have (our header
+        # declares it for other releases only): nothing to compare.
+        pass
     elif key.startswith("sig("):
         # Names we invented for anonymous nested types, and opaque types:
         # covered through the enclosing struct's signature.

@@ -1,7 +1,9 @@
 /*
- * uct-rs: C declarations of the UCX 1.13.1 UCT ABI (types, constants and
- * layouts of uct.h, uct_def.h, tl.h, version.h and v2/uct_v2.h, plus the
- * libucs types they use). Self-contained: needs only the C library headers.
+ * uct-rs: C declarations of the UCT ABI of UCX 1.13.1 or 1.18.1 (types,
+ * constants and layouts of uct.h, uct_def.h, tl.h, version.h and
+ * v2/uct_v2.h, plus the libucs types they use). Self-contained: needs only
+ * the C library headers. UCT_RS_UCX_ABI_MINOR (13 or 18) selects the
+ * release; see the top of the declarations.
  */
 
 #ifndef UCT_RS_UCT_ABI_H
@@ -16,6 +18,37 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+/*
+ * The UCX release whose ABI these declarations describe. Define
+ * UCT_RS_UCX_ABI_MINOR before including this header: 13 (UCX 1.13.1) or
+ * 18 (UCX 1.18.1). The checked-in header defaults to 13; a library built
+ * for 1.18 installs a copy whose default is 18 (scripts/header-for-abi.sh).
+ * Declarations that a release changed are guarded by
+ * UCT_RS_UCX_SINCE_1_<N> (N = the release that introduced the change),
+ * derived here from UCT_RS_UCX_ABI_MINOR.
+ */
+#ifndef UCT_RS_UCX_ABI_MINOR
+#define UCT_RS_UCX_ABI_MINOR 13
+#endif
+#if UCT_RS_UCX_ABI_MINOR != 13 && UCT_RS_UCX_ABI_MINOR != 18
+#error "uct-rs: UCT_RS_UCX_ABI_MINOR must be 13 or 18"
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 14
+#define UCT_RS_UCX_SINCE_1_14 1
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 15
+#define UCT_RS_UCX_SINCE_1_15 1
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 16
+#define UCT_RS_UCX_SINCE_1_16 1
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 17
+#define UCT_RS_UCX_SINCE_1_17 1
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 18
+#define UCT_RS_UCX_SINCE_1_18 1
+#endif
+
 /* Forward declarations for types that refer to each other. */
 struct uct_completion_t;
 struct uct_pending_req_t;
@@ -26,24 +59,47 @@ typedef struct uct_iface_t *uct_iface_h;
 /*
  * String constants. cbindgen cannot express them, so the Rust items are
  * marked `cbindgen:ignore` (src/abi/ucs.rs, uct.rs, version.rs) and their
- * values are repeated here.
+ * values are repeated here, as are the version numbers, which the Rust side
+ * takes from the build (src/abi/version.rs).
  */
 #define UCS_DEFAULT_ENV_PREFIX "UCX_"
-#define UCT_VERNO_EXTRA ""
+#define UCT_TL_RESOURCE_DESC_FMT "%s/%s"
+#define UCT_VERNO_MAJOR 1
+#if UCT_RS_UCX_ABI_MINOR == 13
+#define UCT_VERNO_MINOR 13
+#define UCT_VERNO_PATCH 1
 #define UCT_VERNO_STRING "1.13.1"
 #define UCT_SCM_VERSION "0000000"
 #define UCT_SCM_BRANCH "<unknown>"
-#define UCT_TL_RESOURCE_DESC_FMT "%s/%s"
+#else
+#define UCT_VERNO_MINOR 18
+#define UCT_VERNO_PATCH 1
+#define UCT_VERNO_STRING "1.18.1"
+#define UCT_SCM_VERSION "d9aa565"
+#define UCT_SCM_BRANCH ""
+#endif
+#define UCT_VERNO_EXTRA ""
+#define UCT_API (((long)UCT_VERNO_MAJOR << 24) | ((long)UCT_VERNO_MINOR << 16))
 
 /* Function-like macros of the UCT headers (Rust: const fn / plain code). */
 #define UCT_TL_RESOURCE_DESC_ARG(_res) (_res)->tl_name, (_res)->dev_name
 #define UCT_VERSION(_major, _minor) (((_major) << UCT_MAJOR_BIT) | ((_minor) << UCT_MINOR_BIT))
 
 
+#if !defined(UCT_RS_UCX_SINCE_1_17)
 /**
  * Bit mask (indexed by memory type) of the types the CPU can access.
  */
 #define UCS_MEMORY_TYPES_CPU_ACCESSIBLE ((1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_ROCM_MANAGED))
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Bit mask (indexed by memory type) of the types the CPU can access (the
+ * Level Zero host and shared kinds join in 1.17).
+ */
+#define UCS_MEMORY_TYPES_CPU_ACCESSIBLE ((((1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_ROCM_MANAGED)) | (1ull << UCS_MEMORY_TYPE_ZE_HOST)) | (1ull << UCS_MEMORY_TYPE_ZE_MANAGED))
+#endif
 
 /**
  * Buffer length for a textual bus/device/function name.
@@ -86,6 +142,13 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 #define UCS_CONFIG_ARRAY_MAX 128
 
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * The table has been parsed at least once (1.15+).
+ */
+#define UCS_CONFIG_TABLE_FLAG_LOADED (1 << 0)
+#endif
+
 #define UCT_COMPONENT_ATTR_FIELD_NAME (1ull << 0)
 
 #define UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT (1ull << 1)
@@ -98,6 +161,14 @@ typedef struct uct_iface_t *uct_iface_h;
  * The component provides a connection manager.
  */
 #define UCT_COMPONENT_FLAG_CM (1ull << 0)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * The component's remote keys can be turned into local pointers with
+ * `uct_rkey_ptr` (since 1.14).
+ */
+#define UCT_COMPONENT_FLAG_RKEY_PTR (1ull << 1)
+#endif
 
 #define UCT_IFACE_FLAG_AM_SHORT (1ull << 0)
 
@@ -161,6 +232,13 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_FLAG_TAG_RNDV_ZCOPY (1ull << 53)
 
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * The interface can reach peers on other hosts (since 1.18).
+ */
+#define UCT_IFACE_FLAG_INTER_NODE (1ull << 54)
+#endif
+
 #define UCT_IFACE_FLAG_EVENT_SEND_COMP (1ull << 0)
 
 #define UCT_IFACE_FLAG_EVENT_RECV (1ull << 1)
@@ -180,6 +258,14 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_FLUSH_FLAG_LOCAL 0
 
 #define UCT_FLUSH_FLAG_CANCEL (1u << 0)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Complete only when earlier remote updates are visible to every
+ * processing element of the target (since 1.14).
+ */
+#define UCT_FLUSH_FLAG_REMOTE (1u << 1)
+#endif
 
 #define UCT_PROGRESS_SEND (1u << 0)
 
@@ -239,52 +325,6 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_PARAM_FIELD_FEATURES (1ull << 18)
 
-#define UCT_MD_FLAG_ALLOC (1ull << 0)
-
-#define UCT_MD_FLAG_REG (1ull << 1)
-
-#define UCT_MD_FLAG_NEED_MEMH (1ull << 2)
-
-#define UCT_MD_FLAG_NEED_RKEY (1ull << 3)
-
-#define UCT_MD_FLAG_ADVISE (1ull << 4)
-
-#define UCT_MD_FLAG_FIXED (1ull << 5)
-
-#define UCT_MD_FLAG_RKEY_PTR (1ull << 6)
-
-#define UCT_MD_FLAG_SOCKADDR (1ull << 7)
-
-#define UCT_MD_FLAG_INVALIDATE (1ull << 8)
-
-#define UCT_MD_MEM_FLAG_NONBLOCK (1u << 0)
-
-#define UCT_MD_MEM_FLAG_FIXED (1u << 1)
-
-#define UCT_MD_MEM_FLAG_LOCK (1u << 2)
-
-#define UCT_MD_MEM_FLAG_HIDE_ERRORS (1u << 3)
-
-#define UCT_MD_MEM_ACCESS_REMOTE_PUT (1u << 5)
-
-#define UCT_MD_MEM_ACCESS_REMOTE_GET (1u << 6)
-
-#define UCT_MD_MEM_ACCESS_REMOTE_ATOMIC (1u << 7)
-
-#define UCT_MD_MEM_ACCESS_LOCAL_READ (1u << 8)
-
-#define UCT_MD_MEM_ACCESS_LOCAL_WRITE (1u << 9)
-
-/**
- * Every access kind.
- */
-#define UCT_MD_MEM_ACCESS_ALL ((((UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET) | UCT_MD_MEM_ACCESS_REMOTE_ATOMIC) | UCT_MD_MEM_ACCESS_LOCAL_READ) | UCT_MD_MEM_ACCESS_LOCAL_WRITE)
-
-/**
- * Remote put/get plus local read/write (no atomics).
- */
-#define UCT_MD_MEM_ACCESS_RMA (((UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET) | UCT_MD_MEM_ACCESS_LOCAL_READ) | UCT_MD_MEM_ACCESS_LOCAL_WRITE)
-
 #define UCT_CM_ATTR_FIELD_MAX_CONN_PRIV (1ull << 0)
 
 #define UCT_LISTENER_ATTR_FIELD_SOCKADDR (1ull << 0)
@@ -329,6 +369,20 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR (1ull << 16)
 
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * `uct_ep_params_t::dev_addr_length` is set (since 1.18).
+ */
+#define UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH (1ull << 17)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * `uct_ep_params_t::iface_addr_length` is set (since 1.18).
+ */
+#define UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH (1ull << 18)
+#endif
+
 #define UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA (1ull << 0)
 
 #define UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH (1ull << 1)
@@ -345,15 +399,26 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_FEATURE_TAG (1ull << 5)
 
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Flushes with `UCT_FLUSH_FLAG_REMOTE` (since 1.14).
+ */
+#define UCT_IFACE_FEATURE_FLUSH_REMOTE (1ull << 6)
+#endif
+
+#if !defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * First bit past the known features (moves up by one in 1.14).
+ */
 #define UCT_IFACE_FEATURE_LAST (1ull << 6)
+#endif
 
-#define UCT_MD_MEM_ATTR_FIELD_MEM_TYPE (1ull << 0)
-
-#define UCT_MD_MEM_ATTR_FIELD_SYS_DEV (1ull << 1)
-
-#define UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS (1ull << 2)
-
-#define UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH (1ull << 3)
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * First bit past the known features (moves up by one in 1.14).
+ */
+#define UCT_IFACE_FEATURE_LAST (1ull << 7)
+#endif
 
 /**
  * `completed_cb` received its data inline (`inline_data` is valid).
@@ -374,6 +439,14 @@ typedef struct uct_iface_t *uct_iface_h;
  * Size of a component name buffer (including the terminating NUL).
  */
 #define UCT_COMPONENT_NAME_MAX 16
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Size of the buffer holding a memory domain's global identifier
+ * (`uct_md_attr_v2_t::global_id`, since 1.14).
+ */
+#define UCT_MD_GLOBAL_ID_MAX 256
+#endif
 
 /**
  * Size of a transport name buffer.
@@ -409,6 +482,14 @@ typedef struct uct_iface_t *uct_iface_h;
  * Number of active-message ids (ids are `0 .. UCT_AM_ID_MAX`).
  */
 #define UCT_AM_ID_MAX (1 << UCT_AM_ID_BITS)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * "No dma-buf file descriptor" (`uct_md_mem_attr_t::dmabuf_fd`, since
+ * 1.14).
+ */
+#define UCT_DMABUF_FD_INVALID -1
+#endif
 
 /**
  * `data` lives in a transport descriptor that the callback may keep by
@@ -454,6 +535,111 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS (1ull << 0)
 
+#define UCT_MD_FLAG_ALLOC (1ull << 0)
+
+#define UCT_MD_FLAG_REG (1ull << 1)
+
+#define UCT_MD_FLAG_NEED_MEMH (1ull << 2)
+
+#define UCT_MD_FLAG_NEED_RKEY (1ull << 3)
+
+#define UCT_MD_FLAG_ADVISE (1ull << 4)
+
+#define UCT_MD_FLAG_FIXED (1ull << 5)
+
+#define UCT_MD_FLAG_RKEY_PTR (1ull << 6)
+
+#define UCT_MD_FLAG_SOCKADDR (1ull << 7)
+
+#define UCT_MD_FLAG_INVALIDATE (1ull << 8)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * The MD can export memory keys that another process attaches to (since
+ * 1.14).
+ */
+#define UCT_MD_FLAG_EXPORTED_MKEY (1ull << 9)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * The MD registers dma-buf file descriptors (since 1.14).
+ */
+#define UCT_MD_FLAG_REG_DMABUF (1ull << 10)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * First bit not used by the flags above; `uct_md_flags_v2_t` continues
+ * from here (since 1.15).
+ */
+#define UCT_MD_FLAG_LAST (1ull << 11)
+#endif
+
+#define UCT_MD_MEM_FLAG_NONBLOCK (1u << 0)
+
+#define UCT_MD_MEM_FLAG_FIXED (1u << 1)
+
+#define UCT_MD_MEM_FLAG_LOCK (1u << 2)
+
+#define UCT_MD_MEM_FLAG_HIDE_ERRORS (1u << 3)
+
+#define UCT_MD_MEM_ACCESS_REMOTE_PUT (1u << 5)
+
+#define UCT_MD_MEM_ACCESS_REMOTE_GET (1u << 6)
+
+#define UCT_MD_MEM_ACCESS_REMOTE_ATOMIC (1u << 7)
+
+#define UCT_MD_MEM_ACCESS_LOCAL_READ (1u << 8)
+
+#define UCT_MD_MEM_ACCESS_LOCAL_WRITE (1u << 9)
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Ask for a remote key that is the same in every process (since 1.16).
+ */
+#define UCT_MD_MEM_SYMMETRIC_RKEY (1u << 10)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * Register through the global virtual address space (since 1.18).
+ */
+#define UCT_MD_MEM_GVA (1u << 11)
+#endif
+
+/**
+ * Every access kind.
+ */
+#define UCT_MD_MEM_ACCESS_ALL ((((UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET) | UCT_MD_MEM_ACCESS_REMOTE_ATOMIC) | UCT_MD_MEM_ACCESS_LOCAL_READ) | UCT_MD_MEM_ACCESS_LOCAL_WRITE)
+
+/**
+ * Remote put/get plus local read/write (no atomics).
+ */
+#define UCT_MD_MEM_ACCESS_RMA (((UCT_MD_MEM_ACCESS_REMOTE_PUT | UCT_MD_MEM_ACCESS_REMOTE_GET) | UCT_MD_MEM_ACCESS_LOCAL_READ) | UCT_MD_MEM_ACCESS_LOCAL_WRITE)
+
+#define UCT_MD_MEM_ATTR_FIELD_MEM_TYPE (1ull << 0)
+
+#define UCT_MD_MEM_ATTR_FIELD_SYS_DEV (1ull << 1)
+
+#define UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS (1ull << 2)
+
+#define UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH (1ull << 3)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Ask for `dmabuf_fd` (since 1.14).
+ */
+#define UCT_MD_MEM_ATTR_FIELD_DMABUF_FD (1ull << 4)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Ask for `dmabuf_offset` (since 1.14).
+ */
+#define UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET (1ull << 5)
+#endif
+
 #define UCT_PERF_ATTR_FIELD_OPERATION (1ull << 0)
 
 #define UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE (1ull << 1)
@@ -476,6 +662,32 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (1ull << 10)
 
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * `uct_perf_attr_t::flags` is requested (since 1.17).
+ */
+#define UCT_PERF_ATTR_FIELD_FLAGS (1ull << 11)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Sends and receives share one resource, so their costs add up.
+ */
+#define UCT_PERF_ATTR_FLAGS_TX_RX_SHARED (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_MEM_REG_FIELD_FLAGS (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_MEM_REG_FIELD_DMABUF_FD (1ull << 1)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET (1ull << 2)
+#endif
+
 #define UCT_MD_MEM_DEREG_FIELD_MEMH (1ull << 0)
 
 #define UCT_MD_MEM_DEREG_FIELD_FLAGS (1ull << 1)
@@ -483,6 +695,10 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MD_MEM_DEREG_FIELD_COMPLETION (1ull << 2)
 
 #define UCT_MD_MKEY_PACK_FIELD_FLAGS (1ull << 0)
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_MEM_ATTACH_FIELD_FLAGS (1ull << 0)
+#endif
 
 #define UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR (1ull << 0)
 
@@ -496,15 +712,230 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH (1ull << 3)
 
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * `scope` is set (since 1.15).
+ */
+#define UCT_IFACE_IS_REACHABLE_FIELD_SCOPE (1ull << 4)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * `device_addr_length` is set (since 1.18).
+ */
+#define UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR_LENGTH (1ull << 5)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_18)
+/**
+ * `iface_addr_length` is set (since 1.18).
+ */
+#define UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR_LENGTH (1ull << 6)
+#endif
+
 #define UCT_MD_MEM_DEREG_FLAG_INVALIDATE (1u << 0)
 
+#if !defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Pack a key that can be invalidated (up to 1.14; split into `_RMA` and
+ * `_AMO` in 1.15).
+ */
 #define UCT_MD_MKEY_PACK_FLAG_INVALIDATE (1u << 0)
+#endif
 
-#define UCT_VERNO_MAJOR 1
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Pack a key whose remote memory accesses can be invalidated (since 1.15).
+ */
+#define UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA (1u << 0)
+#endif
 
-#define UCT_VERNO_MINOR 13
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Pack a key whose remote atomic accesses can be invalidated (since 1.15).
+ */
+#define UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO (1u << 1)
+#endif
 
-#define UCT_VERNO_PATCH 1
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+/**
+ * Pack an exported key another process can attach to (since 1.14; bit 1
+ * in 1.14, bit 2 from 1.15).
+ */
+#define UCT_MD_MKEY_PACK_FLAG_EXPORT (1u << 1)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Pack an exported key another process can attach to (since 1.14; bit 1
+ * in 1.14, bit 2 from 1.15).
+ */
+#define UCT_MD_MKEY_PACK_FLAG_EXPORT (1u << 2)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Do not report a failing attach as an error.
+ */
+#define UCT_MD_MEM_ATTACH_FLAG_HIDE_ERRORS (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_EP_CONNECT_TO_EP_PARAM_FIELD_DEVICE_ADDR_LENGTH (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_EP_CONNECT_TO_EP_PARAM_FIELD_EP_ADDR_LENGTH (1ull << 1)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+#define UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+#define UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR (1ull << 1)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+#define UCT_EP_IS_CONNECTED_FIELD_EP_ADDR (1ull << 2)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_ATTR_FIELD_MAX_ALLOC (1ull << 0)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_ATTR_FIELD_MAX_REG (1ull << 1)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_ATTR_FIELD_FLAGS (1ull << 2)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+#define UCT_MD_ATTR_FIELD_REG_MEM_TYPES (1ull << 3)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_REG_NONBLOCK_MEM_TYPES (1ull << 4)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES (1ull << 4)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES (1ull << 5)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES (1ull << 5)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES (1ull << 6)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES (1ull << 6)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES (1ull << 7)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES (1ull << 7)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES (1ull << 8)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES (1ull << 8)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES (1ull << 9)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_REG_COST (1ull << 9)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_REG_COST (1ull << 10)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_COMPONENT_NAME (1ull << 10)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_COMPONENT_NAME (1ull << 11)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE (1ull << 11)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE (1ull << 12)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_LOCAL_CPUS (1ull << 12)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_LOCAL_CPUS (1ull << 13)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE (1ull << 13)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE (1ull << 14)
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#define UCT_MD_ATTR_FIELD_GLOBAL_ID (1ull << 14)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+#define UCT_MD_ATTR_FIELD_GLOBAL_ID (1ull << 15)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+#define UCT_MD_ATTR_FIELD_REG_ALIGNMENT (1ull << 16)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_18)
+#define UCT_MD_ATTR_FIELD_GVA_MEM_TYPES (1ull << 17)
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * First bit of the v2-only flags.
+ */
+#define UCT_MD_FLAG_V2_FIRST UCT_MD_FLAG_LAST
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Remote memory accesses through a key can be invalidated.
+ */
+#define UCT_MD_FLAG_INVALIDATE_RMA UCT_MD_FLAG_V2_FIRST
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Remote atomic accesses through a key can be invalidated.
+ */
+#define UCT_MD_FLAG_INVALIDATE_AMO (1ull << 12)
+#endif
 
 /**
  * Bit position of the minor number inside an API version word.
@@ -517,11 +948,6 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MAJOR_BIT 24
 
 /**
- * API version word of this release: major 1, minor 13 (0x010d0000).
- */
-#define UCT_API (((long)1 << 24) | ((long)13 << 16))
-
-/**
  * libucs asynchronous-event context (opaque; only handled by pointer).
  *
  * Opaque structs are declared `#[repr(C, align(8))]` with no usable fields:
@@ -529,6 +955,13 @@ typedef struct uct_iface_t *uct_iface_h;
  * forward declaration for them.
  */
 typedef struct ucs_async_context ucs_async_context;
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * libucs's private part of a callback queue (1.16+; opaque).
+ */
+typedef struct ucs_callbackq_priv ucs_callbackq_priv;
+#endif
 
 /**
  * libucs statistics node (opaque).
@@ -660,11 +1093,6 @@ typedef uint32_t uct_alloc_method_t;
 typedef uint32_t uct_sockaddr_accessibility_t;
 
 /**
- * Advice for `uct_md_mem_advise` (C enum, 4 bytes).
- */
-typedef uint32_t uct_mem_advice_t;
-
-/**
  * Handle to registered or allocated memory.
  */
 typedef void *uct_mem_h;
@@ -680,9 +1108,21 @@ typedef size_t uct_rkey_t;
 typedef uint32_t uct_am_trace_type_t;
 
 /**
+ * Advice for `uct_md_mem_advise` (C enum, 4 bytes).
+ */
+typedef uint32_t uct_mem_advice_t;
+
+/**
  * Kind of endpoint operation whose performance is estimated (C enum).
  */
 typedef uint32_t uct_ep_operation_t;
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * How far `uct_iface_is_reachable_v2` looks (C enum, 4 bytes, since 1.15).
+ */
+typedef uint32_t uct_iface_reachability_scope_t;
+#endif
 
 /**
  * Called when a completion's counter drops to zero. In 1.13.1 the status is
@@ -760,13 +1200,18 @@ typedef unsigned long ucs_time_t;
 typedef unsigned int (*ucs_callback_t)(void *arg);
 
 /**
- * One entry of a callback queue's fast path.
+ * One entry of a callback queue's fast path. Up to 1.15 it also carried
+ * its flags and id; the queue rewritten in 1.16 keeps only the callback.
  */
 typedef struct ucs_callbackq_elem_t {
     ucs_callback_t cb;
     void *arg;
+#if !defined(UCT_RS_UCX_SINCE_1_16)
     unsigned int flags;
+#endif
+#if !defined(UCT_RS_UCX_SINCE_1_16)
     int id;
+#endif
 } ucs_callbackq_elem_t;
 
 /**
@@ -784,13 +1229,21 @@ typedef uint32_t ucs_callbackq_flags;
  */
 typedef struct ucs_callbackq_elem_t ucs_callbackq_elem;
 
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * C typedef name of `struct ucs_callbackq_priv`.
+ */
+typedef struct ucs_callbackq_priv ucs_callbackq_priv_t;
+#endif
+
 /**
  * A libucs callback queue, embedded in `uct_worker_t`.
  *
  * The dispatcher (inlined into C callers) walks `fast_elems` until it meets
  * an element whose `cb` is NULL, so the last of the
  * `UCS_CALLBACKQ_FAST_COUNT + 1` (= 8) slots must always stay NULL.
- * `priv` is owned by libucs.
+ * `priv` is owned by libucs: up to 1.15 an inline block of 72 bytes, from
+ * 1.16 a pointer to libucs's private part.
  */
 typedef struct ucs_callbackq_t {
     /**
@@ -798,13 +1251,35 @@ typedef struct ucs_callbackq_t {
      * (`UCS_CALLBACKQ_FAST_COUNT + 1` entries).
      */
     struct ucs_callbackq_elem_t fast_elems[8];
+#if !defined(UCT_RS_UCX_SINCE_1_16)
     char priv[72];
+#endif
+#if defined(UCT_RS_UCX_SINCE_1_16)
+    ucs_callbackq_priv_t *priv;
+#endif
 } ucs_callbackq_t;
 
 /**
  * Alias for the C tag `struct ucs_callbackq`.
  */
 typedef struct ucs_callbackq_t ucs_callbackq;
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * libucs's growable string (1.17+: the `doc` member of a config parser
+ * appends to one). Only libucs touches its three words.
+ */
+typedef struct ucs_string_buffer {
+    size_t _private[3];
+} ucs_string_buffer;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * C typedef name of `struct ucs_string_buffer`.
+ */
+typedef struct ucs_string_buffer ucs_string_buffer_t;
+#endif
 
 /**
  * One word of a CPU bit mask.
@@ -922,6 +1397,13 @@ typedef struct ucs_config_parser_t {
      * Write a short description of accepted values into `buf`.
      */
     void (*help)(char *buf, size_t max, const void *arg);
+#if defined(UCT_RS_UCX_SINCE_1_17)
+    /**
+     * Append longer documentation to a libucs string buffer (1.17+; the
+     * plain parsers use libucs's `ucs_config_doc_nop`).
+     */
+    void (*doc)(ucs_string_buffer_t *strb, const void *arg);
+#endif
     /**
      * Parser-specific argument handed to every member above.
      */
@@ -978,6 +1460,13 @@ typedef struct ucs_config_global_list_entry_t {
      */
     size_t size;
     struct ucs_list_link_t list;
+#if defined(UCT_RS_UCX_SINCE_1_15)
+    /**
+     * `UCS_CONFIG_TABLE_FLAG_*` (1.15+): libucs marks a table it has
+     * parsed, and checks for unused variables only against those.
+     */
+    uint8_t flags;
+#endif
 } ucs_config_global_list_entry_t;
 
 /**
@@ -1778,7 +2267,8 @@ typedef struct uct_iface_params_t {
 typedef struct uct_iface_params_t uct_iface_params;
 
 /**
- * Parameters of `uct_ep_create` (144 bytes).
+ * Parameters of `uct_ep_create` (144 bytes; 160 from 1.18, which appends
+ * the two address lengths).
  */
 typedef struct uct_ep_params_t {
     /**
@@ -1805,6 +2295,18 @@ typedef struct uct_ep_params_t {
     const void *private_data;
     size_t private_data_length;
     const struct ucs_sock_addr_t *local_sockaddr;
+#if defined(UCT_RS_UCX_SINCE_1_18)
+    /**
+     * Length of `dev_addr` (since 1.18).
+     */
+    size_t dev_addr_length;
+#endif
+#if defined(UCT_RS_UCX_SINCE_1_18)
+    /**
+     * Length of `iface_addr` (since 1.18).
+     */
+    size_t iface_addr_length;
+#endif
 } uct_ep_params_t;
 
 /**
@@ -1914,7 +2416,8 @@ typedef uint32_t uct_md_mem_attr_field_t;
 typedef uct_md_mem_attr_field_t uct_md_mem_attr_field;
 
 /**
- * Result of `uct_md_mem_query`.
+ * Result of `uct_md_mem_query` (32 bytes; 48 from 1.14, which appends
+ * the dma-buf members).
  */
 typedef struct uct_md_mem_attr_t {
     uint64_t field_mask;
@@ -1922,6 +2425,19 @@ typedef struct uct_md_mem_attr_t {
     ucs_sys_device_t sys_dev;
     void *base_address;
     size_t alloc_length;
+#if defined(UCT_RS_UCX_SINCE_1_14)
+    /**
+     * A dma-buf file descriptor for the range, to be closed by the
+     * caller, or `UCT_DMABUF_FD_INVALID` (since 1.14).
+     */
+    int dmabuf_fd;
+#endif
+#if defined(UCT_RS_UCX_SINCE_1_14)
+    /**
+     * Offset of the queried address inside that dma-buf (since 1.14).
+     */
+    size_t dmabuf_offset;
+#endif
 } uct_md_mem_attr_t;
 
 /**
@@ -2400,8 +2916,9 @@ typedef uct_ep_operation_t uct_ep_operation;
 typedef uint32_t uct_perf_attr_field;
 
 /**
- * In/out argument of `uct_iface_estimate_perf` (88 bytes). The first
- * members select the scenario, the rest receive the estimate.
+ * In/out argument of `uct_iface_estimate_perf` (88 bytes; 96 from 1.17,
+ * which appends `flags`). The first members select the scenario, the rest
+ * receive the estimate.
  */
 typedef struct uct_perf_attr_t {
     uint64_t field_mask;
@@ -2425,6 +2942,12 @@ typedef struct uct_perf_attr_t {
     struct uct_ppn_bandwidth_t bandwidth;
     struct ucs_linear_func_t latency;
     size_t max_inflight_eps;
+#if defined(UCT_RS_UCX_SINCE_1_17)
+    /**
+     * `UCT_PERF_ATTR_FLAGS_*` bits (since 1.17).
+     */
+    uint64_t flags;
+#endif
 } uct_perf_attr_t;
 
 /**
@@ -2518,7 +3041,8 @@ typedef struct uct_md_mkey_pack_params_t {
 typedef struct uct_md_mkey_pack_params_t uct_md_mkey_pack_params;
 
 /**
- * Parameters of `uct_iface_is_reachable_v2`.
+ * Parameters of `uct_iface_is_reachable_v2` (40 bytes; 48 from 1.15,
+ * which appends `scope`; 64 from 1.18, which appends the address lengths).
  */
 typedef struct uct_iface_is_reachable_params_t {
     uint64_t field_mask;
@@ -2529,12 +3053,258 @@ typedef struct uct_iface_is_reachable_params_t {
      */
     char *info_string;
     size_t info_string_length;
+#if defined(UCT_RS_UCX_SINCE_1_15)
+    /**
+     * `UCT_IFACE_REACHABILITY_SCOPE_*` (since 1.15).
+     */
+    uct_iface_reachability_scope_t scope;
+#endif
+#if defined(UCT_RS_UCX_SINCE_1_18)
+    /**
+     * Length of `device_addr` (since 1.18).
+     */
+    size_t device_addr_length;
+#endif
+#if defined(UCT_RS_UCX_SINCE_1_18)
+    /**
+     * Length of `iface_addr` (since 1.18).
+     */
+    size_t iface_addr_length;
+#endif
 } uct_iface_is_reachable_params_t;
 
 /**
  * Alias for the C tag `struct uct_iface_is_reachable_params`.
  */
 typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Bits of `uct_perf_attr_t::flags` (C enum, 4 bytes; the constants are
+ * u64 like the field, since 1.17).
+ */
+typedef uint32_t uct_perf_attr_flags_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Valid-field bits of `uct_md_mem_reg_params_t::field_mask` (constants
+ * typed u64 to match the mask, since 1.14).
+ */
+typedef uint32_t uct_md_mem_reg_field_mask_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Valid-field bits of `uct_md_mem_attach_params_t::field_mask` (constants
+ * typed u64 to match the mask, since 1.14).
+ */
+typedef uint32_t uct_md_mem_attach_field_mask_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Flags of `uct_md_mem_attach_params_t::flags` (C enum, 4 bytes; the
+ * constants are u64 like the field, since 1.14).
+ */
+typedef uint32_t uct_md_mem_attach_flags_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Valid-field bits of `uct_ep_connect_to_ep_params_t::field_mask`
+ * (constants typed u64 to match the mask, since 1.14).
+ */
+typedef uint32_t uct_ep_connect_to_ep_param_field_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Valid-field bits of `uct_ep_is_connected_params_t::field_mask`
+ * (constants typed u64 to match the mask, since 1.16).
+ */
+typedef uint32_t uct_ep_is_connected_field_mask_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Parameters of `uct_md_mem_reg_v2` (since 1.14).
+ */
+typedef struct uct_md_mem_reg_params_t {
+    uint64_t field_mask;
+    /**
+     * `UCT_MD_MEM_FLAG_*` and `UCT_MD_MEM_ACCESS_*` bits.
+     */
+    uint64_t flags;
+    /**
+     * dma-buf to register instead of the address range, or
+     * `UCT_DMABUF_FD_INVALID`.
+     */
+    int dmabuf_fd;
+    /**
+     * Offset of the range inside that dma-buf.
+     */
+    size_t dmabuf_offset;
+} uct_md_mem_reg_params_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Alias for the C tag `struct uct_md_mem_reg_params`.
+ */
+typedef struct uct_md_mem_reg_params_t uct_md_mem_reg_params;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Parameters of `uct_md_mem_attach` (since 1.14).
+ */
+typedef struct uct_md_mem_attach_params_t {
+    uint64_t field_mask;
+    /**
+     * `UCT_MD_MEM_ATTACH_FLAG_*` bits.
+     */
+    uint64_t flags;
+} uct_md_mem_attach_params_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Alias for the C tag `struct uct_md_mem_attach_params`.
+ */
+typedef struct uct_md_mem_attach_params_t uct_md_mem_attach_params;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Parameters of `uct_ep_is_connected` (since 1.16).
+ */
+typedef struct uct_ep_is_connected_params_t {
+    uint64_t field_mask;
+    const uct_device_addr_t *device_addr;
+    const uct_iface_addr_t *iface_addr;
+    const uct_ep_addr_t *ep_addr;
+} uct_ep_is_connected_params_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Alias for the C tag `struct uct_ep_is_connected_params`.
+ */
+typedef struct uct_ep_is_connected_params_t uct_ep_is_connected_params;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Parameters of `uct_ep_connect_to_ep_v2` (since 1.14).
+ */
+typedef struct uct_ep_connect_to_ep_params_t {
+    uint64_t field_mask;
+    size_t device_addr_length;
+    size_t ep_addr_length;
+} uct_ep_connect_to_ep_params_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Alias for the C tag `struct uct_ep_connect_to_ep_params`.
+ */
+typedef struct uct_ep_connect_to_ep_params_t uct_ep_connect_to_ep_params;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Parameters of `uct_rkey_compare` (no optional members yet, since 1.16).
+ */
+typedef struct uct_rkey_compare_params_t {
+    uint64_t field_mask;
+} uct_rkey_compare_params_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Alias for the C tag `struct uct_rkey_compare_params`.
+ */
+typedef struct uct_rkey_compare_params_t uct_rkey_compare_params;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Valid-field bits of `uct_md_attr_v2_t::field_mask` (C enum, 4 bytes; the
+ * constants are u64 like the mask, since 1.14). 1.15 inserted
+ * `REG_NONBLOCK_MEM_TYPES` at bit 4, moving the bits after it up by one;
+ * 1.16 and 1.18 appended bits.
+ */
+typedef uint32_t uct_md_attr_field_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Alias for the C tag `enum uct_md_attr_field`.
+ */
+typedef uct_md_attr_field_t uct_md_attr_field;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_14)
+/**
+ * Memory-domain attributes, filled by `uct_md_query_v2` (since 1.14). The
+ * members a caller asks for are selected by `field_mask`.
+ */
+typedef struct uct_md_attr_v2_t {
+    /**
+     * `UCT_MD_ATTR_FIELD_*` bits.
+     */
+    uint64_t field_mask;
+    uint64_t max_alloc;
+    size_t max_reg;
+    /**
+     * `UCT_MD_FLAG_*` bits (and `uct_md_flags_v2_t` from 1.15).
+     */
+    uint64_t flags;
+    uint64_t reg_mem_types;
+#if defined(UCT_RS_UCX_SINCE_1_15)
+    /**
+     * Memory types registered without blocking (since 1.15).
+     */
+    uint64_t reg_nonblock_mem_types;
+#endif
+    uint64_t cache_mem_types;
+#if defined(UCT_RS_UCX_SINCE_1_18)
+    /**
+     * Memory types registered through the global virtual address space
+     * (since 1.18).
+     */
+    uint64_t gva_mem_types;
+#endif
+    uint64_t detect_mem_types;
+    uint64_t alloc_mem_types;
+    uint64_t access_mem_types;
+    uint64_t dmabuf_mem_types;
+    struct ucs_linear_func_t reg_cost;
+    char component_name[UCT_COMPONENT_NAME_MAX];
+    size_t rkey_packed_size;
+    struct ucs_cpu_set_t local_cpus;
+    size_t exported_mkey_packed_size;
+    /**
+     * Identifier of the MD that is the same in every process of the host.
+     */
+    char global_id[UCT_MD_GLOBAL_ID_MAX];
+#if defined(UCT_RS_UCX_SINCE_1_16)
+    /**
+     * Alignment required for registered ranges (since 1.16).
+     */
+    size_t reg_alignment;
+#endif
+} uct_md_attr_v2_t;
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Capability bits of `uct_md_attr_v2_t::flags` beyond `UCT_MD_FLAG_*`
+ * (C enum, 4 bytes; the constants are u64 like the field, since 1.15).
+ */
+typedef uint32_t uct_md_flags_v2_t;
+#endif
 
 /**
  * The operation finished successfully.
@@ -2726,13 +3496,61 @@ typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
  */
 #define UCS_MEMORY_TYPE_ROCM_MANAGED 4
 
+#if defined(UCT_RS_UCX_SINCE_1_16)
 /**
- * Number of known memory types.
+ * Memory of an RDMA device (since 1.16).
+ */
+#define UCS_MEMORY_TYPE_RDMA 5
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Intel Level Zero host (USM host) memory (since 1.17).
+ */
+#define UCS_MEMORY_TYPE_ZE_HOST 6
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Intel Level Zero device (USM device) memory (since 1.17).
+ */
+#define UCS_MEMORY_TYPE_ZE_DEVICE 7
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Intel Level Zero shared (USM shared) memory (since 1.17).
+ */
+#define UCS_MEMORY_TYPE_ZE_MANAGED 8
+#endif
+
+#if !defined(UCT_RS_UCX_SINCE_1_16)
+/**
+ * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+ * 1.17 (Level Zero).
  */
 #define UCS_MEMORY_TYPE_LAST 5
+#endif
+
+#if (defined(UCT_RS_UCX_SINCE_1_16) && !defined(UCT_RS_UCX_SINCE_1_17))
+/**
+ * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+ * 1.17 (Level Zero).
+ */
+#define UCS_MEMORY_TYPE_LAST 6
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_17)
+/**
+ * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+ * 1.17 (Level Zero).
+ */
+#define UCS_MEMORY_TYPE_LAST 9
+#endif
 
 /**
- * Memory type could not be determined (same value as `LAST`).
+ * Memory type could not be determined (same value as `LAST`, so it moves
+ * with it).
  */
 #define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
 
@@ -2888,10 +3706,6 @@ typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
 
 #define UCT_SOCKADDR_ACC_REMOTE 1
 
-#define UCT_MADV_NORMAL 0
-
-#define UCT_MADV_WILLNEED 1
-
 /**
  * "No memory handle".
  */
@@ -2917,6 +3731,10 @@ typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
 #define UCT_AM_TRACE_TYPE_RECV_DROP 3
 
 #define UCT_AM_TRACE_TYPE_LAST 4
+
+#define UCT_MADV_NORMAL 0
+
+#define UCT_MADV_WILLNEED 1
 
 #define UCT_EP_OP_AM_SHORT 0
 
@@ -2949,5 +3767,19 @@ typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
 #define UCT_EP_OP_ATOMIC_FETCH 14
 
 #define UCT_EP_OP_LAST 15
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Reachable through this very device.
+ */
+#define UCT_IFACE_REACHABILITY_SCOPE_DEVICE 0
+#endif
+
+#if defined(UCT_RS_UCX_SINCE_1_15)
+/**
+ * Reachable through the network, from any device.
+ */
+#define UCT_IFACE_REACHABILITY_SCOPE_NETWORK 1
+#endif
 
 #endif  /* UCT_RS_UCT_ABI_H */

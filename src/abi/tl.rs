@@ -1,4 +1,5 @@
-//! Transport-facing part of the ABI (mirror of `uct/api/tl.h`, UCX 1.13.1):
+//! Transport-facing part of the ABI (mirror of `uct/api/tl.h`, UCX 1.13.1;
+//! 1.18.1's is the same apart from the callback queue in `uct_worker_t`):
 //! the signatures of every interface operation, the 50-slot operation table
 //! `uct_iface_ops_t`, and the few object headers that C code reads directly
 //! (`uct_iface_t`, `uct_ep_t`, `uct_worker_t`, `uct_listener_t`,

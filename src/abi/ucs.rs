@@ -1,8 +1,9 @@
-//! libucs types that the UCT 1.13.1 public API embeds or passes around.
+//! libucs types that the UCT public API embeds or passes around (UCX
+//! 1.13.1, and what later releases changed under `ucx_since_1_*`).
 //!
 //! libucs (`libucs.so.0`) stays installed next to our libuct, so these
-//! definitions have to agree byte-for-byte with Debian's
-//! `/usr/include/ucs/...` headers. Only the pieces that UCT's headers (and
+//! definitions have to agree byte-for-byte with the `ucs/...` headers of
+//! the release the build serves (Debian 12's `/usr/include/ucs` for 1.13). Only the pieces that UCT's headers (and
 //! our use of the libucs config parser) need are mirrored here.
 
 use ::core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -159,13 +160,44 @@ pub const UCS_MEMORY_TYPE_CUDA_MANAGED: ucs_memory_type_t = 2;
 pub const UCS_MEMORY_TYPE_ROCM: ucs_memory_type_t = 3;
 /// ROCm managed memory.
 pub const UCS_MEMORY_TYPE_ROCM_MANAGED: ucs_memory_type_t = 4;
-/// Number of known memory types.
+/// Memory of an RDMA device (since 1.16).
+#[cfg(ucx_since_1_16)]
+pub const UCS_MEMORY_TYPE_RDMA: ucs_memory_type_t = 5;
+/// Intel Level Zero host (USM host) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_HOST: ucs_memory_type_t = 6;
+/// Intel Level Zero device (USM device) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_DEVICE: ucs_memory_type_t = 7;
+/// Intel Level Zero shared (USM shared) memory (since 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_ZE_MANAGED: ucs_memory_type_t = 8;
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(not(ucx_since_1_16))]
 pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 5;
-/// Memory type could not be determined (same value as `LAST`).
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(all(ucx_since_1_16, not(ucx_since_1_17)))]
+pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 6;
+/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
+/// 1.17 (Level Zero).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 9;
+/// Memory type could not be determined (same value as `LAST`, so it moves
+/// with it).
 pub const UCS_MEMORY_TYPE_UNKNOWN: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST;
 /// Bit mask (indexed by memory type) of the types the CPU can access.
+#[cfg(not(ucx_since_1_17))]
 pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 =
     (1u64 << UCS_MEMORY_TYPE_HOST) | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED);
+/// Bit mask (indexed by memory type) of the types the CPU can access (the
+/// Level Zero host and shared kinds join in 1.17).
+#[cfg(ucx_since_1_17)]
+pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 = (1u64 << UCS_MEMORY_TYPE_HOST)
+    | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED)
+    | (1u64 << UCS_MEMORY_TYPE_ZE_HOST)
+    | (1u64 << UCS_MEMORY_TYPE_ZE_MANAGED);
 
 // ---------------------------------------------------------------------------
 // System devices (ucs/sys/topo/base/topo.h)
@@ -253,7 +285,7 @@ pub struct ucs_callbackq_t {
     #[cfg(not(ucx_since_1_16))]
     pub r#priv: [c_char; 72],
     #[cfg(ucx_since_1_16)]
-    pub r#priv: *mut c_void,
+    pub r#priv: *mut ucs_callbackq_priv_t,
 }
 /// Alias for the C tag `struct ucs_callbackq`.
 pub type ucs_callbackq = ucs_callbackq_t;
@@ -320,6 +352,27 @@ pub struct ucs_stats_node {
 }
 /// C typedef name of `struct ucs_stats_node`.
 pub type ucs_stats_node_t = ucs_stats_node;
+
+/// libucs's private part of a callback queue (1.16+; opaque).
+#[cfg(ucx_since_1_16)]
+#[repr(C, align(8))]
+pub struct ucs_callbackq_priv {
+    _private: [u8; 0],
+}
+/// C typedef name of `struct ucs_callbackq_priv`.
+#[cfg(ucx_since_1_16)]
+pub type ucs_callbackq_priv_t = ucs_callbackq_priv;
+
+/// libucs's growable string (1.17+: the `doc` member of a config parser
+/// appends to one). Only libucs touches its three words.
+#[cfg(ucx_since_1_17)]
+#[repr(C)]
+pub struct ucs_string_buffer {
+    _private: [usize; 3],
+}
+/// C typedef name of `struct ucs_string_buffer`.
+#[cfg(ucx_since_1_17)]
+pub type ucs_string_buffer_t = ucs_string_buffer;
 
 // ---------------------------------------------------------------------------
 // Configuration types (ucs/config/types.h)
@@ -450,7 +503,7 @@ pub struct ucs_config_parser_t {
     /// Append longer documentation to a libucs string buffer (1.17+; the
     /// plain parsers use libucs's `ucs_config_doc_nop`).
     #[cfg(ucx_since_1_17)]
-    pub doc: Option<unsafe extern "C" fn(strb: *mut c_void, arg: *const c_void)>,
+    pub doc: Option<unsafe extern "C" fn(strb: *mut ucs_string_buffer_t, arg: *const c_void)>,
     /// Parser-specific argument handed to every member above.
     pub arg: *const c_void,
 }

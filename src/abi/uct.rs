@@ -1,5 +1,6 @@
 //! Public structs, enumerations and flag values of `uct/api/uct.h`
-//! (UCX 1.13.1).
+//! (UCX 1.13.1, and the 1.14+ additions under `ucx_since_1_*`; the
+//! memory-domain part lives in `uct_md.rs`).
 //!
 //! Anonymous nested structs/unions of the C header get names built from the
 //! enclosing typedef name plus the member path, with `_t` at the end:
@@ -66,6 +67,10 @@ pub type uct_component_attr = uct_component_attr_t;
 
 /// The component provides a connection manager.
 pub const UCT_COMPONENT_FLAG_CM: u64 = 1u64 << 0;
+/// The component's remote keys can be turned into local pointers with
+/// `uct_rkey_ptr` (since 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_COMPONENT_FLAG_RKEY_PTR: u64 = 1u64 << 1;
 
 /// Class of a transport device (C enum, 4 bytes).
 pub type uct_device_type_t = u32;
@@ -144,6 +149,9 @@ pub const UCT_IFACE_FLAG_TAG_EAGER_SHORT: u64 = 1u64 << 50;
 pub const UCT_IFACE_FLAG_TAG_EAGER_BCOPY: u64 = 1u64 << 51;
 pub const UCT_IFACE_FLAG_TAG_EAGER_ZCOPY: u64 = 1u64 << 52;
 pub const UCT_IFACE_FLAG_TAG_RNDV_ZCOPY: u64 = 1u64 << 53;
+/// The interface can reach peers on other hosts (since 1.18).
+#[cfg(ucx_since_1_18)]
+pub const UCT_IFACE_FLAG_INTER_NODE: u64 = 1u64 << 54;
 
 // Event capability flags (uct_iface_attr_t::cap.event_flags, u64).
 pub const UCT_IFACE_FLAG_EVENT_SEND_COMP: u64 = 1u64 << 0;
@@ -181,6 +189,10 @@ pub const UCT_EVENT_RECV_SIG: u32 = 1u32 << 2;
 pub type uct_flush_flags = u32;
 pub const UCT_FLUSH_FLAG_LOCAL: u32 = 0;
 pub const UCT_FLUSH_FLAG_CANCEL: u32 = 1u32 << 0;
+/// Complete only when earlier remote updates are visible to every
+/// processing element of the target (since 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_FLUSH_FLAG_REMOTE: u32 = 1u32 << 1;
 
 /// Progress directions for `uct_iface_progress_enable/disable`.
 pub type uct_progress_types = u32;
@@ -235,49 +247,6 @@ pub const UCT_SOCKADDR_ACC_LOCAL: uct_sockaddr_accessibility_t = 0;
 pub const UCT_SOCKADDR_ACC_REMOTE: uct_sockaddr_accessibility_t = 1;
 
 // ---------------------------------------------------------------------------
-// Memory-domain capability and registration flags
-// ---------------------------------------------------------------------------
-
-// Bits of `uct_md_attr_t::cap.flags` (u64).
-pub const UCT_MD_FLAG_ALLOC: u64 = 1u64 << 0;
-pub const UCT_MD_FLAG_REG: u64 = 1u64 << 1;
-pub const UCT_MD_FLAG_NEED_MEMH: u64 = 1u64 << 2;
-pub const UCT_MD_FLAG_NEED_RKEY: u64 = 1u64 << 3;
-pub const UCT_MD_FLAG_ADVISE: u64 = 1u64 << 4;
-pub const UCT_MD_FLAG_FIXED: u64 = 1u64 << 5;
-pub const UCT_MD_FLAG_RKEY_PTR: u64 = 1u64 << 6;
-pub const UCT_MD_FLAG_SOCKADDR: u64 = 1u64 << 7;
-pub const UCT_MD_FLAG_INVALIDATE: u64 = 1u64 << 8;
-
-/// Flags of memory registration/allocation (`unsigned flags`).
-pub type uct_md_mem_flags = u32;
-pub const UCT_MD_MEM_FLAG_NONBLOCK: u32 = 1u32 << 0;
-pub const UCT_MD_MEM_FLAG_FIXED: u32 = 1u32 << 1;
-pub const UCT_MD_MEM_FLAG_LOCK: u32 = 1u32 << 2;
-pub const UCT_MD_MEM_FLAG_HIDE_ERRORS: u32 = 1u32 << 3;
-pub const UCT_MD_MEM_ACCESS_REMOTE_PUT: u32 = 1u32 << 5;
-pub const UCT_MD_MEM_ACCESS_REMOTE_GET: u32 = 1u32 << 6;
-pub const UCT_MD_MEM_ACCESS_REMOTE_ATOMIC: u32 = 1u32 << 7;
-pub const UCT_MD_MEM_ACCESS_LOCAL_READ: u32 = 1u32 << 8;
-pub const UCT_MD_MEM_ACCESS_LOCAL_WRITE: u32 = 1u32 << 9;
-/// Every access kind.
-pub const UCT_MD_MEM_ACCESS_ALL: u32 = UCT_MD_MEM_ACCESS_REMOTE_PUT
-    | UCT_MD_MEM_ACCESS_REMOTE_GET
-    | UCT_MD_MEM_ACCESS_REMOTE_ATOMIC
-    | UCT_MD_MEM_ACCESS_LOCAL_READ
-    | UCT_MD_MEM_ACCESS_LOCAL_WRITE;
-/// Remote put/get plus local read/write (no atomics).
-pub const UCT_MD_MEM_ACCESS_RMA: u32 = UCT_MD_MEM_ACCESS_REMOTE_PUT
-    | UCT_MD_MEM_ACCESS_REMOTE_GET
-    | UCT_MD_MEM_ACCESS_LOCAL_READ
-    | UCT_MD_MEM_ACCESS_LOCAL_WRITE;
-
-/// Advice for `uct_md_mem_advise` (C enum, 4 bytes).
-pub type uct_mem_advice_t = u32;
-pub const UCT_MADV_NORMAL: uct_mem_advice_t = 0;
-pub const UCT_MADV_WILLNEED: uct_mem_advice_t = 1;
-
-// ---------------------------------------------------------------------------
 // Connection manager / listener / endpoint parameter bits
 // ---------------------------------------------------------------------------
 
@@ -318,6 +287,12 @@ pub const UCT_EP_PARAM_FIELD_CM_RESOLVE_CB: u64 = 1u64 << 13;
 pub const UCT_EP_PARAM_FIELD_PRIV_DATA: u64 = 1u64 << 14;
 pub const UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH: u64 = 1u64 << 15;
 pub const UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 16;
+/// `uct_ep_params_t::dev_addr_length` is set (since 1.18).
+#[cfg(ucx_since_1_18)]
+pub const UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH: u64 = 1u64 << 17;
+/// `uct_ep_params_t::iface_addr_length` is set (since 1.18).
+#[cfg(ucx_since_1_18)]
+pub const UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH: u64 = 1u64 << 18;
 
 /// Valid-field bits of `uct_ep_connect_params_t::field_mask`.
 /// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
@@ -334,7 +309,15 @@ pub const UCT_IFACE_FEATURE_GET: u64 = 1u64 << 2;
 pub const UCT_IFACE_FEATURE_AMO32: u64 = 1u64 << 3;
 pub const UCT_IFACE_FEATURE_AMO64: u64 = 1u64 << 4;
 pub const UCT_IFACE_FEATURE_TAG: u64 = 1u64 << 5;
+/// Flushes with `UCT_FLUSH_FLAG_REMOTE` (since 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_IFACE_FEATURE_FLUSH_REMOTE: u64 = 1u64 << 6;
+/// First bit past the known features (moves up by one in 1.14).
+#[cfg(not(ucx_since_1_14))]
 pub const UCT_IFACE_FEATURE_LAST: u64 = 1u64 << 6;
+/// First bit past the known features (moves up by one in 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_IFACE_FEATURE_LAST: u64 = 1u64 << 7;
 
 // ---------------------------------------------------------------------------
 // Interface attributes
@@ -548,7 +531,8 @@ pub type uct_iface_params = uct_iface_params_t;
 // Endpoint parameters
 // ---------------------------------------------------------------------------
 
-/// Parameters of `uct_ep_create` (144 bytes).
+/// Parameters of `uct_ep_create` (144 bytes; 160 from 1.18, which appends
+/// the two address lengths).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_ep_params_t {
@@ -572,6 +556,12 @@ pub struct uct_ep_params_t {
     pub private_data: *const c_void,
     pub private_data_length: usize,
     pub local_sockaddr: *const ucs_sock_addr_t,
+    /// Length of `dev_addr` (since 1.18).
+    #[cfg(ucx_since_1_18)]
+    pub dev_addr_length: usize,
+    /// Length of `iface_addr` (since 1.18).
+    #[cfg(ucx_since_1_18)]
+    pub iface_addr_length: usize,
 }
 /// Alias for the C tag `struct uct_ep_params`.
 pub type uct_ep_params = uct_ep_params_t;
@@ -622,88 +612,6 @@ pub struct uct_listener_params_t {
 }
 /// Alias for the C tag `struct uct_listener_params`.
 pub type uct_listener_params = uct_listener_params_t;
-
-// ---------------------------------------------------------------------------
-// Memory-domain attributes
-// ---------------------------------------------------------------------------
-
-/// Capabilities of a memory domain (`uct_md_attr_t::cap`).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct uct_md_attr_cap_t {
-    pub max_alloc: u64,
-    pub max_reg: usize,
-    /// `UCT_MD_FLAG_*` bits.
-    pub flags: u64,
-    /// Bit masks indexed by `ucs_memory_type_t`.
-    pub reg_mem_types: u64,
-    pub detect_mem_types: u64,
-    pub alloc_mem_types: u64,
-    pub access_mem_types: u64,
-}
-
-/// Memory-domain attributes, filled by `uct_md_query` (224 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct uct_md_attr_t {
-    pub cap: uct_md_attr_cap_t,
-    pub reg_cost: ucs_linear_func_t,
-    pub component_name: [c_char; UCT_COMPONENT_NAME_MAX],
-    pub rkey_packed_size: usize,
-    pub local_cpus: ucs_cpu_set_t,
-}
-/// Alias for the C tag `struct uct_md_attr`.
-pub type uct_md_attr = uct_md_attr_t;
-
-/// Valid-field bits of `uct_md_mem_attr_t::field_mask`. The C enum type is
-/// 4 bytes; the constants are typed u64 to match the mask they go into.
-pub type uct_md_mem_attr_field_t = u32;
-/// Alias for the C tag `enum uct_md_mem_attr_field`.
-pub type uct_md_mem_attr_field = uct_md_mem_attr_field_t;
-pub const UCT_MD_MEM_ATTR_FIELD_MEM_TYPE: u64 = 1u64 << 0;
-pub const UCT_MD_MEM_ATTR_FIELD_SYS_DEV: u64 = 1u64 << 1;
-pub const UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS: u64 = 1u64 << 2;
-pub const UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH: u64 = 1u64 << 3;
-
-/// Result of `uct_md_mem_query`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct uct_md_mem_attr_t {
-    pub field_mask: u64,
-    pub mem_type: ucs_memory_type_t,
-    pub sys_dev: ucs_sys_device_t,
-    pub base_address: *mut c_void,
-    pub alloc_length: usize,
-}
-/// Alias for the C tag `struct uct_md_mem_attr`.
-pub type uct_md_mem_attr = uct_md_mem_attr_t;
-
-/// Description of memory obtained with `uct_mem_alloc` /
-/// `uct_iface_mem_alloc`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct uct_allocated_memory_t {
-    pub address: *mut c_void,
-    pub length: usize,
-    pub method: uct_alloc_method_t,
-    pub mem_type: ucs_memory_type_t,
-    /// MD that allocated the memory (method `UCT_ALLOC_METHOD_MD`).
-    pub md: uct_md_h,
-    pub memh: uct_mem_h,
-}
-/// Alias for the C tag `struct uct_allocated_memory`.
-pub type uct_allocated_memory = uct_allocated_memory_t;
-
-/// Unpacked remote key: the key itself plus private handles for release.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct uct_rkey_bundle_t {
-    pub rkey: uct_rkey_t,
-    pub handle: *mut c_void,
-    pub r#type: *mut c_void,
-}
-/// Alias for the C tag `struct uct_rkey_bundle`.
-pub type uct_rkey_bundle = uct_rkey_bundle_t;
 
 // ---------------------------------------------------------------------------
 // Completions and pending requests

@@ -1,6 +1,6 @@
 //! Basic UCT definitions: limits, handles, small structs and the callback
 //! signatures used throughout the API (mirror of `uct/api/uct_def.h`,
-//! UCX 1.13.1).
+//! UCX 1.13.1, and the 1.14+ additions under `ucx_since_1_*`).
 
 use super::tl::{uct_ep_t, uct_iface_t, uct_listener_t, uct_worker_t};
 use super::uct::{uct_completion_t, uct_pending_req_t};
@@ -13,6 +13,10 @@ use ::core::ffi::{c_char, c_int, c_uint, c_void};
 
 /// Size of a component name buffer (including the terminating NUL).
 pub const UCT_COMPONENT_NAME_MAX: usize = 16;
+/// Size of the buffer holding a memory domain's global identifier
+/// (`uct_md_attr_v2_t::global_id`, since 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_MD_GLOBAL_ID_MAX: usize = 256;
 /// Size of a transport name buffer.
 pub const UCT_TL_NAME_MAX: usize = 10;
 /// Size of a memory-domain name buffer.
@@ -35,6 +39,10 @@ pub const UCT_MEM_HANDLE_NULL: uct_mem_h = 0 as uct_mem_h;
 pub const UCT_INVALID_MEM_HANDLE: uct_mem_h = 0 as uct_mem_h;
 /// "No remote key" (all bits set).
 pub const UCT_INVALID_RKEY: uct_rkey_t = -1isize as uct_rkey_t;
+/// "No dma-buf file descriptor" (`uct_md_mem_attr_t::dmabuf_fd`, since
+/// 1.14).
+#[cfg(ucx_since_1_14)]
+pub const UCT_DMABUF_FD_INVALID: c_int = -1;
 
 // ---------------------------------------------------------------------------
 // Enumerations

@@ -46,6 +46,11 @@ pub trait MdImpl: std::any::Any + Send + Sync {
     fn reg_nonblock_mem_types(&self) -> u64 {
         0
     }
+    /// Memory types whose registrations may be cached by the caller (v2
+    /// query): host memory, for every md of ours.
+    fn cache_mem_types(&self) -> u64 {
+        1u64 << UCS_MEMORY_TYPE_HOST
+    }
 }
 
 /// The object behind `uct_md_h` (live ones are in the [`registry`]).

@@ -25,7 +25,7 @@ fn md_attr_v2(m: &MdObj) -> uct_md_attr_v2_t {
     }
     a.reg_mem_types = v1.cap.reg_mem_types;
     a.reg_nonblock_mem_types = m.imp.reg_nonblock_mem_types();
-    a.cache_mem_types = v1.cap.cache_mem_types;
+    a.cache_mem_types = m.imp.cache_mem_types();
     a.detect_mem_types = v1.cap.detect_mem_types;
     a.alloc_mem_types = v1.cap.alloc_mem_types;
     a.access_mem_types = v1.cap.access_mem_types;

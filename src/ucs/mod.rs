@@ -137,7 +137,7 @@ extern "C" {
     pub fn ucs_config_help_table(buf: *mut c_char, max: size_t, arg: *const c_void);
     /// The `doc` member of every plain parser (1.17+).
     #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_doc_nop(strb: *mut c_void, arg: *const c_void);
+    pub fn ucs_config_doc_nop(strb: *mut ucs_string_buffer_t, arg: *const c_void);
 
     // debug/log_def.h, config/global_opts.h
     pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,

@@ -2,7 +2,9 @@
 // tests/data/ucx-1.13.1-layouts.tsv -- do not edit by hand.
 //
 // Every row of the reference table becomes a compile-time assertion, so
-// a layout mistake in crate::abi stops the build.
+// a layout mistake in crate::abi stops the build. src/abi/mod.rs
+// compiles this file for UCX 1.13.1 builds only:
+// #[cfg(not(ucx_since_1_14))].
 
 #![allow(unused_unsafe, clippy::all)]
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Write a copy of the ABI header whose default release is another one.
+#
+#   scripts/header-for-abi.sh 1.18 OUT.h   [IN.h]
+#
+# include/uct-rs/uct_abi.h describes every release the crate builds for and
+# selects one with UCT_RS_UCX_ABI_MINOR, which defaults to 13 (UCX 1.13).
+# The header installed next to a library built for another release (cargo
+# feature ucx-1-18) should default to that release, so that C code including
+# it without defining anything sees the ABI of the library it links to. This
+# script changes only that default line; a C file can still override it with
+# -DUCT_RS_UCX_ABI_MINOR=N.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+abi="${1:?usage: header-for-abi.sh 1.13|1.18 OUT.h [IN.h]}"
+out="${2:?usage: header-for-abi.sh 1.13|1.18 OUT.h [IN.h]}"
+in="${3:-$root/include/uct-rs/uct_abi.h}"
+
+case "$abi" in
+    1.13) minor=13 ;;
+    1.18) minor=18 ;;
+    *) echo "header-for-abi: unknown ABI '$abi' (1.13 or 1.18)" >&2; exit 2 ;;
+esac
+
+line='#define UCT_RS_UCX_ABI_MINOR 13'
+if [ "$(grep -cxF "$line" "$in")" != 1 ]; then
+    echo "header-for-abi: $in has no single '$line' line" >&2
+    exit 1
+fi
+tmp="$(mktemp)"
+trap 'rm -f "$tmp"' EXIT
+sed "s/^$line\$/#define UCT_RS_UCX_ABI_MINOR $minor/" "$in" > "$tmp"
+mkdir -p "$(dirname "$out")"
+cp "$tmp" "$out"
