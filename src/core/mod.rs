@@ -26,4 +26,5 @@ pub mod mem;
 pub mod memreg;
 pub mod ops;
 pub mod registry;
+pub mod release;
 pub mod worker;

@@ -25,7 +25,7 @@ entry! {
         need!(ep_p, "ep_p");
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
-        if p.field_mask & !((1u64 << 17) - 1) != 0 {
+        if p.field_mask & !crate::core::release::EP_PARAM_FIELDS != 0 {
             crate::error!("{}: field_mask {:#x} has unknown bits", FN, p.field_mask);
             return UCS_ERR_INVALID_PARAM;
         }

@@ -323,7 +323,12 @@ entry! {
         need!(perf_attr, "perf_attr");
         let hdr = iface_or_fail!(iface);
         // SAFETY: our interface, checked out-pointer.
-        unsafe { (hdr.internal.estimate_perf)(iface, perf_attr) }
+        let status = unsafe { (hdr.internal.estimate_perf)(iface, perf_attr) };
+        if status == UCS_OK {
+            // SAFETY: checked non-NULL.
+            crate::core::release::perf_fill_extra(unsafe { &mut *perf_attr });
+        }
+        status
     }
 }
 

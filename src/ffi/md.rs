@@ -110,9 +110,12 @@ entry! {
         }
         // SAFETY: checked non-NULL.
         let attr = unsafe { &mut *mem_attr };
-        known_fields!(attr.field_mask, UCT_MD_MEM_ATTR_FIELD_MEM_TYPE | UCT_MD_MEM_ATTR_FIELD_SYS_DEV
-                      | UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS | UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH, "mem attr");
-        m.imp.mem_query(address, length, attr)
+        known_fields!(attr.field_mask, crate::core::release::MEM_ATTR_FIELDS, "mem attr");
+        let status = m.imp.mem_query(address, length, attr);
+        if status == UCS_OK {
+            crate::core::release::mem_attr_fill_extra(attr);
+        }
+        status
     }
 }
 

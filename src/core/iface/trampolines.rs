@@ -338,16 +338,19 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         let iface = iface!(p.iface);
         let m = p.field_mask;
         let lens = iface.hdr.addr_lens();
+        // The caller's lengths of the peer's addresses where it gives them
+        // (1.18+), else as long as ours.
+        let (dev_len, iface_len) = crate::core::release::ep_param_addr_lens(p);
         let dev_addr = if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 {
             // SAFETY: the peer's address of this transport, valid for the
             // call, when the field mask says it is there.
-            unsafe { PeerAddr::new(p.dev_addr as *const c_void, lens.device) }
+            unsafe { PeerAddr::new(p.dev_addr as *const c_void, dev_len.unwrap_or(lens.device)) }
         } else {
             None
         };
         let iface_addr = if m & UCT_EP_PARAM_FIELD_IFACE_ADDR != 0 {
             // SAFETY: see above.
-            unsafe { PeerAddr::new(p.iface_addr as *const c_void, lens.iface) }
+            unsafe { PeerAddr::new(p.iface_addr as *const c_void, iface_len.unwrap_or(lens.iface)) }
         } else {
             None
         };

@@ -1,0 +1,60 @@
+//! What the generic layer does differently per UCX release, in one place.
+//! (The ABI itself is in `crate::abi`, libucs's changed calls in
+//! `crate::ucs`; transports keep theirs in `transports/<family>/release.rs`.)
+
+use crate::abi::*;
+
+/// The peer address lengths a caller may pass in `uct_ep_params_t`
+/// (1.18+: `dev_addr_length`, `iface_addr_length`); None when not given.
+pub fn ep_param_addr_lens(p: &uct_ep_params_t) -> (Option<usize>, Option<usize>) {
+    #[cfg(ucx_since_1_18)]
+    {
+        let m = p.field_mask;
+        ((m & UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH != 0).then_some(p.dev_addr_length),
+         (m & UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH != 0).then_some(p.iface_addr_length))
+    }
+    #[cfg(not(ucx_since_1_18))]
+    {
+        let _ = p;
+        (None, None)
+    }
+}
+
+/// The `uct_ep_params_t` field bits this release defines.
+pub const EP_PARAM_FIELDS: u64 = if cfg!(ucx_since_1_18) { (1u64 << 19) - 1 } else { (1u64 << 17) - 1 };
+
+/// `uct_md_mem_attr_t` bits this release defines beyond the 1.13 ones, and
+/// what a memory domain without dma-buf support answers for them.
+pub fn mem_attr_fill_extra(attr: &mut uct_md_mem_attr_t) {
+    #[cfg(ucx_since_1_14)]
+    {
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD != 0 {
+            attr.dmabuf_fd = UCT_DMABUF_FD_INVALID;
+        }
+        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET != 0 {
+            attr.dmabuf_offset = 0;
+        }
+    }
+    #[cfg(not(ucx_since_1_14))]
+    {
+        let _ = attr;
+    }
+}
+
+/// All `uct_md_mem_attr_t` field bits of this release.
+pub const MEM_ATTR_FIELDS: u64 = if cfg!(ucx_since_1_14) { (1u64 << 6) - 1 } else { (1u64 << 4) - 1 };
+
+/// Performance flags an estimate reports (1.17+ `uct_perf_attr_t::flags`):
+/// none of our transports shares one resource between send and receive.
+pub fn perf_fill_extra(perf: &mut uct_perf_attr_t) {
+    #[cfg(ucx_since_1_17)]
+    {
+        if perf.field_mask & UCT_PERF_ATTR_FIELD_FLAGS != 0 {
+            perf.flags = 0;
+        }
+    }
+    #[cfg(not(ucx_since_1_17))]
+    {
+        let _ = perf;
+    }
+}
