@@ -144,20 +144,11 @@ pub mod parser {
             ucs_config_release_nop, ucs_config_help_generic,
             c"bandwidth value: <number>[T|G|M|K]B|b[[p|/]s] or \"auto\"");
     scalar!(time, ucs_config_sscanf_time, ucs_config_sprintf_time, ucs_config_clone_double,
-            ucs_config_release_nop, ucs_config_help_generic, TIME_SYNTAX);
+            ucs_config_release_nop, ucs_config_help_generic, crate::core::release::TIME_SYNTAX);
     scalar!(time_units, ucs_config_sscanf_time_units, ucs_config_sprintf_time_units, ucs_config_clone_ulong,
-            ucs_config_release_nop, ucs_config_help_generic, TIME_UNITS_SYNTAX);
+            ucs_config_release_nop, ucs_config_help_generic,
+            crate::core::release::TIME_UNITS_SYNTAX);
 
-    /// The syntax line of time values, as libucs's own types print it
-    /// (1.18 added minutes).
-    #[cfg(not(ucx_since_1_18))]
-    const TIME_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns]";
-    #[cfg(ucx_since_1_18)]
-    const TIME_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns]";
-    #[cfg(not(ucx_since_1_18))]
-    const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"";
-    #[cfg(ucx_since_1_18)]
-    const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns], \"inf\", or \"auto\"";
     scalar!(on_off_auto, ucs_config_sscanf_on_off_auto, ucs_config_sprintf_on_off_auto, ucs_config_clone_int,
             ucs_config_release_nop, ucs_config_help_generic, c"<on|off|auto>");
     scalar!(ternary, ucs_config_sscanf_ternary, ucs_config_sprintf_ternary_auto, ucs_config_clone_int,

@@ -3,6 +3,7 @@
 //! `crate::ucs`; transports keep theirs in `transports/<family>/release.rs`.)
 
 use crate::abi::*;
+use std::ffi::CStr;
 
 /// The peer address lengths a caller may pass in `uct_ep_params_t`
 /// (1.18+: `dev_addr_length`, `iface_addr_length`); None when not given.
@@ -58,3 +59,14 @@ pub fn perf_fill_extra(perf: &mut uct_perf_attr_t) {
         let _ = perf;
     }
 }
+
+/// The syntax line of time values, as libucs's own types print it
+/// (1.18 added minutes).
+#[cfg(not(ucx_since_1_18))]
+pub const TIME_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns]";
+#[cfg(ucx_since_1_18)]
+pub const TIME_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns]";
+#[cfg(not(ucx_since_1_18))]
+pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"";
+#[cfg(ucx_since_1_18)]
+pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns], \"inf\", or \"auto\"";
