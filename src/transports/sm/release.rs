@@ -20,6 +20,7 @@
 //!   `uct_iface_estimate_perf` answers its `flags` field (1.17).
 
 use crate::abi::*;
+#[cfg(ucx_since_1_14)]
 use crate::core::config::{field, parser};
 use crate::core::ops::Remote;
 use libc::c_void;
