@@ -171,6 +171,40 @@ pub mod parser {
                                   Lazy::force(t).as_ptr() as *const c_void)
     }
 
+    /// One key of a key-value field: its name, its documentation and where
+    /// its value is stored (offset from the start of the table's struct).
+    #[cfg(ucx_since_1_17)]
+    #[repr(C)]
+    pub struct KeyField {
+        pub name: *const c_char,
+        pub doc: *const c_char,
+        pub offset: usize,
+    }
+
+    /// The argument of libucs's key-value parser: the parser of each value
+    /// and the NULL-name-terminated list of keys.
+    #[cfg(ucx_since_1_17)]
+    #[repr(C)]
+    pub struct KeyValueParam {
+        pub value: ucs_config_parser_t,
+        pub keys: *const KeyField,
+    }
+
+    /// A key-value field (1.17+): a value for all keys, or `key:value`
+    /// pairs, each stored at its key's offset (the field's own offset is 0).
+    #[cfg(ucx_since_1_17)]
+    pub fn key_value(param: &'static KeyValueParam) -> ucs_config_parser_t {
+        ucs_config_parser_t {
+            read: Some(ucs::ucs_config_sscanf_key_value),
+            write: Some(ucs::ucs_config_sprintf_key_value),
+            clone: Some(ucs::ucs_config_clone_key_value),
+            release: Some(ucs::ucs_config_release_key_value),
+            help: Some(ucs::ucs_config_help_key_value),
+            doc: Some(ucs::ucs_config_doc_key_value),
+            arg: param as *const KeyValueParam as *const c_void,
+        }
+    }
+
     pub fn array(a: &'static ArrayDesc) -> ucs_config_parser_t {
         ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_array), Some(ucs::ucs_config_sprintf_array),
                                   ucs::ucs_config_clone_array, ucs::ucs_config_release_array,

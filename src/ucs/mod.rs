@@ -138,6 +138,20 @@ extern "C" {
     /// The `doc` member of every plain parser (1.17+).
     #[cfg(ucx_since_1_17)]
     pub fn ucs_config_doc_nop(strb: *mut ucs_string_buffer_t, arg: *const c_void);
+    /// The key-value parser (`"v"` or `"key:v,..."`, one value per key;
+    /// its arg is a `ucs_config_key_value_param_t`), 1.17+.
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_sscanf_key_value(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_sprintf_key_value(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_clone_key_value(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_release_key_value(ptr: *mut c_void, arg: *const c_void);
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_help_key_value(buf: *mut c_char, max: size_t, arg: *const c_void);
+    #[cfg(ucx_since_1_17)]
+    pub fn ucs_config_doc_key_value(strb: *mut ucs_string_buffer_t, arg: *const c_void);
 
     // debug/log_def.h, config/global_opts.h
     pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,

@@ -24,6 +24,7 @@
 
 pub mod cma;
 pub mod mm;
+pub mod release;
 pub mod self_;
 
 use crate::abi::*;
@@ -183,6 +184,28 @@ pub mod device_addr {
     /// second word is read).
     pub fn same_host(dev: crate::core::ops::PeerAddr<'_>) -> bool {
         reachable(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes))
+    }
+
+    /// [`same_host`] with the reason when not (the text of
+    /// `uct_iface_is_reachable_v2`, where the release gives one).
+    pub fn check_host(dev: crate::core::ops::PeerAddr<'_>) -> Result<(), String> {
+        explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes), local())
+    }
+
+    /// As [`matches_local`], saying why not: another host (or namespace
+    /// kind) in the first word, another IPC namespace in the second.
+    pub fn explain(read8: impl Fn(usize) -> Option<u64>, local: (u64, Option<u64>)) -> Result<(), String> {
+        if matches_local(&read8, local) {
+            return Ok(());
+        }
+        let (id, ns) = local;
+        let peer = read8(0).unwrap_or(0);
+        Err(super::release::reason(|| match ns {
+            Some(ns) if peer == id => {
+                format!("different pid namespaces {:x} vs {:x}", ns, read8(1).unwrap_or(0))
+            }
+            _ => format!("different host id local {} vs {}", id, peer),
+        }))
     }
 
     /// As [`same_host`]: `read8(i)` returns the i-th 8-byte word.

@@ -29,6 +29,7 @@ use crate::core::md::MdObj;
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
+use crate::transports::sm::release::{self, PoolGrowth};
 use crate::ucs;
 use libc::{c_int, c_uint, c_ulong, c_void, pid_t};
 use std::collections::VecDeque;
@@ -98,6 +99,8 @@ struct Sched {
     pool: Vec<Tx>,
     /// Descriptors created so far (at most `max_bufs`).
     allocated: usize,
+    /// Descriptors the pool grows by next time.
+    next_grow: usize,
     /// Endpoint queues, indexed by `CmaEp::slot`.
     eps: Vec<EpQueue>,
     free_slots: Vec<usize>,
@@ -120,9 +123,10 @@ pub struct CmaIface {
     max_iov: usize,
     seg_size: usize,
     tx_quota: u32,
-    /// Descriptor limit (`usize::MAX`: none) and pool growth step.
+    /// Descriptor limit (`usize::MAX`: none) and how the pool grows (its
+    /// first step is `Sched::next_grow`).
     max_bufs: usize,
-    bufs_grow: usize,
+    growth: PoolGrowth,
     bandwidth: f64,
     overhead: f64,
     /// Log level of failures the error handler takes (`UCX_CMA_FAILURE`).
@@ -173,9 +177,13 @@ impl CmaIface {
         if st.allocated >= self.max_bufs {
             return None;
         }
-        let n = self.bufs_grow.min(self.max_bufs - st.allocated).max(1);
+        let per_chunk = (self.growth.max_chunk_size / std::mem::size_of::<Tx>().max(1)).max(1);
+        let n = st.next_grow.min(self.max_bufs - st.allocated).min(per_chunk).max(1);
         st.pool.extend((1..n).map(|_| Tx::new()));
         st.allocated += n;
+        if self.growth.grow_factor != 1.0 {
+            st.next_grow = ((n.min(st.next_grow) as f64 * self.growth.grow_factor + 0.5) as usize).max(1);
+        }
         Some(Tx::new())
     }
 
@@ -400,12 +408,39 @@ impl Transport for CmaIface {
         }
     }
 
-    fn is_reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
-        let (Some(dev), Some(addr)) = (dev, addr) else { return false };
-        if !sm::device_addr::same_host(dev) {
-            return false;
+    fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        Self::reachable(iface, dev, addr).is_ok()
+    }
+
+    fn reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
+        let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
+        let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
+        sm::device_addr::check_host(dev)?;
+        let a = decode_iface_addr(addr.bytes()).map_err(|why| release::reason(|| format!("bad iface address: {why}")))?;
+        let ours = local_pid_ns();
+        if !same_pid_ns(&a, ours) {
+            return Err(release::reason(|| match a.ns {
+                Some(theirs) => format!("pid namespaces differ ({} vs {})", pid_ns(), theirs),
+                None => format!("namespace {} is not the host's default namespace", pid_ns()),
+            }));
         }
-        decode_iface_addr(addr.bytes()).is_ok_and(|a| same_pid_ns(&a, local_pid_ns()))
+        if release::CMA_REACH_PROBES_PEER && !probe_peer(a.pid) {
+            return Err(release::reason(|| "no permissions to read from remote peer".into()));
+        }
+        Ok(())
+    }
+
+    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+        let status = crate::core::iface::default_estimate_perf(iface, perf);
+        let o = release::cma_perf_overhead(iface.tl.overhead);
+        if perf.field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD != 0 {
+            perf.send_pre_overhead = o;
+        }
+        if perf.field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD != 0 {
+            perf.recv_overhead = o;
+        }
+        release::perf_flags(perf);
+        status
     }
 
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
@@ -549,6 +584,20 @@ impl Transport for CmaIface {
 
 static INTERNAL: InternalOps = Internal::<CmaIface>::OPS;
 
+/// Whether this process may read the memory of process `pid` (a 16-byte
+/// read at an arbitrary address: a refusal for lack of permission fails
+/// with EPERM before the address is looked at; any other outcome means the
+/// access is allowed).
+fn probe_peer(pid: pid_t) -> bool {
+    let mut buf = [0u8; 16];
+    let mut local = [libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: buf.len() }];
+    let remote = [crate::sys::vm::RemoteIoVec { base: buf.as_ptr() as usize, len: buf.len() }];
+    // SAFETY: the local iovec names our own 16-byte buffer, used by nothing
+    // else during the call.
+    let r = unsafe { crate::sys::vm::read_from(pid, &mut local, &remote) };
+    !matches!(r, Err(crate::sys::Errno::EPERM))
+}
+
 /// Whether this CPU is one of Fujitsu's ARM designs (UCX reports a higher
 /// overhead there).
 fn cpu_is_fujitsu_arm() -> bool {
@@ -586,6 +635,16 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         return Err(UCS_ERR_INVALID_PARAM);
     }
     crate::core::config::check_pool_limits("cma tx descriptors", c.tx_bufs_grow, c.tx_max_bufs)?;
+    let growth = release::pool_growth(c.tx_max_chunk_size, c.tx_grow_factor);
+    if growth.grow_factor.is_nan() || growth.grow_factor < 1.0 {
+        crate::error!("Invalid memory pool parameter(s): cma tx descriptors grow by a factor of {}",
+                      growth.grow_factor);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if growth.max_chunk_size < std::mem::size_of::<Tx>() {
+        crate::error!("Invalid memory pool parameter: chunk size is too small ({})", growth.max_chunk_size);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
     let max_bufs = c.tx_max_bufs as c_uint;
     let max_iov = (c.max_iov as usize).min(crate::sys::iov_max());
     let hdr = IfaceHeader::new(md, worker, params, &c.sm.base, &INTERNAL);
@@ -594,13 +653,14 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         seg_size: c.seg_size,
         tx_quota: c.tx_quota,
         max_bufs: if max_bufs == c_uint::MAX { usize::MAX } else { max_bufs as usize },
-        bufs_grow: c.tx_bufs_grow as usize,
+        growth,
         bandwidth: c.sm.bandwidth,
         overhead: if cpu_is_fujitsu_arm() { OVERHEAD_FUJITSU_ARM } else { OVERHEAD },
         failure_level: c.sm.base.failure.max(0) as u32,
         sched: Mutex::new(Sched {
             pool: Vec::new(),
             allocated: 0,
+            next_grow: (c.tx_bufs_grow as usize).max(1),
             eps: Vec::new(),
             free_slots: Vec::new(),
             active: VecDeque::new(),

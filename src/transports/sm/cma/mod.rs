@@ -26,6 +26,7 @@ use crate::core::config::{self, embed, embed_prefixed, embed_with_defaults, fiel
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
 use crate::core::worker::WorkerObj;
+use crate::transports::sm::release;
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use libc::{c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
@@ -57,6 +58,10 @@ pub struct ScopyIfaceConfig {
     /// Parsed as an integer: -1 is "no limit".
     pub tx_max_bufs: c_int,
     pub tx_bufs_grow: c_uint,
+    /// `TX_MAX_CHUNK_SIZE` and `TX_GROW_FACTOR` (only in releases with
+    /// them; see [`release::pool_growth`]).
+    pub tx_max_chunk_size: usize,
+    pub tx_grow_factor: f64,
 }
 
 /// The interface settings of `cma` (the scopy table under `SCOPY_`).
@@ -76,7 +81,7 @@ static MD_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 static SCOPY_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
+    let mut rows = vec![
         embed_prefixed(c"SM_", &SM_IFACE_TABLE, offset_of!(ScopyIfaceConfig, sm)),
         field(c"MAX_IOV", c"16", c"Most iov entries of user data a single put or get zcopy may carry",
               offset_of!(ScopyIfaceConfig, max_iov), parser::ulong()),
@@ -93,7 +98,15 @@ static SCOPY_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"TX_BUFS_GROW", c"8",
               c"Operation descriptors added each time the descriptor pool grows (at least 1)",
               offset_of!(ScopyIfaceConfig, tx_bufs_grow), parser::uint()),
-    ])
+    ];
+    rows.extend(release::pool_growth_fields(
+        (c"TX_MAX_CHUNK_SIZE", c"Largest chunk of memory the operation descriptor pool allocates at once",
+         offset_of!(ScopyIfaceConfig, tx_max_chunk_size)),
+        (c"TX_GROW_FACTOR",
+         c"Each time the operation descriptor pool grows, it adds this many times the\n\
+           descriptors it added the time before (at least 1)",
+         offset_of!(ScopyIfaceConfig, tx_grow_factor))));
+    Table::new(rows)
 });
 
 static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {

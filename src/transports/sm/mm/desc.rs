@@ -5,11 +5,14 @@
 //! the AM handler with `UCT_CB_PARAM_FLAG_DESC`; a handler that keeps it
 //! returns it through `uct_iface_release_desc`. Like the `mm_recv_desc`
 //! memory pool of UCX 1.13.1 (`src/uct/sm/mm/base/mm_iface.c`), the pool
-//! grows by `RX_BUFS_GROW` descriptors up to `RX_MAX_BUFS`.
+//! grows by `RX_BUFS_GROW` descriptors up to `RX_MAX_BUFS`; where the
+//! release has them, each new chunk holds `RX_GROW_FACTOR` times the
+//! descriptors of the previous one, within `RX_MAX_CHUNK_SIZE` bytes.
 
 use super::fifo::DescInfo;
 use super::mapper::{Mapper, Segment};
 use super::md::MmMd;
+use crate::transports::sm::release::PoolGrowth;
 use crate::abi::*;
 use libc::c_void;
 use std::cell::{Cell, RefCell};
@@ -28,7 +31,9 @@ pub struct DescPool<M: Mapper> {
     headroom: usize,
     stride: usize,
     lead: usize,
-    grow: usize,
+    /// Descriptors the next chunk is made for.
+    grow: Cell<usize>,
+    growth: PoolGrowth,
     max_bufs: Option<usize>,
     total: Cell<usize>,
     free: RefCell<Vec<*mut u8>>,
@@ -36,8 +41,9 @@ pub struct DescPool<M: Mapper> {
 }
 
 impl<M: Mapper> DescPool<M> {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(md: &MmMd<M>, headroom: usize, seg_size: usize, align: usize, align_offset: usize, grow: usize,
-           max_bufs: Option<usize>) -> DescPool<M> {
+           growth: PoolGrowth, max_bufs: Option<usize>) -> DescPool<M> {
         let align = align.max(8);
         let stride = (DESC_HDR + headroom + seg_size).div_ceil(align) * align;
         // Payload at `lead + DESC_HDR + headroom` from a page-aligned chunk,
@@ -48,7 +54,8 @@ impl<M: Mapper> DescPool<M> {
             headroom,
             stride,
             lead,
-            grow: grow.max(1),
+            grow: Cell::new(grow.max(1)),
+            growth,
             max_bufs,
             total: Cell::new(0),
             free: RefCell::new(Vec::new()),
@@ -61,11 +68,18 @@ impl<M: Mapper> DescPool<M> {
         unsafe { &*self.md }
     }
 
+    /// Bytes of a chunk of `count` descriptors.
+    pub(super) fn chunk_bytes(&self, count: usize) -> usize {
+        self.lead.saturating_add(count.saturating_mul(self.stride))
+    }
+
     fn grow(&self) -> bool {
-        let mut count = self.grow;
+        let mut count = self.grow.get();
         if let Some(max) = self.max_bufs {
             count = count.min(max.saturating_sub(self.total.get()));
         }
+        // No chunk larger than the limit.
+        count = count.min(self.growth.max_chunk_size.saturating_sub(self.lead) / self.stride);
         if count == 0 {
             return false;
         }
@@ -95,6 +109,10 @@ impl<M: Mapper> DescPool<M> {
         }
         self.total.set(self.total.get() + count);
         self.chunks.borrow_mut().push(seg);
+        if self.growth.grow_factor != 1.0 {
+            let next = (count.min(self.grow.get()) as f64 * self.growth.grow_factor + 0.5) as usize;
+            self.grow.set(next.max(1));
+        }
         true
     }
 

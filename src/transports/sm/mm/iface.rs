@@ -18,6 +18,7 @@ use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, T
 use crate::core::ops::*;
 use crate::sys::socket::{unix_addr_from_raw, Io, MsgFlags, Socket};
 use crate::transports::sm;
+use crate::transports::sm::release::{self, MmOverheads};
 use crate::ucs;
 use libc::c_int;
 use std::cell::{Cell, RefCell};
@@ -25,9 +26,9 @@ use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::atomic::{fence, Ordering};
 
-/// Latency and overhead UCX 1.13.1 reports for mm (seconds).
+/// Latency and overhead UCX reports for mm (seconds).
 const LATENCY: f64 = 80e-9;
-const OVERHEAD: f64 = 10e-9;
+const OVERHEAD: f64 = release::MM_OVERHEAD;
 
 /// An mm interface over mapper `M`: its own receive FIFO, the descriptors
 /// attached to the FIFO's elements, and the endpoints waiting for room.
@@ -59,6 +60,8 @@ pub struct MmIface<M: Mapper> {
     /// Endpoints with pending requests or a full FIFO, in arrival order.
     pub(super) pending_eps: RefCell<VecDeque<*const Ep<Self>>>,
     pub(super) bandwidth: f64,
+    /// Per-operation overheads `uct_iface_estimate_perf` reports.
+    pub(super) overheads: MmOverheads,
     pub(super) extra_flags: u64,
     pub(super) _m: PhantomData<M>,
 }
@@ -147,15 +150,26 @@ impl<M: Mapper> Transport for MmIface<M> {
 
     fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
         let m = perf.field_mask;
+        let o = &iface.tl.overheads;
+        // The operation, when the caller names one.
+        let op = if m & UCT_PERF_ATTR_FIELD_OPERATION != 0 { Some(perf.operation) } else { None };
         if m & UCT_PERF_ATTR_FIELD_BANDWIDTH != 0 {
             perf.bandwidth.shared = 0.0;
             perf.bandwidth.dedicated = iface.tl.bandwidth;
         }
         if m & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD != 0 {
-            perf.send_pre_overhead = OVERHEAD;
+            perf.send_pre_overhead = match op {
+                Some(UCT_EP_OP_AM_SHORT) => o.send_am_short,
+                Some(UCT_EP_OP_AM_BCOPY) => o.send_am_bcopy,
+                _ => OVERHEAD,
+            };
         }
         if m & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD != 0 {
-            perf.recv_overhead = OVERHEAD;
+            perf.recv_overhead = match op {
+                Some(UCT_EP_OP_AM_SHORT) => o.recv_am_short,
+                Some(UCT_EP_OP_AM_BCOPY) => o.recv_am_bcopy,
+                _ => OVERHEAD,
+            };
         }
         if m & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD != 0 {
             perf.send_post_overhead = 0.0;
@@ -167,6 +181,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         if m & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS != 0 {
             perf.max_inflight_eps = usize::MAX;
         }
+        release::perf_flags(perf);
         UCS_OK
     }
 
@@ -181,14 +196,20 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
-        let (Some(dev), Some(addr)) = (dev, addr) else { return false };
-        if !sm::device_addr::same_host(dev) {
-            return false;
-        }
+        Self::reachable(iface, dev, addr).is_ok()
+    }
+
+    fn reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         // An iface address is 8 bytes of FIFO id, then the mapper's extra
         // bytes, as reported in iface_addr_len.
-        let Some((seg_id, extra)) = split_iface_addr(addr) else { return false };
-        iface.tl.md().mapper.is_reachable(seg_id, extra)
+        let split = addr.and_then(split_iface_addr);
+        let Some((seg_id, extra)) = split else {
+            return Err(release::reason(|| "iface address is empty".into()));
+        };
+        let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
+        sm::device_addr::check_host(dev)?;
+        // The mapper's refusals come without a reason, as in UCX.
+        if iface.tl.md().mapper.is_reachable(seg_id, extra) { Ok(()) } else { Err(String::new()) }
     }
 
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,

@@ -30,6 +30,7 @@ mod util;
 use crate::abi::*;
 use crate::core::component::{Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed_with_defaults, field, parser, Table};
+use crate::transports::sm::release::{self, MmOverheads};
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
@@ -51,16 +52,22 @@ pub struct MmIfaceConfig {
     pub release_factor: f64,
     pub rx_max_bufs: c_int,
     pub rx_bufs_grow: c_uint,
+    /// `RX_MAX_CHUNK_SIZE` and `RX_GROW_FACTOR` (only in releases with
+    /// them; see [`release::pool_growth`]).
+    pub rx_max_chunk_size: usize,
+    pub rx_grow_factor: f64,
     pub fifo_hugetlb: c_int,
     pub fifo_elem_size: c_uint,
     pub fifo_max_poll: c_ulong,
     pub error_handling: c_int,
+    /// `SEND_OVERHEAD` / `RECV_OVERHEAD` (see [`release::mm_overheads`]).
+    pub overhead: MmOverheads,
 }
 
 pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
-        embed_with_defaults(c"SM_", c"ALLOC=md,mmap,heap", &SM_IFACE_TABLE, offset_of!(MmIfaceConfig, sm)),
-        field(c"FIFO_SIZE", c"64", c"Number of elements in the receive FIFO (a power of 2)",
+    let mut rows = vec![
+        embed_with_defaults(c"SM_", release::MM_SM_DEFAULTS, &SM_IFACE_TABLE, offset_of!(MmIfaceConfig, sm)),
+        field(c"FIFO_SIZE", release::MM_FIFO_SIZE_DEFAULT, c"Number of elements in the receive FIFO (a power of 2)",
               offset_of!(MmIfaceConfig, fifo_size), parser::uint()),
         field(c"SEG_SIZE", c"8256", c"Size of the buffers of copy-out (bcopy) sends",
               offset_of!(MmIfaceConfig, seg_size), parser::memunits()),
@@ -71,6 +78,15 @@ pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(MmIfaceConfig, rx_max_bufs), parser::int()),
         field(c"RX_BUFS_GROW", c"512", c"Receive descriptors added each time the pool grows",
               offset_of!(MmIfaceConfig, rx_bufs_grow), parser::uint()),
+    ];
+    rows.extend(release::pool_growth_fields(
+        (c"RX_MAX_CHUNK_SIZE", c"Largest chunk of shared memory the receive descriptor pool allocates at once",
+         offset_of!(MmIfaceConfig, rx_max_chunk_size)),
+        (c"RX_GROW_FACTOR",
+         c"Each new chunk of the receive descriptor pool holds this many times the\n\
+           descriptors of the previous one (at least 1)",
+         offset_of!(MmIfaceConfig, rx_grow_factor))));
+    rows.extend([
         field(c"FIFO_HUGETLB", c"no", c"Use huge pages for the FIFO and descriptors: y, n or try",
               offset_of!(MmIfaceConfig, fifo_hugetlb), parser::ternary()),
         field(c"FIFO_ELEM_SIZE", c"128", c"Size of a FIFO element (28-byte header plus inline data)",
@@ -79,15 +95,32 @@ pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(MmIfaceConfig, fifo_max_poll), parser::ulunits()),
         field(c"ERROR_HANDLING", c"n", c"Report the peer-failure error handling capability",
               offset_of!(MmIfaceConfig, error_handling), parser::boolean()),
-    ])
+    ]);
+    rows.extend(release::mm_overhead_fields(offset_of!(MmIfaceConfig, overhead)));
+    Table::new(rows)
 });
 
-/// The transport table of posix and sysv: the mm settings under `MM_`.
+/// The transport table of posix: the mm settings under `MM_`.
 pub static TL_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     Table::new(vec![config::embed_prefixed(c"MM_", &MM_IFACE_TABLE, 0)])
 });
 
-fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+/// The transport table of sysv: the mm settings under `MM_`, with sysv's
+/// own defaults.
+pub static SYSV_TL_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![embed_with_defaults(c"MM_", release::SYSV_MM_DEFAULTS, &MM_IFACE_TABLE, 0)])
+});
+
+fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+    if release::MM_DEVICE_NEEDS_ALLOC {
+        // SAFETY: all-zero is a valid uct_md_attr_t (numbers only).
+        let mut attr: uct_md_attr_t = unsafe { std::mem::zeroed() };
+        md.query(&mut attr);
+        if attr.cap.flags & (UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG) == 0 {
+            crate::debug!("{}: the memory domain cannot allocate shared memory: no device", md.name);
+            return Err(UCS_ERR_NO_DEVICE);
+        }
+    }
     Ok(vec![TlDevice { name: DEVICE_NAME.to_string(), dev_type: UCT_DEVICE_TYPE_SHM,
                        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }])
 }
@@ -135,7 +168,7 @@ static POSIX_TLS: [TlDesc; 1] =
 
 pub static POSIX_COMPONENT: Component = Component {
     name: "posix",
-    flags: 0,
+    flags: release::MM_COMPONENT_FLAGS,
     md: MdDesc::new::<MmOpen<posix::Posix>>(c"posix memory domain", c"POSIX_", &posix::POSIX_MD_TABLE),
     cm: None,
     md_resources: posix_md_resources,
@@ -152,11 +185,11 @@ fn sysv_md_resources() -> Vec<String> {
 }
 
 static SYSV_TLS: [TlDesc; 1] =
-    [TlDesc::new::<MmOpen<sysv::Sysv>>("sysv", c"SYSV transport", c"SYSV_", &TL_IFACE_TABLE, query_devices)];
+    [TlDesc::new::<MmOpen<sysv::Sysv>>("sysv", c"SYSV transport", c"SYSV_", &SYSV_TL_IFACE_TABLE, query_devices)];
 
 pub static SYSV_COMPONENT: Component = Component {
     name: "sysv",
-    flags: 0,
+    flags: release::MM_COMPONENT_FLAGS,
     md: MdDesc::new::<MmOpen<sysv::Sysv>>(c"sysv memory domain", c"SYSV_", &sysv::SYSV_MD_TABLE),
     cm: None,
     md_resources: sysv_md_resources,

@@ -17,6 +17,7 @@ use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
 use crate::sys::socket::{unix_addr_to_raw, Socket, UnixAddr};
 use crate::sys::errno_str;
+use crate::transports::sm::release;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -112,8 +113,26 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
     crate::debug!("mm: own FIFO at {:p} (segment {:p}) pid {}", fifo.elem(0).data(), fifo_seg.address, fifo.pid());
 
     let max_bufs = if cfg.rx_max_bufs < 0 { None } else { Some(cfg.rx_max_bufs as usize) };
+    let growth = release::pool_growth(cfg.rx_max_chunk_size, cfg.rx_grow_factor);
     let pool = Box::new(DescPool::new(mm, params.rx_headroom, cfg.seg_size, align, align_offset,
-                                      cfg.rx_bufs_grow as usize, max_bufs));
+                                      cfg.rx_bufs_grow as usize, growth, max_bufs));
+    // As libucs checks a memory pool's settings: the growth factor is at
+    // least 1 and a chunk holds at least one descriptor.
+    if growth.grow_factor.is_nan() || growth.grow_factor < 1.0 {
+        crate::error!("Invalid memory pool parameter(s): mm receive descriptors grow by a factor of {}",
+                      growth.grow_factor);
+        drop(pool);
+        drop(signal);
+        let _ = mm.mapper.free(fifo_seg);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if growth.max_chunk_size < pool.chunk_bytes(1) {
+        crate::error!("Invalid memory pool parameter: chunk size is too small ({})", growth.max_chunk_size);
+        drop(pool);
+        drop(signal);
+        let _ = mm.mapper.free(fifo_seg);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
     let release = Box::new(ReleaseDesc { base: uct_recv_desc_t { cb: Some(release_desc::<M>) },
                                          pool: &*pool as *const DescPool<M> });
     let mut elem_slot = Vec::with_capacity(fifo_size);
@@ -162,6 +181,7 @@ pub fn open<M: Mapper>(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg
         signal,
         pending_eps: RefCell::new(VecDeque::new()),
         bandwidth: cfg.sm.bandwidth,
+        overheads: release::mm_overheads(&cfg.overhead),
         extra_flags,
         _m: PhantomData,
     };

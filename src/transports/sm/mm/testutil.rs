@@ -57,7 +57,14 @@ impl Cfg {
         let opts = config::read(desc, None).expect("config read");
         for (k, v) in settings {
             // SAFETY: `opts` came from config::read; strings are NUL-terminated.
-            assert_eq!(unsafe { config::modify(opts, k.as_ptr(), v.as_ptr()) }, UCS_OK, "set {k:?}");
+            let mut status = unsafe { config::modify(opts, k.as_ptr(), v.as_ptr()) };
+            if status != UCS_OK {
+                // From 1.17 a name is matched with the table's prefix.
+                let full = std::ffi::CString::new([desc.prefix.to_bytes(), k.to_bytes()].concat()).expect("name");
+                // SAFETY: as above.
+                status = unsafe { config::modify(opts, full.as_ptr(), v.as_ptr()) };
+            }
+            assert_eq!(status, UCS_OK, "set {k:?}");
         }
         Cfg { opts }
     }

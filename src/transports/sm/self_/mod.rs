@@ -2,7 +2,8 @@
 //! one process. Active messages are delivered synchronously from the send
 //! call; remote memory is the process's own, so an rkey is 0 and
 //! `rkey + remote_addr` is the target address. (UCX 1.13.1:
-//! `src/uct/sm/self/self.c`.)
+//! `src/uct/sm/self/self.c`; what later releases changed is in
+//! [`crate::transports::sm::release`].)
 
 use crate::abi::*;
 use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
@@ -13,14 +14,15 @@ use crate::core::md::{all_cpus, FixedMemh, MdImpl, MdObj};
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
+use crate::transports::sm::release;
 use libc::c_void;
 use once_cell::sync::Lazy;
 use std::cell::{Cell, RefCell};
 use std::mem::offset_of;
 
 const DEVICE_PREFIX: &str = "memory";
-/// Bandwidth reported by UCX 1.13.1 for self (6911 MiB/s).
-const BANDWIDTH: f64 = 6911.0 * 1024.0 * 1024.0;
+/// Bandwidth reported for self (MiB/s as the release says, in bytes/s).
+const BANDWIDTH: f64 = release::SELF_BANDWIDTH_MBS * 1024.0 * 1024.0;
 const OVERHEAD: f64 = 10e-9;
 
 #[repr(C)]
@@ -58,13 +60,13 @@ static TLS: [TlDesc; 1] = [TlDesc::new::<SelfIface>("self", c"Self transport", c
 
 pub static COMPONENT: Component = Component {
     name: "self",
-    flags: 0,
+    flags: release::SELF_COMPONENT_FLAGS,
     md: MdDesc::new::<SelfMd>(c"Self memory domain", c"SELF_", &MD_TABLE),
     cm: None,
     md_resources: component::single_md_resource_self,
     tls: &TLS,
     rkey_unpack: component::rkey_unpack_zero,
-    rkey_ptr: component::rkey_ptr_unsupported,
+    rkey_ptr: release::self_rkey_ptr,
     rkey_release: component::rkey_release_nop,
 };
 
@@ -140,8 +142,9 @@ fn num_devices(md: &MdObj) -> usize {
 }
 
 fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
-    Ok((0..num_devices(md))
-        .map(|i| TlDevice { name: format!("{DEVICE_PREFIX}{i}"), dev_type: UCT_DEVICE_TYPE_SELF,
+    let n = num_devices(md);
+    Ok((0..n)
+        .map(|i| TlDevice { name: release::self_device_name(DEVICE_PREFIX, i, n), dev_type: UCT_DEVICE_TYPE_SELF,
                             sys_device: UCS_SYS_DEVICE_ID_UNKNOWN })
         .collect())
 }
@@ -308,9 +311,26 @@ impl Transport for SelfIface {
         out.write(&iface.tl.id.to_ne_bytes())
     }
 
-    fn is_reachable(iface: &Iface<Self>, _dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+    fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        Self::reachable(iface, dev, addr).is_ok()
+    }
+
+    fn reachable(iface: &Iface<Self>, _dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
+        let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
         // A self iface address is 8 bytes.
-        matches!(addr.and_then(|a| decode_iface_addr(a.bytes())), Some(a) if a == iface.tl.id)
+        match decode_iface_addr(addr.bytes()) {
+            Some(a) if a == iface.tl.id => Ok(()),
+            Some(a) => Err(release::reason(|| {
+                format!("iface id and iface address differ ({} vs {})", iface.tl.id, a)
+            })),
+            None => Err(release::reason(|| "iface address is empty".into())),
+        }
+    }
+
+    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+        let status = crate::core::iface::default_estimate_perf(iface, perf);
+        release::perf_flags(perf);
+        status
     }
 
     #[inline(always)]
@@ -409,9 +429,7 @@ fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &SelfIf
         return Err(UCS_ERR_UNSUPPORTED);
     }
     let ndev = num_devices(md);
-    let dev_ok = params.dev_name.strip_prefix(DEVICE_PREFIX)
-        .and_then(|n| n.parse::<usize>().ok())
-        .is_some_and(|n| n < ndev && params.dev_name == format!("{DEVICE_PREFIX}{n}"));
+    let dev_ok = (0..ndev).any(|i| params.dev_name == release::self_device_name(DEVICE_PREFIX, i, ndev));
     if !dev_ok {
         crate::error!("self: no device named '{}'", params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);

@@ -29,6 +29,7 @@ use file::{attach_segment, c_prefix, file_path, map_file, open_file, procfs_id, 
 use crate::abi::*;
 use crate::core::config::{self, embed, embed_prefixed, field, parser, BaseMdConfig, Table};
 use crate::sys::shm;
+use crate::transports::sm::release;
 use crate::ucs;
 use libc::{c_char, c_int, c_void};
 use once_cell::sync::Lazy;
@@ -47,6 +48,9 @@ pub struct PosixMdConfig {
     pub hugetlb_mode: c_int,
     pub dir: *mut c_char,
     pub use_proc_link: c_int,
+    /// `SHM_MIN_SIZE` (where the release has it; see
+    /// [`release::posix_max_alloc`]).
+    pub shm_min_size: usize,
 }
 
 
@@ -62,18 +66,21 @@ static MM_MD_TABLE: Lazy<Table> = Lazy::new(|| {
 
 /// The table of the `posix` component's md config (prefix `POSIX_`).
 pub static POSIX_MD_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
+    let mut rows = vec![
         embed_prefixed(c"MM_", &MM_MD_TABLE, 0),
         field(c"DIR", c"/dev/shm",
               c"Directory holding the backing files of the segments. With /dev/shm the files\n\
                 are made with shm_open(), elsewhere with open().",
               offset_of!(PosixMdConfig, dir), parser::string()),
+    ];
+    rows.extend(release::posix_shm_min_size_fields(offset_of!(PosixMdConfig, shm_min_size)));
+    rows.push(
         field(c"USE_PROC_LINK", c"y",
               c"How peers open a segment's backing file:\n \
                 y   - through the creator's /proc/<pid>/fd/<fd> link; the file is unlinked at once.\n \
                 n   - through its path, which exists until the segment is freed.\n",
-              offset_of!(PosixMdConfig, use_proc_link), parser::boolean()),
-    ])
+              offset_of!(PosixMdConfig, use_proc_link), parser::boolean()));
+    Table::new(rows)
 });
 
 // ---------------------------------------------------------------------------
@@ -85,6 +92,7 @@ pub struct Posix {
     use_shm_open: bool,
     use_proc_link: bool,
     hugetlb_mode: HugetlbMode,
+    shm_min_size: usize,
     pid_ns_default: bool,
     pid_ns: u64,
 }
@@ -108,6 +116,7 @@ impl Posix {
             dir,
             use_proc_link: cfg.use_proc_link != 0,
             hugetlb_mode,
+            shm_min_size: cfg.shm_min_size,
             pid_ns_default,
             pid_ns,
         })
@@ -178,10 +187,11 @@ impl Mapper for Posix {
     }
 
     fn max_alloc(&self) -> u64 {
-        shm::fs_available(&self.dir).unwrap_or_else(|err| {
+        let available = shm::fs_available(&self.dir).unwrap_or_else(|err| {
             crate::error!("could not stat shared memory directory {}: {}", shown(&self.dir), os_error_text(err));
             0
-        })
+        });
+        release::posix_max_alloc(available, self.shm_min_size)
     }
 
     fn rkey_packed_size(&self) -> usize {
@@ -267,13 +277,17 @@ impl Mapper for Posix {
     }
 
     fn is_reachable(&self, seg_id: u64, extra: &[u8]) -> bool {
-        if seg_id & FLAG_PID_NS != 0 {
-            return match extra.get(..8) {
+        let same_ns = if seg_id & FLAG_PID_NS != 0 {
+            match extra.get(..8) {
                 Some(ns) => u64::from_ne_bytes(ns.try_into().expect("8 bytes")) == self.pid_ns,
                 None => false,
-            };
-        }
-        self.pid_ns_default
+            }
+        } else {
+            self.pid_ns_default
+        };
+        // Where the release says so, the peer's FIFO file must open too
+        // (it is closed again at once).
+        same_ns && (!release::POSIX_REACH_OPENS_SEGMENT || file::open_peer(seg_id, c_prefix(extra)).is_ok())
     }
 
     fn attach(&self, seg_id: u64, length: usize, extra: &[u8]) -> Result<RemoteSeg, ucs_status_t> {
