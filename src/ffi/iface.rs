@@ -188,6 +188,12 @@ entry! {
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
         let has = |bit: u64| p.field_mask & bit != 0;
+        let info_len = if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH) { p.info_string_length } else { 0 };
+        if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING) && !p.info_string.is_null() && info_len > 0 {
+            // SAFETY: the caller's buffer of info_len > 0 bytes; UCX empties
+            // it before anything else.
+            unsafe { *p.info_string = 0 };
+        }
         let mut required = UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR;
         if hdr.internal.reach_needs_iface_addr {
             required |= UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR;
@@ -202,11 +208,10 @@ entry! {
                 crate::error!("uct_iface_is_reachable: null info_string passed");
                 return 0;
             }
-            let len = if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH) { p.info_string_length } else { 0 };
             // SAFETY: the caller's buffer; UCX writes its first byte whenever
             // the field is set.
             unsafe { *p.info_string = 0 };
-            Some((p.info_string, len))
+            Some((p.info_string, info_len))
         } else {
             None
         };

@@ -15,25 +15,30 @@ fn md_attr_v2(m: &MdObj) -> uct_md_attr_v2_t {
     // SAFETY: all-zero is a valid uct_md_attr_t.
     let mut v1: uct_md_attr_t = unsafe { std::mem::zeroed() };
     m.query(&mut v1);
-    let mut a = uct_md_attr_v2_t::default();
-    a.field_mask = u64::MAX;
-    a.max_alloc = v1.cap.max_alloc as _;
-    a.max_reg = v1.cap.max_reg as _;
-    a.flags = v1.cap.flags;
+    let mut a = uct_md_attr_v2_t {
+        field_mask: u64::MAX,
+        max_alloc: v1.cap.max_alloc as _,
+        max_reg: v1.cap.max_reg as _,
+        flags: v1.cap.flags,
+        reg_mem_types: v1.cap.reg_mem_types,
+        reg_nonblock_mem_types: m.imp.reg_nonblock_mem_types(),
+        cache_mem_types: m.imp.cache_mem_types(),
+        detect_mem_types: v1.cap.detect_mem_types,
+        alloc_mem_types: v1.cap.alloc_mem_types,
+        access_mem_types: v1.cap.access_mem_types,
+        reg_cost: v1.reg_cost,
+        component_name: v1.component_name,
+        rkey_packed_size: v1.rkey_packed_size,
+        local_cpus: v1.local_cpus,
+        ..Default::default()
+    };
     if v1.cap.flags & UCT_MD_FLAG_INVALIDATE != 0 {
         a.flags |= UCT_MD_FLAG_INVALIDATE_RMA | UCT_MD_FLAG_INVALIDATE_AMO;
     }
-    a.reg_mem_types = v1.cap.reg_mem_types;
-    a.reg_nonblock_mem_types = m.imp.reg_nonblock_mem_types();
-    a.cache_mem_types = m.imp.cache_mem_types();
-    a.detect_mem_types = v1.cap.detect_mem_types;
-    a.alloc_mem_types = v1.cap.alloc_mem_types;
-    a.access_mem_types = v1.cap.access_mem_types;
-    a.reg_cost = v1.reg_cost;
-    a.component_name = v1.component_name;
-    a.rkey_packed_size = v1.rkey_packed_size;
-    a.local_cpus = v1.local_cpus;
-    a.reg_alignment = 1;
+    #[cfg(ucx_since_1_16)]
+    {
+        a.reg_alignment = 1;
+    }
     a
 }
 
