@@ -153,7 +153,11 @@ resolve_libdir() {
         echo "# testing $UCT_LIB"
     else
         UCT_LIB=$UCT_SYSTEM_LIB
-        echo "# testing the system library $UCT_LIB"
+        if [ -n "$UCX_PREFIX" ]; then
+            echo "# testing the reference library $UCT_LIB"
+        else
+            echo "# testing the system library $UCT_LIB"
+        fi
     fi
     OUR_LDPATH=$(ld_path_for "$UCT_LIBDIR")
     [ -n "$OUR_LDPATH" ] && RUN=(env "LD_LIBRARY_PATH=$OUR_LDPATH")
