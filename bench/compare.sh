@@ -2,25 +2,31 @@
 # Side-by-side ucx_perftest: the same binary, run against the system UCX
 # 1.13.1 libuct and against ours (only LD_LIBRARY_PATH differs), alternating,
 # several rounds; prints the median of each and the ratio ours/theirs.
+# UCX_PREFIX=DIR compares against that installation instead (its C libuct,
+# libucs/libucp and ucx_perftest; tests/lib/common.sh), e.g. the 1.18.1
+# wheel: UCX_PREFIX=$(scripts/setup-ucx-wheel.sh 1.18.1).
 #
 # Usage: bench/compare.sh LIBDIR [ROUNDS] [ITERS] CASE...
 #   CASE = TL:DEV:TEST:LAYOUT:SIZE   e.g. self:memory0:am_lat:short:8
+#          (self's device is "memory" from UCX 1.14 on)
 #          (LAYOUT '-' for atomics; TL self runs in one process with -l)
 # Env: BENCH_CSV=file also writes the table as CSV. BASE_LIBDIR=dir compares
 # with that build of ours (before/after a change) instead of the C original;
 # the "ucx" columns are then that build.
 set -u
+. "$(dirname "$0")/../tests/lib/common.sh"
 libdir=${1:?usage: compare.sh LIBDIR [ROUNDS] [ITERS] CASE...}; shift
 rounds=5; iters=200000
 [[ ${1:-} =~ ^[0-9]+$ ]] && { rounds=$1; shift; }
 [[ ${1:-} =~ ^[0-9]+$ ]] && { iters=$1; shift; }
-[ $# -gt 0 ] || set -- self:memory0:am_lat:short:8 self:memory0:put_lat:short:8 self:memory0:add_lat:-:8
+[ $# -gt 0 ] || set -- "self:$UCT_SELF_DEV:am_lat:short:8" "self:$UCT_SELF_DEV:put_lat:short:8" \
+    "self:$UCT_SELF_DEV:add_lat:-:8"
 command -v ucx_perftest >/dev/null || { echo "needs ucx_perftest (apt-get install ucx-utils)"; exit 2; }
 
 # one run: prints "latency_avg_us bandwidth_MBps"
 one() { # libdir tl dev test layout size
   local e=() d=() out port
-  [ -n "$1" ] && e=(env LD_LIBRARY_PATH="$1")
+  [ -n "$(lib_env "$1")" ] && e=(env "$(lib_env "$1")")
   [ "$5" != "-" ] && d=(-D "$5")
   if [ "$2" = self ]; then
     out=$("${e[@]}" timeout 120 ucx_perftest -l -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)

@@ -3,8 +3,10 @@
 # alternating ours/ucx rounds of one table cell.
 #
 # Of the test suite's shell libraries (tests/lib/) the benchmarks take only
-# the two pieces they run on: common.sh for the work directory, run_watch and
-# UCT_SYSTEM_LIB, and two-proc.sh for the server + client runner
+# the two pieces they run on: common.sh for the work directory, run_watch,
+# UCT_SYSTEM_LIB and the UCX installation compared against (the system's,
+# or UCX_PREFIX's: its C libuct, libucs/libucp and tools; lib_env and
+# ld_path_for give each side its LD_LIBRARY_PATH), and two-proc.sh for the server + client runner
 # (run_perf_pair, free_port, wait_listening, wait_pair, status_of).  Set
 # PAIR_TIMEOUT and PERF_PIN before sourcing this file.
 _bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -5,14 +5,18 @@
 # Usage: bench/self-ops.sh LIBDIR [RUNS] [OPS_PER_ROUND]
 # Env: BASE_LIBDIR=dir compares with that build of ours (before/after a
 # change) instead of the C original; the "ucx" column is then that build.
+# UCX_PREFIX=DIR: the C original (and the headers) of that installation
+# (tests/lib/common.sh), e.g. the 1.18.1 wheel's.
 set -eu
+. "$(dirname "$0")/../tests/lib/common.sh"
 libdir=$(cd "${1:?usage: self-ops.sh LIBDIR [RUNS] [OPS]}" && pwd); runs=${2:-7}; ops=${3:-10000000}
 base=()
-[ -n "${BASE_LIBDIR:-}" ] && base=(env LD_LIBRARY_PATH="$(cd "$BASE_LIBDIR" && pwd)")
+[ -n "$SYS_LDPATH" ] && base=(env "LD_LIBRARY_PATH=$SYS_LDPATH")
+[ -n "${BASE_LIBDIR:-}" ] && base=(env "LD_LIBRARY_PATH=$(ld_path_for "$(cd "$BASE_LIBDIR" && pwd)")")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-gcc -O2 -Wall -o "$work/self_ops" "$(dirname "$0")/self_ops.c" -luct -lucs
+gcc -O2 -Wall "${UCX_CFLAGS[@]}" -o "$work/self_ops" "$(dirname "$0")/self_ops.c" "${UCX_LDFLAGS[@]}" -luct -lucs
 for ((i = 0; i < runs; i++)); do
-    LD_LIBRARY_PATH=$libdir "$work/self_ops" "$ops" 3 | sed 's/^/ours /'
+    LD_LIBRARY_PATH=$(ld_path_for "$libdir") "$work/self_ops" "$ops" 3 | sed 's/^/ours /'
     "${base[@]}" "$work/self_ops" "$ops" 3 | sed 's/^/ucx /'
 done > "$work/all"
 printf '%-14s %10s %10s %7s\n' op ours_ns ucx_ns ratio

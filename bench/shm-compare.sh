@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side ucx_perftest over the shared-memory transports and self: the
 # same ucx_perftest binary run against LIBDIR's libuct.so.0 ("ours") and the
-# system UCX 1.13.1 ("ucx"), only LD_LIBRARY_PATH differs; the two alternate
+# system UCX 1.13.1 ("ucx"; UCX_PREFIX: that installation's C libuct, e.g.
+# the 1.18.1 wheel's), only LD_LIBRARY_PATH differs; the two alternate
 # within each round, and the table gives the median over ROUNDS of each and
 # the ratio ours/ucx (latency: lower is better; bandwidth: higher is better).
 #
@@ -65,13 +66,13 @@ mkdir -p "$T_WORK/plot"
 
 # put max_short of each transport, as the original reports it
 put_max_short() { # tl
-    ucx_info -d 2>/dev/null | awk -v tl="$1" '
+    "${SYS_RUN[@]}" ucx_info -d 2>/dev/null | awk -v tl="$1" '
         /Transport:/ { cur = $3 }
         cur == tl && $2 == "put_short:" { print $4; exit }'
 }
 
 dev_of() {
-    case $1 in self) echo memory0 ;; *) echo memory ;; esac
+    case $1 in self) echo "$UCT_SELF_DEV" ;; *) echo memory ;; esac
 }
 
 iters_for() { # size
@@ -87,13 +88,13 @@ run_one() {
     [ $warm -lt 100 ] && warm=100
     if [ "$tl" = self ]; then
         local e=() d=()
-        [ -n "$lib" ] && e=(env "LD_LIBRARY_PATH=$lib")
+        [ -n "$(lib_env "$lib")" ] && e=(env "$(lib_env "$lib")")
         [ "$layout" != "-" ] && d=(-D "$layout")
         out=$T_WORK/self.out
         st=$T_WORK/self.st
         rm -f "$st"
         "${e[@]}" "$RUN_WATCH" "$PAIR_TIMEOUT" "$st" ucx_perftest -l -t "$test" \
-            -x self -d memory0 "${d[@]}" -s "$size" -n "$iters" -w "$warm" -f \
+            -x self -d "$UCT_SELF_DEV" "${d[@]}" -s "$size" -n "$iters" -w "$warm" -f \
             >"$out" 2>&1 </dev/null
         final=$(grep -E '^ *[0-9]+ +[0-9.]+ +[0-9.]+' "$out" | tail -n 1)
         if [ "$(status_of "$st")" = "exit 0" ] && [ -n "$final" ]; then
@@ -196,7 +197,7 @@ plot_gnuplot() {
     {
         echo "set terminal pngcairo size $((ncol * 420)),760 font ',9'"
         echo "set output '$png'"
-        echo "set multiplot layout 2,$ncol title 'ucx\\_perftest: ours (solid) vs UCX 1.13.1 (dashed), median of $rounds'"
+        echo "set multiplot layout 2,$ncol title 'ucx\\_perftest: ours (solid) vs UCX $UCX_RELEASE (dashed), median of $rounds'"
         echo "set logscale xy; set grid; set key top left font ',8'"
         echo "set xtics ('8' 8, '4K' 4096, '64K' 65536, '1M' 1048576)"
         echo "set xrange [4:2097152]"
@@ -242,12 +243,13 @@ plot_gnuplot() {
 }
 
 plot_matplotlib() {
-    python3 - "$T_WORK/plot" "$png" "$rounds" $tls <<'PY'
+    BENCH_RELEASE=$UCX_RELEASE python3 - "$T_WORK/plot" "$png" "$rounds" $tls <<'PY'
 import os, sys, glob
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 d, png, rounds, tls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+release = os.environ.get("BENCH_RELEASE", "1.13.1")
 fig, axes = plt.subplots(2, len(tls), figsize=(4.2 * len(tls), 7.6), squeeze=False)
 for row, kind in enumerate(("lat", "bw")):
     for col, tl in enumerate(tls):
@@ -264,7 +266,7 @@ for row, kind in enumerate(("lat", "bw")):
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("latency (us)" if kind == "lat" else "bandwidth (MB/s)")
         if ax.lines: ax.legend(fontsize=7)
-fig.suptitle(f"ucx_perftest: ours (solid) vs UCX 1.13.1 (dashed), median of {rounds}")
+fig.suptitle(f"ucx_perftest: ours (solid) vs UCX {release} (dashed), median of {rounds}")
 fig.tight_layout(); fig.savefig(png, dpi=100)
 PY
 }

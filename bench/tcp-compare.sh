@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side ucx_perftest over tcp on lo: the same ucx_perftest binary run
 # as server + client against LIBDIR's libuct.so.0 ("ours") and against the
-# system UCX 1.13.1 ("ucx"), only LD_LIBRARY_PATH differs; ours and ucx
+# system UCX 1.13.1 ("ucx"; UCX_PREFIX: that installation's C libuct, e.g.
+# the 1.18.1 wheel's), only LD_LIBRARY_PATH differs; ours and ucx
 # alternate within each round; the two processes of a pair are pinned to
 # different CPUs (PERF_PIN, as tests/lib/two-proc.sh does; PERF_PIN=0 to
 # disable).  The table gives the median over ROUNDS and the ratio ours/ucx

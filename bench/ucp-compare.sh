@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libucp side by side: ucx_perftest's UCP tests, server + client on
 # loopback, run against LIBDIR's libuct.so.0 ("ours") and against the
-# system UCX 1.13.1 ("ucx"); the same libucp and ucx_perftest, only
+# system UCX 1.13.1 ("ucx"; UCX_PREFIX: that installation's libuct, libucp
+# and ucx_perftest); the same libucp and ucx_perftest, only
 # LD_LIBRARY_PATH differs.  Ours and ucx alternate within each round, the
 # two processes are pinned to different CPUs (PERF_PIN=0 to disable); the
 # table gives the median over ROUNDS and the ratio ours/ucx (latency: lower
@@ -53,7 +54,7 @@ run_one() {
     local args=(-t "$test" -s "$size" -n "$iters" -w $((iters / 10)) -p "$port")
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
     pin_cmd 1
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
         "${PIN[@]}" ucx_perftest "${args[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -64,7 +65,7 @@ run_one() {
         return
     fi
     pin_cmd 0
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         "${PIN[@]}" ucx_perftest 127.0.0.1 "${args[@]}" >"$T_WORK/cli.out" 2>&1 </dev/null &
     cpid=$!
     T_CHILDREN="$spid $cpid"

@@ -40,7 +40,7 @@ run() {
     pass "every case passes on the $label library ($(grep -c ': ok$' "$T_WORK/$label.txt") cases, 3 runs)"
 }
 
-run system env -u LD_LIBRARY_PATH -u LD_PRELOAD
+run system "${SYS_RUN[@]}"
 if [ -n "$UCT_LIBDIR" ]; then
     run tested "${RUN[@]}"
     if [ -s "$T_WORK/system.txt" ] && diff -u "$T_WORK/system.txt" "$T_WORK/tested.txt" >"$T_WORK/diff.txt"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LD_PRELOAD test: the api_self probe, linked against the system libuct.so.0,
+# LD_PRELOAD test: the api_self probe, linked against the original libuct.so.0,
 # is started with LD_PRELOAD=$UCT_LIBDIR/libuct.so.0 (the system library
 # itself when UCT_LIBDIR is empty).  Its result lines must equal those of a
 # plain run on the system library, and the dynamic linker must bind
@@ -22,7 +22,7 @@ fi
 
 # The probe must be linked against the system library for this test to mean
 # anything: without LD_PRELOAD it resolves libuct.so.0 to the system file.
-linked=$(env -u LD_LIBRARY_PATH -u LD_PRELOAD ldd "$probe" |
+linked=$("${SYS_RUN[@]}" ldd "$probe" |
          awk '$1 == "libuct.so.0" { print $3 }')
 if same_file "$linked" "$UCT_SYSTEM_LIB"; then
     pass "probe links the system libuct.so.0"
@@ -30,13 +30,16 @@ else
     fail "probe links the system libuct.so.0" "ldd says '$linked'"
 fi
 
-clean_env=(env -u LD_LIBRARY_PATH -u LD_PRELOAD)
+clean_env=("${SYS_RUN[@]}")
 
 "${clean_env[@]}" timeout 60 "$probe" >"$T_WORK/ref.out" 2>&1
 ref_rc=$?
 grep '^api: ' "$T_WORK/ref.out" >"$T_WORK/ref.txt"
 if [ $ref_rc -eq 0 ]; then
     pass "probe on the system library (exit 0)"
+elif [ "$UCX_ABI" != 1.13 ] && [ $ref_rc -eq 1 ] && [ -s "$T_WORK/ref.txt" ]; then
+    # 1.13 expectations the original of another release misses (api-self.sh)
+    pass "probe on the system library (UCX $UCX_RELEASE: $(grep -c '^api: FAIL' "$T_WORK/ref.txt") checks of 1.13 do not hold; compared line by line)"
 else
     fail "probe on the system library" "exit status $ref_rc"
 fi
@@ -47,6 +50,8 @@ pre_rc=$?
 grep '^api: ' "$T_WORK/pre.out" >"$T_WORK/pre.txt"
 if [ $pre_rc -eq 0 ]; then
     pass "probe with LD_PRELOAD (exit 0)"
+elif [ "$UCX_ABI" != 1.13 ] && [ $pre_rc -eq $ref_rc ]; then
+    pass "probe with LD_PRELOAD (exit $pre_rc, as the original)"
 else
     grep '^api: FAIL' "$T_WORK/pre.out"
     tail -n 5 "$T_WORK/pre.out"

@@ -48,7 +48,7 @@ for line in open(sys.argv[1]):
 PY
 }
 
-env -u LD_LIBRARY_PATH -u LD_PRELOAD timeout 60 "$T_WORK/v2_probe" >"$T_WORK/ref.out" 2>&1
+"${SYS_RUN[@]}" timeout 60 "$T_WORK/v2_probe" >"$T_WORK/ref.out" 2>&1
 ref_rc=$?
 if [ $ref_rc -eq 0 ]; then pass "probe on the system library (exit 0)"
 else fail "probe on the system library" "exit status $ref_rc"; tail -n 5 "$T_WORK/ref.out"; fi

@@ -7,11 +7,14 @@
 # the default mpicc/mpirun, the tests name both explicitly), and valgrind
 # (tests/memcheck.sh), and g++ (libfuzzer-sys builds libFuzzer from its C++
 # sources for the fuzz targets; nothing else is needed to fuzz: the stable
-# toolchain and the crates pinned in fuzz/Cargo.lock). Safe to run again; does
-# nothing that is already done.
+# toolchain and the crates pinned in fuzz/Cargo.lock), and python3-pip
+# (scripts/setup-ucx-wheel.sh fetches the UCX 1.18.1 reference, a PyPI wheel,
+# with pip download). Safe to run again; does nothing that is already done.
 set -eu
 pkgs=(libucx-dev ucx-utils libucx0 gcc g++ make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
       openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind)
+# pip: a python3 that has one already (e.g. a pyenv one) needs no package
+python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -5,6 +5,9 @@
 #  - the exported data arrays have the sizes of the original
 #    (uct_alloc_method_names 48, uct_device_type_names 32,
 #    uct_ep_operation_names 128 bytes) and are data, not code;
+#    With UCX_PREFIX (another release), the public names are those of the
+#    1.13.1 list and of the installation's uct/api headers that its
+#    libuct.so.0 defines, and the array sizes are read from that library;
 #  - the SONAME is libuct.so.0;
 #  - the uct_ symbols carry no symbol version (the original has none).
 # Usage: tests/check-exports.sh [LIBFILE]
@@ -29,14 +32,25 @@ if ! nm -D --defined-only "$lib" >"$T_WORK/defined" 2>"$T_WORK/nm.err"; then
 fi
 awk 'NF >= 3 { print $3 }' "$T_WORK/defined" | sort -u >"$T_WORK/names"
 
-for list in ucx-1.13.1-public-exports.txt seed-v1.8-extra-exports.txt; do
+lists=("$here/data/ucx-1.13.1-public-exports.txt" "$here/data/seed-v1.8-extra-exports.txt")
+if [ -n "$UCX_PREFIX" ]; then
+    # the public names of this release: declared in its headers (or on the
+    # 1.13.1 list) and defined by its libuct.so.0
+    nm -D --defined-only "$UCT_SYSTEM_LIB" | awk 'NF >= 3 { print $3 }' | sort -u >"$T_WORK/orig.names"
+    { grep -ohE '\buct_[a-z0-9_]+\b' "$UCX_PREFIX"/include/uct/api/*.h
+      awk '$1 !~ /^#/ && NF { print $1 }' "${lists[0]}"; } | sort -u |
+        comm -12 - "$T_WORK/orig.names" >"$T_WORK/ucx-$UCX_RELEASE-public-exports.txt"
+    lists[0]=$T_WORK/ucx-$UCX_RELEASE-public-exports.txt
+fi
+for path in "${lists[@]}"; do
+    list=$(basename "$path")
     missing=()
     total=0
     while read -r name _; do
         case "$name" in ''|'#'*) continue ;; esac
         total=$((total + 1))
         grep -qxF "$name" "$T_WORK/names" || missing+=("$name")
-    done <"$here/data/$list"
+    done <"$path"
     if [ ${#missing[@]} -eq 0 ] && [ $total -gt 0 ]; then
         pass "all $total names of $list exported"
     else
@@ -50,6 +64,10 @@ for spec in uct_alloc_method_names:48 uct_device_type_names:32 \
             uct_ep_operation_names:128; do
     name=${spec%%:*}
     want=${spec##*:}
+    if [ -n "$UCX_PREFIX" ]; then
+        want=$(nm -D -S --defined-only "$UCT_SYSTEM_LIB" | awk -v n="$name" '$NF == n { print $2 }')
+        want=$((16#${want:-0}))
+    fi
     row=$(nm -D -S --defined-only "$lib" | awk -v n="$name" '$NF == n')
     if [ -z "$row" ]; then
         fail "$name size" "not exported"

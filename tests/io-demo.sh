@@ -70,7 +70,7 @@ run_case() {
         port=$(free_port)
         while [[ $used == *" $port "* ]]; do port=$(free_port); done
         used="$used$port "
-        env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" stdbuf -oL \
+        env $(lib_env "$lib") UCX_TLS="$tls" stdbuf -oL \
             "$IO_DEMO" -p "$port" "$@" >"$T_WORK/srv$i.out" 2>&1 </dev/null &
         pid=$!
         S_PIDS+=("$pid")
@@ -84,12 +84,12 @@ run_case() {
         addrs+=("127.0.0.1:$port")
     done
     if [ "$kill" = 1 ]; then
-        env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$IO_DEMO" "$@" -i 100000000 "${addrs[@]}" \
+        env $(lib_env "$lib") UCX_TLS="$tls" "$IO_DEMO" "$@" -i 100000000 "${addrs[@]}" \
             >"$T_WORK/cli0.out" 2>&1 </dev/null &
         cpid=$!
         # let it connect and run for a while, then kill it mid-traffic
         for _ in $(seq 100); do
-            grep -a -q 'Connected to server' "$T_WORK/cli0.out" && break
+            grep -s -a -q 'Connected to server' "$T_WORK/cli0.out" && break
             sleep 0.1
         done
         sleep 1
@@ -106,7 +106,7 @@ run_case() {
     rm -f "$T_WORK"/cli*.out "$T_WORK"/cli*.st
     for k in $(seq "${CLIENTS:-1}"); do
         out=cli; [ "$k" -gt 1 ] && out=cli$k
-        env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/$out.st" \
+        env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/$out.st" \
             "$IO_DEMO" "$@" -i "$ITERS" "${addrs[@]}" >"$T_WORK/$out.out" 2>&1 </dev/null &
         cpids+=($!)
     done

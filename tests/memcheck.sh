@@ -30,6 +30,27 @@ need_hello
 build_ucp_example ucp_hello_world
 IO_DEMO=$(command -v io_demo) || abort "io_demo" "not installed (apt-get install ucx-utils)"
 VG=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite)
+# UCX 1.18.1's own code, whatever libuct is under it (seen with its C libuct
+# as LIBDIR): its ucp_hello_world example leaks a buffer its main()
+# allocates, and libucp's multi-fragment AM send tests a value valgrind
+# takes for uninitialised (the wheel has no valgrind annotations).
+if [ "$UCX_ABI" != 1.13 ]; then
+    cat >"$T_WORK/ucx-$UCX_ABI.supp" <<'SUPP'
+{
+   reference-example-main-leak
+   Memcheck:Leak
+   match-leak-kinds: definite
+   fun:malloc
+   fun:main
+}
+{
+   reference-libucp-proto-multi-no-resource
+   Memcheck:Cond
+   fun:ucp_proto_multi_no_resource
+}
+SUPP
+    VG+=(--suppressions="$T_WORK/ucx-$UCX_ABI.supp")
+fi
 
 # pair NAME TLS -- SERVER... -- CLIENT_EXTRA...: the server command gets
 # "-p PORT"; the client is the same command plus CLIENT_EXTRA (and -p PORT).
@@ -39,7 +60,7 @@ VG=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
 pair() {
     local name=$1 tls=$2 port spid srv=() cli=() st_s st_c errs
     shift 3
-    if [ "${OURS_ONLY:-0}" = 1 ] && [ -z "$UCT_LIBDIR" ]; then
+    if [ "${OURS_ONLY:-0}" = 1 ] && testing_original; then
         pass "$name (not run on the system library: it has no zero-copy on posix)"
         return
     fi
@@ -48,7 +69,7 @@ pair() {
     cli=("${srv[@]}" "$@")
     port=$(free_port)
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env ${UCT_LIBDIR:+LD_LIBRARY_PATH=$UCT_LIBDIR} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+    env $(lib_env "$UCT_LIBDIR") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
         "${VG[@]}" "${srv[@]}" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -58,7 +79,7 @@ pair() {
         fail "$name" "the server did not listen: $(tail -n 2 "$T_WORK/srv.out" | tr '\n' ' ')"
         return
     fi
-    env ${UCT_LIBDIR:+LD_LIBRARY_PATH=$UCT_LIBDIR} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$UCT_LIBDIR") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         "${VG[@]}" "${cli[@]}" -p "$port" >"$T_WORK/cli.out" 2>&1 </dev/null
     if [ "${STOP:-0}" = 1 ]; then
         # SIGINT to the server itself (run_watch would answer it with SIGKILL)

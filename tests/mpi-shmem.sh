@@ -62,7 +62,8 @@ MCA=(--oversubscribe -np 2 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_dev
 # run_case LIB TLS LAUNCHER PROGRAM WORD EXTRA_MCA... -> R_OK, R_WHY; output in $T_WORK/run.out
 # (LAUNCHER mpirun.mpich: MPICH's hydra, which takes -genv instead of -x)
 run_case() {
-    local lib=$1 tls=$2 launcher=$3 prog=$4 word=$5 rc
+    local lib tls=$2 launcher=$3 prog=$4 word=$5 rc
+    lib=$(ld_path_for "$1")
     shift 5
     if [ "$launcher" = mpirun.mpich ]; then
         timeout 180 "$launcher" -n 2 -genv LD_LIBRARY_PATH "$lib" -genv UCX_TLS "$tls" "$prog" \

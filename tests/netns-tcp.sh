@@ -116,7 +116,8 @@ SYS=
 
 # ns_run NS LIB CMD...: the command line for a process in NS on LIB
 ns_cmd() {
-    local ns=$1 lib=$2
+    local ns=$1 lib
+    lib=$(ld_path_for "$2")
     shift 2
     NS_CMD=(ip netns exec "$ns" env)
     [ -n "$lib" ] && NS_CMD+=("LD_LIBRARY_PATH=$lib")

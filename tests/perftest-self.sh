@@ -74,7 +74,7 @@ run_row() {
     st=$T_WORK/row.status
     rm -f "$st"
     "$RUN_WATCH" "$TIMEOUT" "$st" "${RUN[@]}" ucx_perftest -l -t "$1" -x self \
-        -d memory0 "${layout[@]}" -s "$3" -n "$ITERS" -w "$WARMUP" -f \
+        -d "$UCT_SELF_DEV" "${layout[@]}" -s "$3" -n "$ITERS" -w "$WARMUP" -f \
         >"$out" 2>&1 </dev/null
     ended=$(cat "$st" 2>/dev/null)
     final=$(grep -E '^ *[0-9]+ +[0-9.]+ +[0-9.]+' "$out" | tail -n 1)

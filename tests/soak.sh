@@ -8,7 +8,10 @@
 # of the messages, at least 20000) vs at the end (growth at most SOAK_RSS_SLACK_KB, default
 # 4096), open fds after creating the worker vs after destroying every
 # endpoint, iface and md (equal); after the run no /dev/shm file or SysV
-# segment left behind.  Prints the time and the rate per transport.
+# segment left behind.  Prints the time and the rate per transport.  The RSS
+# bound is this library's: on the C original (no LIBDIR, or LIBDIR holding
+# it; UCX 1.18.1's posix sender grows ~24 MB over 1000 endpoints) it is
+# reported only.
 #
 # Quick tier (CI): SOAK_MSGS=100000 per transport.  SOAK_FULL=1: 10^7.
 # SOAK_TLS overrides the transports ("tcp:lo posix:memory").
@@ -55,7 +58,7 @@ for tl_dev in ${SOAK_TLS:-tcp:lo posix:memory}; do
         >"$out" 2>&1 </dev/null
     wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     ended=$(cat "$st" 2>/dev/null || echo unknown)
-    why=
+    why= note=
     for side in sender receiver; do
         line=$(grep "^RESULT side=$side " "$out" | tail -n 1)
         if [ -z "$line" ]; then
@@ -70,7 +73,13 @@ for tl_dev in ${SOAK_TLS:-tcp:lo posix:memory}; do
         [ "$msgs" = "$MSGS" ] || why="$why; $side counted $msgs"
         [ "$nbad" = 0 ] || why="$why; $side $nbad bad"
         [ "$fb" = "$fa" ] || why="$why; $side fds $fb -> $fa"
-        [ $((re - rw)) -le "$SLACK" ] || why="$why; $side RSS grew $((re - rw)) KB"
+        if [ $((re - rw)) -gt "$SLACK" ]; then
+            if testing_original; then
+                note="$note; the original's $side RSS grew $((re - rw)) KB (reported only)"
+            else
+                why="$why; $side RSS grew $((re - rw)) KB"
+            fi
+        fi
     done
     sed -n 's/^RSS side=\([a-z]*\) every_tenth_kb=/    \1 RSS (KB) at every tenth: /p' "$out"
     rate=$(sed -n 's/^rate=\([0-9]*\).*/\1/p' "$out")
@@ -79,7 +88,7 @@ for tl_dev in ${SOAK_TLS:-tcp:lo posix:memory}; do
         fail "$name" "${why#; }"
         grep -v '^RESULT' "$out" | head -n 20 | sed 's/^/      /'
     else
-        pass "$name: $wall s wall, ${rate:-?} msgs/s"
+        pass "$name: $wall s wall, ${rate:-?} msgs/s$note"
     fi
     shm_check "$name: no /dev/shm or SysV leftovers" "$snap"
 done

@@ -37,7 +37,7 @@ run_case() {
     port=$(free_port)
     rm -f "$T_WORK/cli.st"
     # line-buffered: the server is stopped by a signal at the end
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" stdbuf -oL \
+    env $(lib_env "$lib") UCX_TLS="$tls" stdbuf -oL \
         "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -50,7 +50,7 @@ run_case() {
         grep -q 'Assertion\|signal' "$T_WORK/srv.out" && R_BAD=1
         return
     fi
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
     # done with this client, the server waits for the next one: then stop it

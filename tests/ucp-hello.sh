@@ -35,7 +35,7 @@ run_case() {
     local mode=("$@")
     port=$(free_port)
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
         "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -45,7 +45,7 @@ run_case() {
         R_OK=0 R_SRV=$(status_of "$T_WORK/srv.st") R_CLI="not started" R_WHY="server did not listen"
         return
     fi
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" -n 127.0.0.1 >"$T_WORK/cli.out" 2>&1 </dev/null &
     cpid=$!
     T_CHILDREN="$spid $cpid"

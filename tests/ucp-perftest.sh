@@ -30,7 +30,7 @@ run_case() {
     port=$(free_port)
     local args=(-t "$test" -s "$size" -n "$iters" -w $((iters / 10)) -p "$port")
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
         ucx_perftest "${args[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -40,7 +40,7 @@ run_case() {
         R_OK=0 R_SRV=$(status_of "$T_WORK/srv.st") R_CLI="not started" R_WHY="server did not listen" R_LAT=
         return
     fi
-    env ${lib:+LD_LIBRARY_PATH=$lib} UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         ucx_perftest 127.0.0.1 "${args[@]}" >"$T_WORK/cli.out" 2>&1 </dev/null &
     cpid=$!
     T_CHILDREN="$spid $cpid"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # ucx_info against LIBDIR's libuct.so.0:
-#  - "ucx_info -v" runs and reports version 1.13.1;
+#  - "ucx_info -v" runs and reports the release under test (1.13.1;
+#    $UCX_RELEASE with UCX_PREFIX);
 #  - "ucx_info -d" runs, lists "Memory domain: self" with "Component: self",
-#    "Transport: self" and "Device: memory0" (type loopback), and the whole
-#    self block reads exactly as it does on the C original;
+#    "Transport: self" and "Device: memory0" (1.18: "memory"; type
+#    loopback), and the whole self block reads exactly as it does on the C
+#    original of that release;
 #  - "ucx_info -c" lists UCX_SELF_SEG_SIZE=8K;
 #  - with LIBDIR: "ucx_info -e" (libucp's endpoint configuration: lanes and
 #    protocol thresholds) identical to the original's, see below.
@@ -15,8 +17,25 @@ resolve_libdir "$@"
 command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
 make_workdir
 
-# The self memory-domain block of "ucx_info -d" on Debian 12's UCX 1.13.1.
+# The self memory-domain block of "ucx_info -d": on Debian 12's UCX 1.13.1,
+# and on 1.18.1 (the rkey_ptr and memory-types lines, the device name and
+# the bandwidth differ).
 expected_self_block() {
+    case $UCX_RELEASE in
+        1.13.1) expected_self_block_1_13 ;;
+        1.18.1) expected_self_block_1_18 ;;
+        *) echo "(no reference self block for UCX $UCX_RELEASE)" ;;
+    esac
+}
+expected_self_block_1_18() {
+    expected_self_block_1_13 | awk '
+        /^#           remote key:/ { print; print "#           rkey_ptr is supported"
+                                     print "#         memory types: host (access,reg_nonblock,reg,cache)"; next }
+        /^#         Device: memory0$/ { print "#         Device: memory"; next }
+        /^#            bandwidth:/ { print "#            bandwidth: 0.00/ppn + 19360.00 MB/sec"; next }
+        { print }'
+}
+expected_self_block_1_13() {
     cat <<'BLOCK'
 # Memory domain: self
 #     Component: self
@@ -61,8 +80,8 @@ BLOCK
 # ucx_info -v
 "${RUN[@]}" timeout 60 ucx_info -v >"$T_WORK/v.out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && grep -q '^# Version 1\.13\.1' "$T_WORK/v.out"; then
-    pass "ucx_info -v reports version 1.13.1"
+if [ $rc -eq 0 ] && grep -qE "^# (Version|Library version:) ${UCX_RELEASE//./\\.}\$" "$T_WORK/v.out"; then
+    pass "ucx_info -v reports version $UCX_RELEASE"
 else
     head -n 3 "$T_WORK/v.out"
     fail "ucx_info -v" "exit status $rc"
@@ -91,7 +110,7 @@ else
     fail "ucx_info -d lists Memory domain: self"
 fi
 for want in '#     Component: self' '#      Transport: self' \
-            '#         Device: memory0' '#           Type: loopback'; do
+            "#         Device: $UCT_SELF_DEV" '#           Type: loopback'; do
     if grep -qxF -- "$want" "$T_WORK/self.txt"; then
         pass "self block has '${want#\#}'"
     else
@@ -131,7 +150,7 @@ if [ -n "$UCT_LIBDIR" ]; then
                 "-u tswe -P intra" "-u am -P intra -D shm" "-u twe -P intra" "-u tarmswe -P intra -D shm" \
                 "-u r -P intra -D self"; do
         # shellcheck disable=SC2086 # a list of options
-        env -u LD_LIBRARY_PATH -u LD_PRELOAD timeout 60 ucx_info -e $opts >"$T_WORK/e.sys" 2>&1
+        "${SYS_RUN[@]}" timeout 60 ucx_info -e $opts >"$T_WORK/e.sys" 2>&1
         rc_sys=$?
         # shellcheck disable=SC2086
         "${RUN[@]}" timeout 60 ucx_info -e $opts >"$T_WORK/e.ours" 2>&1

@@ -47,7 +47,8 @@ build_ucp_example() {
     [ -f "$UCX_EXAMPLES/$name.c" ] ||
         abort "$name.c" "not found in $UCX_EXAMPLES (apt-get install libucx-dev)"
     cp "$UCX_EXAMPLES/$name.c" "$UCX_EXAMPLES/hello_world_util.h" "$UCX_EXAMPLES/ucp_util.h" "$T_WORK/"
-    if "$CC" -O2 -o "$T_WORK/$name" "$T_WORK/$name.c" -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
+    if "$CC" -O2 "${UCX_CFLAGS[@]}" -o "$T_WORK/$name" "$T_WORK/$name.c" "${UCX_LDFLAGS[@]}" \
+            -lucp -lucs -luct 2>"$T_WORK/cc.log"; then
         pass "build $name"
     else
         abort "build $name" "$(head -n 3 "$T_WORK/cc.log")"

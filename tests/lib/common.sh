@@ -4,16 +4,75 @@
 #
 # Every script takes the library directory to test as its first argument or
 # as $UCT_LIBDIR: a directory holding our libuct.so.0.  Empty means "test the
-# system UCX" (the C original).  Programs under test are started through
-# "${RUN[@]}", which sets LD_LIBRARY_PATH=$UCT_LIBDIR when a directory is given.
+# reference UCX" (the C original).  Programs under test are started through
+# "${RUN[@]}", which sets LD_LIBRARY_PATH to select LIBDIR's libuct.so.0;
+# the original runs through "${SYS_RUN[@]}".
+#
+# The UCX installation under test (the reference: the C libuct we compare
+# against, its libucs/libucp/libucm, tools, headers and examples):
+#   default         the system's, Debian 12's UCX 1.13.1: tools in PATH,
+#                   /usr/lib/x86_64-linux-gnu/libuct.so.0, /usr/include,
+#                   /usr/share/doc/libucx-dev/examples
+#   UCX_PREFIX=DIR  another installation in DIR (scripts/setup-ucx-wheel.sh
+#                   prints one): tools from DIR/bin, libraries DIR/lib,
+#                   headers DIR/include, examples DIR/share/ucx/examples.
+#                   Every process then runs with LD_LIBRARY_PATH: DIR/lib for
+#                   the original, LIBDIR:DIR/lib for ours (our libuct.so.0
+#                   first, then the reference's libucs, libucp, libucm).
+# UCX_ABI ("1.13", "1.18"): the ABI of that installation, from its version
+# unless given; UCX_RELEASE: its version ("1.13.1", "1.18.1").  Suites that
+# only make sense for one release call need_abi (a skip elsewhere).
 #
 # Counting: pass NAME / fail NAME [REASON]; finish prints "N passed, M failed"
-# and exits non-zero when M > 0.
+# and exits non-zero when M > 0; skip_suite REASON stops a whole suite as
+# skipped (exit 77, 0 cases).
 
 set -u
 
-UCT_SYSTEM_LIB=${UCT_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/libuct.so.0}
-UCX_EXAMPLES=${UCX_EXAMPLES:-/usr/share/doc/libucx-dev/examples}
+UCX_PREFIX=${UCX_PREFIX:-}
+if [ -n "$UCX_PREFIX" ]; then
+    if [ ! -e "$UCX_PREFIX/lib/libuct.so.0" ]; then
+        printf 'FAIL  UCX_PREFIX: no lib/libuct.so.0 in %s\n0 passed, 1 failed\n' "$UCX_PREFIX"
+        exit 1
+    fi
+    UCX_PREFIX=$(cd "$UCX_PREFIX" && pwd -P)
+    UCT_SYSTEM_LIB=${UCT_SYSTEM_LIB:-$UCX_PREFIX/lib/libuct.so.0}
+    export UCT_SYSTEM_LIB   # c-tests/bad_input.c tells the original by it
+    UCX_EXAMPLES=${UCX_EXAMPLES:-$UCX_PREFIX/share/ucx/examples}
+    case ":$PATH:" in *":$UCX_PREFIX/bin:"*) ;; *) PATH=$UCX_PREFIX/bin:$PATH ;; esac
+    export PATH
+    if [ -z "${UCX_RELEASE:-}" ]; then
+        if [ -f "$UCX_PREFIX/VERSION" ]; then
+            UCX_RELEASE=$(head -n 1 "$UCX_PREFIX/VERSION")
+        else
+            UCX_RELEASE=$(LD_LIBRARY_PATH=$UCX_PREFIX/lib ucx_info -v 2>/dev/null |
+                          sed -n 's/^# Library version: //p')
+        fi
+    fi
+    # what every process of the original needs; ours come first (ld_path_for)
+    SYS_LDPATH=$UCX_PREFIX/lib
+    SYS_RUN=(env -u LD_PRELOAD "LD_LIBRARY_PATH=$SYS_LDPATH")
+    # compiling against this installation (its pkg-config files name the
+    # machine it was built on: not used)
+    UCX_CFLAGS=(-I"$UCX_PREFIX/include")
+    UCX_LDFLAGS=(-L"$UCX_PREFIX/lib" -Wl,-rpath-link,"$UCX_PREFIX/lib")
+else
+    UCT_SYSTEM_LIB=${UCT_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/libuct.so.0}
+    UCX_EXAMPLES=${UCX_EXAMPLES:-/usr/share/doc/libucx-dev/examples}
+    UCX_RELEASE=${UCX_RELEASE:-1.13.1}
+    SYS_LDPATH=
+    SYS_RUN=(env -u LD_LIBRARY_PATH -u LD_PRELOAD)
+    UCX_CFLAGS=()
+    UCX_LDFLAGS=()
+fi
+UCX_ABI=${UCX_ABI:-$(echo "$UCX_RELEASE" | cut -d. -f1,2)}
+# the self transport's one device: "memory0" up to 1.13, "memory" since 1.14
+UCT_SELF_DEV=memory0
+case $UCX_ABI in 1.13) ;; *) UCT_SELF_DEV=memory ;; esac
+# UCX reads every UCX_* variable of its environment and warns about the ones
+# it does not know ("unused env variable"): these are for the scripts only,
+# never passed on to the programs they start.
+export -n UCX_PREFIX UCX_ABI UCX_RELEASE UCX_EXAMPLES 2>/dev/null
 CC=${CC:-gcc}
 
 T_PASSED=0
@@ -46,8 +105,42 @@ abort() {
     finish
 }
 
+# skip_suite REASON: the whole suite does not apply here (meson: skipped).
+skip_suite() {
+    printf 'SKIP  %s\n' "$1"
+    printf '0 passed, 0 failed\n'
+    exit 77
+}
+
+# need_abi ABI REASON: skip the suite unless the installation under test has
+# that ABI (e.g. a suite whose reference data is of one release).
+need_abi() {
+    [ "$UCX_ABI" = "$1" ] || skip_suite "UCX $UCX_ABI: $2"
+}
+
+# ld_path_for DIR: the LD_LIBRARY_PATH a process needs to load DIR's
+# libuct.so.0 ("" = the original); empty when nothing is to be set.
+ld_path_for() {
+    if [ -n "$1" ]; then
+        echo "$1${SYS_LDPATH:+:$SYS_LDPATH}"
+    else
+        echo "$SYS_LDPATH"
+    fi
+}
+
+# lib_env DIR: the env(1) argument that selects DIR's libuct.so.0 ("" = the
+# original), or nothing; used unquoted: env $(lib_env "$dir") CMD...
+lib_env() {
+    local p
+    p=$(ld_path_for "$1")
+    if [ -n "$p" ]; then
+        echo "LD_LIBRARY_PATH=$p"
+    fi
+}
+
 # resolve_libdir [DIR]: sets UCT_LIBDIR (absolute or empty), UCT_LIB (the
-# library file that will be loaded) and RUN (command prefix).
+# library file that will be loaded), RUN (command prefix) and OUR_LDPATH
+# (LD_LIBRARY_PATH for it, empty when none is needed).
 resolve_libdir() {
     UCT_LIBDIR=${1-${UCT_LIBDIR:-}}
     RUN=()
@@ -57,12 +150,26 @@ resolve_libdir() {
         fi
         UCT_LIBDIR=$(cd "$UCT_LIBDIR" && pwd -P)
         UCT_LIB=$UCT_LIBDIR/libuct.so.0
-        RUN=(env "LD_LIBRARY_PATH=$UCT_LIBDIR")
         echo "# testing $UCT_LIB"
     else
         UCT_LIB=$UCT_SYSTEM_LIB
-        echo "# testing the system library $UCT_LIB"
+        if [ -n "$UCX_PREFIX" ]; then
+            echo "# testing the reference library $UCT_LIB"
+        else
+            echo "# testing the system library $UCT_LIB"
+        fi
     fi
+    OUR_LDPATH=$(ld_path_for "$UCT_LIBDIR")
+    [ -n "$OUR_LDPATH" ] && RUN=(env "LD_LIBRARY_PATH=$OUR_LDPATH")
+    [ -n "$UCX_PREFIX" ] && echo "# UCX installation under test: $UCX_PREFIX (UCX $UCX_RELEASE, ABI $UCX_ABI)"
+    return 0
+}
+
+# testing_original: true when the library under test is the reference C
+# library itself (no LIBDIR, or a LIBDIR holding that very file): for what
+# only this project's library promises (bounds, extensions).
+testing_original() {
+    [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"
 }
 
 # make_workdir: a private temporary directory, removed when the script exits.
@@ -81,7 +188,7 @@ cleanup_workdir() {
     [ -n "$T_WORK" ] && rm -rf "$T_WORK"
 }
 
-# build_c OUT SRC...: compile a C test against the system UCX headers.
+# build_c OUT SRC...: compile a C test against the UCX headers under test.
 # When $UCT_TEST_BINDIR holds a program of the same name (meson builds the
 # c-tests there), that build is used instead.
 build_c() {
@@ -91,7 +198,7 @@ build_c() {
         cp "$UCT_TEST_BINDIR/$(basename "$out")" "$out"
         return
     fi
-    "$CC" -O2 -g -Wall -o "$out" "$@" -luct -lucs -ldl
+    "$CC" -O2 -g -Wall "${UCX_CFLAGS[@]}" -o "$out" "$@" "${UCX_LDFLAGS[@]}" -luct -lucs -ldl
 }
 
 # build_run_watch: compile tests/tools/run_watch.c into the work directory.

@@ -2,7 +2,7 @@
 # The two-process runner (sourced after common.sh and after
 # make_workdir/build_run_watch), used by the shared-memory and tcp tests and
 # by the benchmarks: start a server and a client, each with its own library
-# directory ("" = the system UCX), on loopback, under run_watch, and tell how
+# directory ("" = the reference UCX), on loopback, under run_watch, and tell how
 # each ended.
 #
 #   free_port / port_listening PORT / wait_listening PID PORT
@@ -70,12 +70,8 @@ lost_port_race() {
     grep -qiE 'address already in use|bind\(\) failed|open server socket' "$1"
 }
 
-# lib_env DIR: the env(1) arguments that select DIR's libuct.so.0
-lib_env() {
-    if [ -n "$1" ]; then
-        echo "LD_LIBRARY_PATH=$1"
-    fi
-}
+# (lib_env DIR, the env(1) argument that selects DIR's libuct.so.0, is in
+# common.sh)
 
 lib_label() {
     if [ -n "$1" ]; then echo ours; else echo system; fi
@@ -173,7 +169,8 @@ build_hello() {
         return 1
     }
     cp "$UCX_EXAMPLES/uct_hello_world.c" "$UCX_EXAMPLES/hello_world_util.h" "$T_WORK/"
-    "$CC" -O2 -o "$HELLO" "$T_WORK/uct_hello_world.c" -luct -lucs 2>"$T_WORK/cc.log" || {
+    "$CC" -O2 "${UCX_CFLAGS[@]}" -o "$HELLO" "$T_WORK/uct_hello_world.c" "${UCX_LDFLAGS[@]}" \
+        -luct -lucs 2>"$T_WORK/cc.log" || {
         cat "$T_WORK/cc.log"
         return 1
     }
