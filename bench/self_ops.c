@@ -10,6 +10,14 @@
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
 
+/* The self transport's one device: "memory0" up to UCX 1.13, "memory" from
+ * 1.14 on (UCX names a single self device without a number). */
+#if UCT_VERNO_MINOR >= 14
+#define SELF_DEV "memory"
+#else
+#define SELF_DEV "memory0"
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +75,7 @@ int main(int argc, char **argv)
                                   UCT_IFACE_PARAM_FIELD_DEVICE;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = "self";
-    params.mode.device.dev_name = "memory0";
+    params.mode.device.dev_name = SELF_DEV;
     CHECK(uct_iface_open(md, worker, &params, iface_config, &iface));
     CHECK(uct_iface_get_address(iface, (uct_iface_addr_t*)&iface_addr));
 

@@ -17,6 +17,22 @@
 #include <ucs/async/async_fwd.h>
 #include <ucs/datastruct/callbackq.h>
 
+/* The self transport's one device: "memory0" up to UCX 1.13, "memory" from
+ * 1.14 on (UCX names a single self device without a number). */
+#if UCT_VERNO_MINOR >= 14
+#define SELF_DEV "memory"
+#else
+#define SELF_DEV "memory0"
+#endif
+
+/* uct_config_modify names a field with its table's prefix from UCX 1.17 on
+ * (libucs matches the name against "SELF_SEG_SIZE"), without it before. */
+#if UCT_VERNO_MINOR >= 17
+#define SEG_SIZE_KEY "SELF_SEG_SIZE"
+#else
+#define SEG_SIZE_KEY "SEG_SIZE"
+#endif
+
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -228,7 +244,7 @@ static ucs_status_t open_self_iface(uct_md_h md, uct_worker_h worker,
                                    UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
     params.open_mode             = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name   = "self";
-    params.mode.device.dev_name  = "memory0";
+    params.mode.device.dev_name  = SELF_DEV;
     params.stats_root            = NULL;
     params.rx_headroom           = 16;
     return uct_iface_open(md, worker, &params, config, iface_p);
@@ -356,9 +372,9 @@ int main(void)
              (unsigned)tl_res[i].sys_device);
     }
     check((num_tl == 1) && !strcmp(tl_res[0].tl_name, "self") &&
-          !strcmp(tl_res[0].dev_name, "memory0") &&
+          !strcmp(tl_res[0].dev_name, SELF_DEV) &&
           (tl_res[0].dev_type == UCT_DEVICE_TYPE_SELF),
-          "tl resource self/memory0 loopback", "count %u", num_tl);
+          "tl resource self/" SELF_DEV " loopback", "count %u", num_tl);
     uct_release_tl_resource_list(tl_res);
 
     /* --- worker ---------------------------------------------------------- */
@@ -390,7 +406,7 @@ int main(void)
 
     /* --- iface ------------------------------------------------------------- */
     status = CHECK_STATUS(open_self_iface(md, worker, iface_config, &iface),
-                          UCS_OK, "uct_iface_open(self/memory0)");
+                          UCS_OK, "uct_iface_open(self/" SELF_DEV ")");
     if (status != UCS_OK) {
         return 1;
     }
@@ -744,8 +760,8 @@ int main(void)
           "id %d", cb_id);
 
     /* --- configuration: modify and reopen ----------------------------------- */
-    CHECK_STATUS(uct_config_modify(iface_config, "SEG_SIZE", "4k"), UCS_OK,
-                 "uct_config_modify(SEG_SIZE=4k)");
+    CHECK_STATUS(uct_config_modify(iface_config, SEG_SIZE_KEY, "4k"), UCS_OK,
+                 "uct_config_modify(" SEG_SIZE_KEY "=4k)");
     memset(cfg_value, 0, sizeof(cfg_value));
     CHECK_STATUS(uct_config_get(iface_config, "SEG_SIZE", cfg_value,
                                 sizeof(cfg_value)),

@@ -43,6 +43,14 @@
 #include <ucs/async/async_fwd.h>
 #include <ucs/debug/log_def.h>
 
+/* The self transport's one device: "memory0" up to UCX 1.13, "memory" from
+ * 1.14 on (UCX names a single self device without a number). */
+#if UCT_VERNO_MINOR >= 14
+#define SELF_DEV "memory"
+#else
+#define SELF_DEV "memory0"
+#endif
+
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -234,7 +242,7 @@ static void iface_params(uct_iface_params_t *p)
                               UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
     p->open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     p->mode.device.tl_name  = "self";
-    p->mode.device.dev_name = "memory0";
+    p->mode.device.dev_name = SELF_DEV;
     p->rx_headroom          = 16;
 }
 

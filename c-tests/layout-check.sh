@@ -5,7 +5,7 @@
 #
 #   c-tests/layout-check.sh                 UCX 1.13.1: the installed
 #                                           (Debian 12) headers
-#   UCX_ABI=1.18 UCX_INCLUDE=DIR c-tests/layout-check.sh
+#   UCX_ABI=1.18 UCX_INCLUDE=DIR c-tests/layout-check.sh   (or UCX_PREFIX=DIR: DIR/include)
 #                                           UCX 1.18.1: DIR is the include
 #                                           directory of a 1.18.1 install
 #                                           (e.g. the PyPI wheel's
@@ -42,6 +42,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${UCX_ABI:-1.13}" in
     1.13) release=1.13.1; minor=13 ;;
     1.18) release=1.18.1; minor=18
+          # The installation under test (tests/lib/common.sh's UCX_PREFIX).
+          if [ -z "${UCX_INCLUDE:-}" ] && [ -n "${UCX_PREFIX:-}" ]; then
+              UCX_INCLUDE=$UCX_PREFIX/include
+          fi
           if [ -z "${UCX_INCLUDE:-}" ]; then
               echo "layout-check: UCX_ABI=1.18 needs UCX_INCLUDE (the include dir of UCX 1.18.1)" >&2
               exit 2

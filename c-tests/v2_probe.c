@@ -76,8 +76,18 @@ typedef struct {
 #define DEREG_FIELD_MEMH (1ul << 0)
 
 ucs_status_t uct_iface_estimate_perf(uct_iface_h iface, probe_perf_attr_t *perf_attr);
+#if UCT_VERNO_MINOR >= 16
+/* UCX 1.16 added the range of the memory to pack a key for. */
+ucs_status_t uct_md_mkey_pack_v2(uct_md_h md, uct_mem_h memh, void *address, size_t length,
+                                 const probe_mkey_pack_params_t *params, void *rkey_buffer);
+#define MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+    uct_md_mkey_pack_v2(_md, _memh, _addr, _len, _params, _buf)
+#else
 ucs_status_t uct_md_mkey_pack_v2(uct_md_h md, uct_mem_h memh, const probe_mkey_pack_params_t *params,
                                  void *rkey_buffer);
+#define MKEY_PACK_V2(_md, _memh, _addr, _len, _params, _buf) \
+    uct_md_mkey_pack_v2(_md, _memh, _params, _buf)
+#endif
 ucs_status_t uct_md_mem_dereg_v2(uct_md_h md, const probe_mem_dereg_params_t *params);
 
 _Static_assert(sizeof(probe_perf_attr_t) == 88, "uct_perf_attr_t size");
@@ -217,7 +227,7 @@ static void probe_md(uct_component_h comp, const char *md_name, uct_worker_h wor
             probe_mkey_pack_params_t pp = {0};
             probe_mem_dereg_params_t dp = {0};
             unsigned char *rkey = calloc(1, a.rkey_packed_size + 1);
-            s = uct_md_mkey_pack_v2(md, memh, &pp, rkey);
+            s = MKEY_PACK_V2(md, memh, buf, 65536, &pp, rkey);
             printf("  mkey_pack_v2: %s\n", ucs_status_string(s));
             free(rkey);
             dp.field_mask = DEREG_FIELD_MEMH;

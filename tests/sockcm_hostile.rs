@@ -124,8 +124,9 @@ impl Server {
         // SAFETY: a component of this library; the out-pointer is a local.
         assert_eq!(unsafe { uct_cm_config_read(comp, null(), null(), &mut cfg) }, UCS_OK);
         for (k, v) in settings {
+            let key = config_key("TCP_CM_", k);
             // SAFETY: `cfg` was just read; key and value are C strings.
-            assert_eq!(unsafe { uct_config_modify(cfg as *mut c_void, k.as_ptr(), v.as_ptr()) }, UCS_OK, "{k:?}");
+            assert_eq!(unsafe { uct_config_modify(cfg as *mut c_void, key.as_ptr(), v.as_ptr()) }, UCS_OK, "{key:?}");
         }
         let mut cm = null_mut();
         // SAFETY: live worker, config of this component, local out-pointer.
@@ -503,8 +504,9 @@ fn handshake_timeout_setting() {
         let mut cfg = null_mut();
         // SAFETY: a component of this library; the out-pointer is a local.
         assert_eq!(unsafe { uct_cm_config_read(comp, null(), null(), &mut cfg) }, UCS_OK);
+        let key = config_key("TCP_CM_", c"HANDSHAKE_TIMEOUT");
         // SAFETY: `cfg` was just read; key and value are C strings.
-        let r = unsafe { uct_config_modify(cfg as *mut c_void, c"HANDSHAKE_TIMEOUT".as_ptr(), v.as_ptr()) };
+        let r = unsafe { uct_config_modify(cfg as *mut c_void, key.as_ptr(), v.as_ptr()) };
         assert_eq!(r == UCS_OK, ok, "{v:?}");
         // SAFETY: ours, not used again.
         unsafe { uct_config_release(cfg as *mut c_void) };

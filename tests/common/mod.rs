@@ -73,6 +73,19 @@ pub fn new_worker() -> (*mut ucs_async_context_t, uct_worker_h) {
     (async_, worker)
 }
 
+/// The name `uct_config_modify` takes for field `k` of a table with prefix
+/// `prefix` ("CMA_"): from UCX 1.17 on libucs matches names with the
+/// table's prefix ("CMA_MEMORY_INVALIDATE"), before without it.
+pub fn config_key(prefix: &str, k: &CStr) -> std::ffi::CString {
+    if cfg!(feature = "ucx-1-18") {
+        let mut full = prefix.as_bytes().to_vec();
+        full.extend_from_slice(k.to_bytes());
+        std::ffi::CString::new(full).unwrap()
+    } else {
+        std::ffi::CString::from(k)
+    }
+}
+
 /// Opens the memory domain `name` of the component of the same name, with
 /// `settings` applied to the md configuration first (each must be
 /// accepted). The configuration is released once the md is open; the
@@ -83,8 +96,10 @@ pub fn open_md(name: &CStr, settings: &[(&CStr, &CStr)]) -> uct_md_h {
     // SAFETY: `c` came from the component list; the out-pointer is a local.
     assert_eq!(unsafe { uct_md_config_read(c, null(), null(), &mut mdc) }, UCS_OK);
     for (k, v) in settings {
+        let prefix = format!("{}_", name.to_str().unwrap().to_ascii_uppercase());
+        let key = config_key(&prefix, k);
         // SAFETY: `mdc` was just read; key and value are C strings.
-        assert_eq!(unsafe { uct_config_modify(mdc as *mut c_void, k.as_ptr(), v.as_ptr()) }, UCS_OK, "{k:?}={v:?}");
+        assert_eq!(unsafe { uct_config_modify(mdc as *mut c_void, key.as_ptr(), v.as_ptr()) }, UCS_OK, "{key:?}={v:?}");
     }
     let mut md = null_mut();
     // SAFETY: as above, and `mdc` is a configuration of this component.
