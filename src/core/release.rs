@@ -5,6 +5,10 @@
 use crate::abi::*;
 use std::ffi::CStr;
 
+/// Memory registration and allocation must ask for some access (a
+/// `UCT_MD_MEM_ACCESS_*` flag) up to 1.14; from 1.15 no flag is needed.
+pub const ACCESS_FLAG_REQUIRED: bool = cfg!(not(ucx_since_1_15));
+
 /// The peer address lengths a caller may pass in `uct_ep_params_t`
 /// (1.18+: `dev_addr_length`, `iface_addr_length`); None when not given.
 pub fn ep_param_addr_lens(p: &uct_ep_params_t) -> (Option<usize>, Option<usize>) {

@@ -22,7 +22,7 @@ pub(super) fn mem_reg(fname: &str, m: &crate::core::md::MdObj, address: *mut c_v
         crate::error!("uct_md_mem_reg(address={:p} length={}): invalid parameters", address, length);
         return UCS_ERR_INVALID_PARAM;
     }
-    if cfg!(not(ucx_since_1_15)) && flags & UCT_MD_MEM_ACCESS_ALL as u64 == 0 {
+    if crate::core::release::ACCESS_FLAG_REQUIRED && flags & UCT_MD_MEM_ACCESS_ALL as u64 == 0 {
         crate::error!("uct_md_mem_reg(flags={:#x}): invalid flags", flags);
         return UCS_ERR_INVALID_PARAM;
     }
