@@ -27,6 +27,19 @@ use libc::c_void;
 use std::ffi::CStr;
 
 // ---------------------------------------------------------------------------
+// mm zero-copy
+
+/// Whether the mm transports (posix, sysv) offer zero-copy operations and
+/// local registrations for them, which the C original's mm does not have.
+/// Up to 1.15, libucp chose protocols by thresholds that our registration
+/// cost keeps off these operations (zero-copy on mm copies all the same),
+/// so offering them changes nothing libucp does. From 1.16 libucp's
+/// protocol selection (the "v2" protocols, on by default) models zero-copy
+/// on its own and would send eager messages by mm zero-copy, unlike with
+/// the C original: from 1.16 the mm transports offer what UCX's do.
+pub const MM_ZERO_COPY: bool = cfg!(not(ucx_since_1_16));
+
+// ---------------------------------------------------------------------------
 // self
 
 /// Bandwidth of the self transport (MB/s).

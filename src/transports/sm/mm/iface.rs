@@ -104,7 +104,11 @@ impl<M: Mapper> Transport for MmIface<M> {
         | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
         | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
         | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM)
-        | op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_ZCOPY);
+        | if release::MM_ZERO_COPY {
+            op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_ZCOPY)
+        } else {
+            0
+        };
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
@@ -143,6 +147,21 @@ impl<M: Mapper> Transport for MmIface<M> {
         attr.latency.c = LATENCY;
         attr.latency.m = 0.0;
         attr.bandwidth.dedicated = s.bandwidth;
+        if !release::MM_ZERO_COPY {
+            // No zero-copy operations: their limits are zero, as UCX's.
+            attr.cap.put.max_zcopy = 0;
+            attr.cap.put.opt_zcopy_align = 0;
+            attr.cap.put.align_mtu = 0;
+            attr.cap.put.max_iov = 0;
+            attr.cap.get.max_zcopy = 0;
+            attr.cap.get.opt_zcopy_align = 0;
+            attr.cap.get.align_mtu = 0;
+            attr.cap.get.max_iov = 0;
+            attr.cap.am.max_zcopy = 0;
+            attr.cap.am.opt_zcopy_align = 0;
+            attr.cap.am.align_mtu = 0;
+            attr.cap.am.max_iov = 0;
+        }
         attr.bandwidth.shared = 0.0;
         attr.overhead = OVERHEAD;
         attr.priority = 0;

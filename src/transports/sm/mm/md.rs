@@ -5,6 +5,7 @@ use super::mapper::{Mapper, Segment};
 use crate::abi::*;
 use crate::core::ops::Completion;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::transports::sm::release;
 use libc::c_void;
 
 const MEMH_MAGIC: u64 = 0x7563_742d_6d6d_6868;
@@ -69,8 +70,9 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         attr.cap.max_reg = 0;
         attr.cap.alloc_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        // Host memory can be registered for local zero-copy use.
-        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        // Host memory can be registered for local zero-copy use (where the
+        // release has the zero-copy operations, see `release`).
+        attr.cap.reg_mem_types = if release::MM_ZERO_COPY { 1 << UCS_MEMORY_TYPE_HOST } else { 0 };
         attr.cap.detect_mem_types = 0;
         // A zero-copy operation of this transport copies the payload
         // (into the peer's FIFO or a mapped segment): using the memory
@@ -83,8 +85,10 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         // zero-copy operations do not exist.  With a zero fixed cost the
         // quotient is -0.0, which libucp reads as "zero-copy from 0 bytes".
         let memcpy_bw = crate::ucs::memcpy_bw();
-        attr.reg_cost.c = 1e-9;
-        attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
+        if release::MM_ZERO_COPY {
+            attr.reg_cost.c = 1e-9;
+            attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
+        }
         attr.rkey_packed_size = self.mapper.rkey_packed_size();
         attr.local_cpus = all_cpus();
     }
@@ -113,6 +117,10 @@ impl<M: Mapper> MdImpl for MmMd<M> {
     }
 
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
+        if !release::MM_ZERO_COPY {
+            // Registrations serve only our zero-copy operations.
+            return Err(UCS_ERR_UNSUPPORTED);
+        }
         Ok(Box::into_raw(Box::new(LocalReg { magic: LOCAL_MAGIC })) as uct_mem_h)
     }
 
