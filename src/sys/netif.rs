@@ -60,6 +60,12 @@ pub fn active_devices(afs: &[u16]) -> Result<Vec<String>, ucs_status_t> {
     Ok(out)
 }
 
+/// Whether network device `name` is a bridge (its sysfs entry has a
+/// `bridge` directory).
+pub fn is_bridge(name: &str) -> bool {
+    std::fs::metadata(format!("/sys/class/net/{name}/bridge")).is_ok_and(|m| m.is_dir())
+}
+
 /// The name of the device that owns the IP address of `addr` (the port is
 /// ignored): what UCX reports as the device of a connected socket.
 pub fn name_of_address(addr: &SockAddr) -> nix::Result<Option<String>> {
@@ -195,6 +201,7 @@ mod tests {
         assert!(a.is_loopback());
         assert_eq!(netif_addr("no-such-device", AF_INET), None);
         assert!(!netif_is_default("lo").unwrap());
+        assert!(!is_bridge("lo"));
         assert_eq!(name_of_address(&SockAddr::v4([127, 0, 0, 1], 9)).unwrap().as_deref(), Some("lo"));
         assert_eq!(name_of_address(&SockAddr::v4([0, 0, 0, 0], 9)).unwrap(), None);
     }

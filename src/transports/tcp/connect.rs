@@ -7,10 +7,12 @@
 use super::conn::*;
 use super::iface::{TcpEp, TcpIface, I};
 use super::proto::{self, CmCtx, CmEvent, Phase, Violation};
+use super::release::BindSrc;
 use super::wire;
 use super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::iface::EpParams;
+use crate::core::log::{LEVEL_DIAG, LEVEL_ERROR};
 use crate::core::ops::*;
 use crate::sys::addr::{SockAddr, AF_INET, AF_INET6};
 use crate::sys::epoll::{EV_READ, EV_WRITE};
@@ -70,10 +72,55 @@ impl TcpIface {
         if ok { Ok(()) } else { Err(UCS_ERR_IO_ERROR) }
     }
 
+    /// `UCX_TCP_EP_BIND_SRC_ADDR`: bind a connecting socket to the
+    /// interface's address (any port), so that the peer sees the connection
+    /// come from this interface. With "try" failures are diagnostics; with
+    /// "yes" they fail the connection, and so does a strict reverse-path
+    /// filter on an IPv4 device.
+    fn bind_source(&self, conn: &Conn, s: &Socket) -> Result<(), ucs_status_t> {
+        let strict = match self.cfg.bind_src {
+            BindSrc::No => return Ok(()),
+            BindSrc::Try => false,
+            BindSrc::Yes => true,
+        };
+        let level = if strict { LEVEL_ERROR } else { LEVEL_DIAG };
+        let me = self as *const TcpIface;
+        if self.ifaddr.family == AF_INET {
+            let path = format!("/proc/sys/net/ipv4/conf/{}/rp_filter", self.if_name);
+            let filter = std::fs::read_to_string(&path).map_err(|_| UCS_ERR_IO_ERROR)
+                .and_then(|t| t.trim().parse::<i64>().map_err(|_| UCS_ERR_INVALID_PARAM));
+            let verdict = match filter {
+                Err(e) => {
+                    crate::log_at!(level, "tcp_iface {:p}: unable to read rp_filter from {}", me, path);
+                    Err(e)
+                }
+                Ok(1) => {
+                    crate::log_at!(level, "tcp_iface {:p}: net.ipv4.conf.{}.rp_filter is set to strict mode (1), \
+                                           connections may fail", me, self.if_name);
+                    Err(UCS_ERR_INVALID_PARAM)
+                }
+                Ok(_) => Ok(()),
+            };
+            if strict {
+                verdict?;
+            }
+        }
+        let mut addr = self.ifaddr;
+        addr.port = 0;
+        if let Err(e) = s.bind(&addr) {
+            crate::log_at!(level, "tcp_ep {:p}: failed to bind fd {} to {}: {}", conn as *const Conn, s.fd(), addr,
+                           errno_str(e as i32));
+            if strict {
+                return Err(UCS_ERR_IO_ERROR);
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn create_socket_and_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
         let r = self.socket_and_connect(iface, conn);
         if r.is_err() && conn.retries.get() > 1 {
-            self.set_failed(iface, conn);
+            self.set_failed(iface, conn, UCS_ERR_ENDPOINT_TIMEOUT);
         }
         r
     }
@@ -84,7 +131,9 @@ impl TcpIface {
             crate::error!("socket create failed: {}", errno_str(e as i32));
             UCS_ERR_IO_ERROR
         })?;
-        let setup = self.set_sockopt(&sock, self.cfg.conn_nb).and_then(|()| self.keepalive_enable(&sock));
+        let setup = self.bind_source(conn, &sock)
+            .and_then(|()| self.set_sockopt(&sock, self.cfg.conn_nb))
+            .and_then(|()| self.keepalive_enable(&sock));
         // The connection keeps the socket also when setting it up failed
         // (it closes with the connection). It had none before: a failed
         // one was closed.
@@ -189,7 +238,8 @@ impl TcpIface {
         }
         to.rx_put_sn.set(from.rx_put_sn.get());
         from.caps.set(0);
-        self.set_failed(iface, from);
+        from.successor.set(Rc::downgrade(to));
+        self.set_failed(iface, from, UCS_ERR_ENDPOINT_TIMEOUT);
     }
 
     /// The listening socket is readable: accept what is pending (at most
