@@ -16,8 +16,10 @@
 //!   into the parts below.
 //! - `conn`: connections (UCX's tcp endpoints), their socket slot, their
 //!   table and state.
-//! - `connect`: connecting, accepting, the socket options, the connection
-//!   protocol and the matching of simultaneous connections.
+//! - `connect`: connecting, accepting, the connection protocol and the
+//!   matching of simultaneous connections.
+//! - `sockopt`: the socket options, and binding a connecting socket to the
+//!   interface's address.
 //! - `tx`: the send path (active messages, coalescing, pending requests).
 //! - `rx`: the receive path and the interface's progress.
 //! - `put`: put zero-copy, both sides, and endpoint flush.
@@ -39,6 +41,7 @@ mod put;
 mod release;
 mod rx;
 pub mod sockcm;
+mod sockopt;
 mod tx;
 pub mod wire;
 
