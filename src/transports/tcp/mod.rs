@@ -291,7 +291,7 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     };
     let mut names = crate::sys::netif::active_devices(&m.af_prio)?;
     if release::DEVICES_SORTED {
-        names.sort();
+        crate::sys::netif::sort_names(&mut names);
     }
     if !m.bridges {
         names.retain(|name| {
