@@ -302,3 +302,35 @@ pub fn bind_src(c: &IfaceConfigExtra) -> BindSrc {
         BindSrc::No
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_the_release() {
+        let names = |v: Vec<ucs_config_field_t>| -> Vec<String> {
+            // SAFETY: the names are static C strings.
+            v.iter().map(|f| unsafe { CStr::from_ptr(f.name) }.to_string_lossy().into_owned()).collect()
+        };
+        let md = names(md_fields(0));
+        let tx = names(tx_pool_fields(0));
+        let bw = names(port_range_fields(0));
+        let last = names(keepalive_fields(0));
+        assert_eq!(md, if cfg!(ucx_since_1_16) { vec!["BRIDGE_ENABLE"] } else { vec![] });
+        assert_eq!(tx.len(), if cfg!(ucx_since_1_14) { 2 } else { 0 });
+        assert_eq!(bw, if cfg!(ucx_since_1_15) { vec!["MAX_BW"] } else { vec![] });
+        assert_eq!(last, if cfg!(ucx_since_1_18) { vec!["EP_BIND_SRC_ADDR"] } else { vec![] });
+    }
+
+    #[test]
+    fn statuses_and_flags() {
+        if cfg!(ucx_since_1_14) {
+            assert_eq!(PEER_CLOSED_STATUS, UCS_ERR_CONNECTION_RESET);
+        } else {
+            assert_eq!(PEER_CLOSED_STATUS, UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+        assert_eq!(INTER_NODE_FLAG != 0, cfg!(ucx_since_1_18));
+        assert_eq!(RX_FOLLOWS_SOCKET, cfg!(ucx_since_1_14));
+    }
+}
