@@ -60,6 +60,26 @@ pub fn active_devices(afs: &[u16]) -> Result<Vec<String>, ucs_status_t> {
     Ok(out)
 }
 
+/// Sort device names as `scandir(3)` with `alphasort` does: by
+/// `strcoll(3)`, in the collation of the process's locale.
+pub fn sort_names(names: &mut [String]) {
+    let c: Vec<std::ffi::CString> =
+        names.iter().map(|n| std::ffi::CString::new(n.as_str()).unwrap_or_default()).collect();
+    let mut idx: Vec<usize> = (0..names.len()).collect();
+    // SAFETY: both arguments are NUL-terminated strings alive for the call.
+    idx.sort_by(|&a, &b| unsafe { libc::strcoll(c[a].as_ptr(), c[b].as_ptr()) }.cmp(&0));
+    let sorted: Vec<String> = idx.iter().map(|&i| std::mem::take(&mut names[i])).collect();
+    for (d, s) in names.iter_mut().zip(sorted) {
+        *d = s;
+    }
+}
+
+/// Whether network device `name` is a bridge (its sysfs entry has a
+/// `bridge` directory).
+pub fn is_bridge(name: &str) -> bool {
+    std::fs::metadata(format!("/sys/class/net/{name}/bridge")).is_ok_and(|m| m.is_dir())
+}
+
 /// The name of the device that owns the IP address of `addr` (the port is
 /// ignored): what UCX reports as the device of a connected socket.
 pub fn name_of_address(addr: &SockAddr) -> nix::Result<Option<String>> {
@@ -195,6 +215,10 @@ mod tests {
         assert!(a.is_loopback());
         assert_eq!(netif_addr("no-such-device", AF_INET), None);
         assert!(!netif_is_default("lo").unwrap());
+        assert!(!is_bridge("lo"));
+        let mut v = vec!["lo".to_string(), "eth1".into(), "eth0".into(), "br0".into()];
+        sort_names(&mut v);
+        assert_eq!(v, ["br0", "eth0", "eth1", "lo"]);
         assert_eq!(name_of_address(&SockAddr::v4([127, 0, 0, 1], 9)).unwrap().as_deref(), Some("lo"));
         assert_eq!(name_of_address(&SockAddr::v4([0, 0, 0, 0], 9)).unwrap(), None);
     }

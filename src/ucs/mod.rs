@@ -169,6 +169,20 @@ extern "C" {
     pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
     pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;
 
+    // sys/topo/base/topo.h, sys/sock.h: the system device and PCI bandwidth
+    // behind a network device, found the way UCX's tcp transport finds them
+    // from 1.16 on (the device stays in libucs's topology table).
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_netif_get_lowest_device_path(if_name: *const c_char, path_buffer: *mut c_char, max: size_t)
+                                            -> ucs_status_t;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_topo_resolve_sysfs_path(dev_path: *const c_char, path_buffer: *mut c_char) -> *const c_char;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_topo_get_sysfs_dev(dev_name: *const c_char, sysfs_path: *const c_char, name_priority: c_uint)
+                                  -> ucs_sys_device_t;
+    #[cfg(ucx_since_1_16)]
+    pub fn ucs_topo_get_pci_bw(dev_name: *const c_char, sysfs_path: *const c_char) -> f64;
+
     // misc
     pub fn ucs_status_string(status: ucs_status_t) -> *const c_char;
     pub fn ucs_generate_uuid(seed: u64) -> u64;

@@ -32,7 +32,7 @@ use libc::c_void;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 /// Send-buffer room for one control frame (a connection event with the
 /// magic number and the largest request, a put acknowledgement, a
@@ -283,6 +283,8 @@ pub(super) struct Conn {
     pub(super) pending: RefCell<VecDeque<PendingReq>>,
     /// Flush completions waiting for the acknowledgement of a put.
     pub(super) put_comps: RefCell<VecDeque<(u32, Completion)>>,
+    /// The connection that took this one's socket over (matching).
+    pub(super) successor: Cell<Weak<Conn>>,
 }
 
 impl Conn {
@@ -359,6 +361,7 @@ impl TcpIface {
             cm_pending: Cell::new(0),
             pending: RefCell::new(VecDeque::new()),
             put_comps: RefCell::new(VecDeque::new()),
+            successor: Cell::new(Weak::new()),
         });
         self.conns.borrow_mut()[slot] = Some(conn.clone());
         crate::debug!("tcp_ep {:p}: created on iface {} (fd {})", Rc::as_ptr(&conn), self.if_name, fd);
@@ -484,8 +487,8 @@ impl TcpIface {
     }
 
     /// A failed connection: the user's endpoint hears of it through the
-    /// error handler; an internal connection goes away.
-    pub(super) fn set_failed(&self, iface: &I, conn: &Rc<Conn>) {
+    /// error handler (with `status`); an internal connection goes away.
+    pub(super) fn set_failed(&self, iface: &I, conn: &Rc<Conn>, status: ucs_status_t) {
         if !conn.alive.get() {
             return;
         }
@@ -498,7 +501,7 @@ impl TcpIface {
                 self.set_state(conn, State::Closed);
                 drop(conn.sock.take());
                 drop(conn.stale.take());
-                iface.hdr.schedule_ep_err_status(owner, UCS_ERR_ENDPOINT_TIMEOUT);
+                iface.hdr.schedule_ep_err_status(owner, status);
             }
         } else {
             self.destroy_conn(conn);
@@ -512,7 +515,7 @@ impl TcpIface {
             conn.clear(F_PUT_RX_SENDING_ACK | F_PUT_TX_WAITING_ACK);
             self.purge(conn, status);
         }
-        self.set_failed(iface, conn);
+        self.set_failed(iface, conn, super::release::PEER_CLOSED_STATUS);
     }
 
     /// UCX's triage of an I/O error. `Ok(())`: recovered (reconnecting);

@@ -8,7 +8,6 @@ use super::conn::*;
 use super::iface::{TcpEp, TcpIface, I};
 use super::proto::{self, CmCtx, CmEvent, Phase, Violation};
 use super::wire;
-use super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::iface::EpParams;
 use crate::core::ops::*;
@@ -32,48 +31,10 @@ impl TcpIface {
     // -----------------------------------------------------------------------
     // Sockets and connecting.
 
-    /// The socket options of every connection's socket (and `O_NONBLOCK`
-    /// when `set_nb`), as UCX sets them.
-    fn set_sockopt(&self, s: &Socket, set_nb: bool) -> Result<(), ucs_status_t> {
-        if set_nb && s.set_nonblock().is_err() {
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        if !opt_ok(s, libc::IPPROTO_TCP, libc::TCP_NODELAY, s.set_nodelay(self.cfg.nodelay)) {
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        // The sizes go to the kernel as C ints (truncated), as in UCX.
-        if self.cfg.sndbuf != UNITS_AUTO
-            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_SNDBUF, s.set_sndbuf(self.cfg.sndbuf as usize))
-        {
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        if self.cfg.rcvbuf != UNITS_AUTO
-            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_RCVBUF, s.set_rcvbuf(self.cfg.rcvbuf as usize))
-        {
-            return Err(UCS_ERR_IO_ERROR);
-        }
-        if self.cfg.syn_cnt != UNITS_AUTO {
-            // Best effort, as in UCX.
-            opt_ok(s, libc::IPPROTO_TCP, libc::TCP_SYNCNT, s.set_syncnt(self.cfg.syn_cnt as i32));
-        }
-        Ok(())
-    }
-
-    /// TCP keepalive with the interface's times (the values are small and
-    /// positive: see `iface::open`).
-    fn keepalive_enable(&self, s: &Socket) -> Result<(), ucs_status_t> {
-        let Some((idle, cnt, intvl)) = self.cfg.keepalive else { return Ok(()) };
-        let ok = opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, s.set_keepintvl(intvl as u32))
-            && cnt.is_none_or(|c| opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, s.set_keepcnt(c as u32)))
-            && opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, s.set_keepidle(idle as u32))
-            && opt_ok(s, libc::SOL_SOCKET, libc::SO_KEEPALIVE, s.set_keepalive(true));
-        if ok { Ok(()) } else { Err(UCS_ERR_IO_ERROR) }
-    }
-
     pub(super) fn create_socket_and_connect(&self, iface: &I, conn: &Rc<Conn>) -> Result<(), ucs_status_t> {
         let r = self.socket_and_connect(iface, conn);
         if r.is_err() && conn.retries.get() > 1 {
-            self.set_failed(iface, conn);
+            self.set_failed(iface, conn, UCS_ERR_ENDPOINT_TIMEOUT);
         }
         r
     }
@@ -84,7 +45,9 @@ impl TcpIface {
             crate::error!("socket create failed: {}", errno_str(e as i32));
             UCS_ERR_IO_ERROR
         })?;
-        let setup = self.set_sockopt(&sock, self.cfg.conn_nb).and_then(|()| self.keepalive_enable(&sock));
+        let setup = self.bind_source(conn, &sock)
+            .and_then(|()| self.set_sockopt(&sock, self.cfg.conn_nb))
+            .and_then(|()| self.keepalive_enable(&sock));
         // The connection keeps the socket also when setting it up failed
         // (it closes with the connection). It had none before: a failed
         // one was closed.
@@ -189,7 +152,8 @@ impl TcpIface {
         }
         to.rx_put_sn.set(from.rx_put_sn.get());
         from.caps.set(0);
-        self.set_failed(iface, from);
+        from.successor.set(Rc::downgrade(to));
+        self.set_failed(iface, from, UCS_ERR_ENDPOINT_TIMEOUT);
     }
 
     /// The listening socket is readable: accept what is pending (at most
@@ -741,14 +705,4 @@ fn connect(s: &Socket, peer: &SockAddr) -> Result<bool, ucs_status_t> {
         crate::diag!("connect(fd={}, dest_addr={}) failed: {}", s.fd(), peer, errno_str(e as i32));
         if e == Errno::ECONNREFUSED { UCS_ERR_UNREACHABLE } else { UCS_ERR_IO_ERROR }
     })
-}
-
-/// Whether setting a socket option worked; a failure is logged with the
-/// option's level and name, as the transport has always logged it.
-fn opt_ok(s: &Socket, level: i32, name: i32, r: Result<(), Errno>) -> bool {
-    if let Err(e) = r {
-        crate::error!("setsockopt(fd={} level={} optname={}) failed: {}", s.fd(), level, name, errno_str(e as i32));
-        return false;
-    }
-    true
 }

@@ -20,6 +20,7 @@
 //! accepting fails.
 
 use super::conn::Conn;
+use super::release::{self, BindSrc};
 use super::wire;
 use super::{TcpIfaceConfig, TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
 use crate::abi::*;
@@ -77,6 +78,11 @@ pub(super) struct Cfg {
     pub(super) coalesce: usize,
     /// Time an accepted connection has for its handshake (None: no limit).
     pub(super) handshake_timeout: Option<std::time::Duration>,
+    /// Upper bound of the reported bandwidth (B/s): the device's PCI link
+    /// and `UCX_TCP_MAX_BW` (infinite where the release has neither).
+    bw_bound: f64,
+    /// Whether connecting sockets are bound to the interface's address.
+    pub(super) bind_src: BindSrc,
 }
 
 /// One tcp interface: its settings, listening socket, epoll set and
@@ -173,7 +179,7 @@ impl Transport for TcpIface {
         };
         attr.cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_AM_SHORT
             | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK
-            | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+            | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | release::INTER_NODE_FLAG;
         attr.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
         attr.cap.am.max_short = am_buf;
         attr.cap.am.max_bcopy = am_buf;
@@ -194,7 +200,7 @@ impl Transport for TcpIface {
             }
         }
         attr.bandwidth.dedicated = 0.0;
-        attr.bandwidth.shared = bandwidth;
+        attr.bandwidth.shared = bandwidth.min(c.bw_bound);
         attr.latency.c = latency;
         attr.latency.m = 0.0;
         attr.overhead = 50e-6;
@@ -221,7 +227,14 @@ impl Transport for TcpIface {
     }
 
     fn ep_is_connected(_iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>,
-                       _ep_addr: Option<PeerAddr<'_>>) -> bool {
+                       ep_addr: Option<PeerAddr<'_>>) -> bool {
+        if dev.is_none() || addr.is_none() {
+            // The caller's field mask, as far as the addresses tell it
+            // (device address bit 0, iface address bit 1, ep address bit 2).
+            let mask = dev.is_some() as u64 | (addr.is_some() as u64) << 1 | (ep_addr.is_some() as u64) << 2;
+            crate::error!("missing params (field_mask: {}), both device_addr and iface_addr must be provided.", mask);
+            return false;
+        }
         super::connect::conn_leads_to(&ep.tl.conn, dev, addr)
     }
 
@@ -261,26 +274,33 @@ impl Transport for TcpIface {
         out.write(&wire::encode_iface_addr(iface.tl.ifaddr.port))
     }
 
-    fn is_reachable(iface: &I, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> bool {
+    fn is_reachable(iface: &I, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
+        Self::reachable(iface, dev, addr).is_ok()
+    }
+
+    /// Judged on the device address alone (the iface address only carries
+    /// the port); the reasons are UCX's info strings.
+    fn reachable(iface: &I, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         // A tcp device address starts with its 2-byte head (flags, family).
-        let Some(head) = dev.and_then(|d| d.read::<2>()) else { return false };
-        let Some((flags, family)) = wire::dev_addr_head(&head) else { return false };
+        let Some(head) = dev.and_then(|d| d.read::<2>()) else { return Err(String::new()) };
+        let Some((flags, family)) = wire::dev_addr_head(&head) else { return Err(String::new()) };
         let me = &iface.tl.ifaddr;
         if family != me.family {
-            return false;
+            return Err(format!("different address family {} vs {}", me.family, family));
         }
         let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
         if loopback != me.is_loopback() {
-            return false;
+            return Err(format!("incompatible loopback flags, {} (local) vs {} (remote)", me.is_loopback() as i32,
+                               loopback as i32));
         }
         if !loopback {
-            return true;
+            return Ok(());
         }
         // A loopback device address is 18 bytes long.
         let Some(full) = dev.and_then(|d| d.read::<{ wire::DEV_ADDR_LOOPBACK_LEN }>()) else {
-            return false;
+            return Err(String::new());
         };
-        let Some((id, ns)) = wire::dev_addr_local(&full) else { return false };
+        let Some((id, ns)) = wire::dev_addr_local(&full) else { return Err(String::new()) };
         // SAFETY: plain libucs queries.
         let (my_id, my_ns) = unsafe {
             let default = ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_NET) != 0;
@@ -288,10 +308,16 @@ impl Transport for TcpIface {
             if default { (id, 0) } else { (id | wire::LOCAL_FLAG_NS, ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_NET)) }
         };
         if id != my_id {
-            return false;
+            return Err(format!("different host id local {} vs {}", my_id, id));
         }
-        id & wire::LOCAL_FLAG_NS == 0 || ns == my_ns
+        if id & wire::LOCAL_FLAG_NS != 0 && ns != my_ns {
+            // UCX names every kind of namespace this way.
+            return Err(format!("different pid namespaces {:x} vs {:x}", my_ns, ns));
+        }
+        Ok(())
     }
+
+    const REACH_NEEDS_IFACE_ADDR: bool = false;
 
     fn progress(iface: &I) -> u32 {
         iface.tl.progress_iface(iface)
@@ -446,6 +472,8 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         crate::error!("tcp: segment sizes too large (TX {} RX {})", tx_seg_size, rx_seg_size);
         return Err(UCS_ERR_INVALID_PARAM);
     }
+    // UCX's receive buffers hold two segments.
+    release::check_pools(&c.rel, tx_seg_size, rx_seg_size.saturating_mul(2))?;
     let keepidle = if c.keepidle != UNITS_AUTO {
         c.keepidle
     } else if params.keepalive_interval != 0 {
@@ -494,6 +522,8 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         keepalive,
         coalesce: c.tx_coalesce.min(1 << 24),
         handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
+        bw_bound: release::device_topo(&params.dev_name).pci_bw.min(release::max_bw(&c.rel)),
+        bind_src: release::bind_src(&c.rel),
     };
     let hdr = IfaceHeader::new(md, worker, params, &c.base, &INTERNAL);
     let tl = TcpIface {

@@ -16,11 +16,15 @@
 //!   into the parts below.
 //! - `conn`: connections (UCX's tcp endpoints), their socket slot, their
 //!   table and state.
-//! - `connect`: connecting, accepting, the socket options, the connection
-//!   protocol and the matching of simultaneous connections.
+//! - `connect`: connecting, accepting, the connection protocol and the
+//!   matching of simultaneous connections.
+//! - `sockopt`: the socket options, and binding a connecting socket to the
+//!   interface's address.
 //! - `tx`: the send path (active messages, coalescing, pending requests).
 //! - `rx`: the receive path and the interface's progress.
 //! - `put`: put zero-copy, both sides, and endpoint flush.
+//! - `release`: what differs from one UCX release to the next (keys added
+//!   to the tables, statuses, device list, attributes).
 //!
 //! The component's connection manager (sockcm, `UCX_TCP_CM_*`) lives in
 //! [`sockcm`].
@@ -34,8 +38,10 @@ mod connect;
 pub mod iface;
 pub mod proto;
 mod put;
+mod release;
 mod rx;
 pub mod sockcm;
+mod sockopt;
 mod tx;
 pub mod wire;
 
@@ -66,11 +72,12 @@ pub const TIME_INF: u64 = u64::MAX;
 // ---------------------------------------------------------------------------
 // Configuration, with UCX's names, order and defaults.
 
-/// The md settings (`UCX_TCP_AF_PRIO`).
+/// The md settings (`UCX_TCP_AF_PRIO`, and the keys later releases added).
 #[repr(C)]
 pub struct TcpMdConfig {
     pub base: BaseMdConfig,
     pub af_prio: ConfigArray<*mut c_char>,
+    pub rel: release::MdConfigExtra,
 }
 
 /// The interface settings (`UCX_TCP_*`).
@@ -100,6 +107,8 @@ pub struct TcpIfaceConfig {
     pub keepintvl: u64,
     pub tx_coalesce: usize,
     pub handshake_timeout: u64,
+    /// The keys of later releases (placed in the table among the others).
+    pub rel: release::IfaceConfigExtra,
 }
 
 static STRING_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
@@ -107,15 +116,18 @@ static STRING_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
 });
 
 static MD_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
+    let mut t = vec![
         embed(&config::BASE_MD_TABLE, offset_of!(TcpMdConfig, base)),
         field(c"AF_PRIO", c"inet,inet6", c"Priority of address families used for socket connections",
               offset_of!(TcpMdConfig, af_prio), parser::array(Lazy::force(&STRING_ARRAY))),
-    ])
+    ];
+    t.extend(release::md_fields(offset_of!(TcpMdConfig, rel)));
+    Table::new(t)
 });
 
 static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
+    let rel = offset_of!(TcpIfaceConfig, rel);
+    let mut t = vec![
         field(c"", c"MAX_NUM_EPS=256", c"", offset_of!(TcpIfaceConfig, base), parser::table(&config::BASE_IFACE_TABLE)),
         field(c"TX_SEG_SIZE", c"8kb", c"Size of the send copy-out buffer",
               offset_of!(TcpIfaceConfig, tx_seg_size), parser::memunits()),
@@ -146,14 +158,23 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(TcpIfaceConfig, syn_cnt), parser::ulunits()),
         field(c"TX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least TX_BUFS_GROW); send buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, tx_max_bufs), parser::int()),
-        field(c"TX_BUFS_GROW", c"8", c"Send buffers added when the pool grows (0: the transport chooses)",
-              offset_of!(TcpIfaceConfig, tx_bufs_grow), parser::uint()),
+        field(c"TX_BUFS_GROW", c"8", release::TX_BUFS_GROW_DOC, offset_of!(TcpIfaceConfig, tx_bufs_grow),
+              parser::uint()),
+    ];
+    t.extend(release::tx_pool_fields(rel));
+    t.extend([
         field(c"RX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least RX_BUFS_GROW); receive buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, rx_max_bufs), parser::int()),
-        field(c"RX_BUFS_GROW", c"8", c"Receive buffers added when the pool grows (0: the transport chooses)",
-              offset_of!(TcpIfaceConfig, rx_bufs_grow), parser::uint()),
+        field(c"RX_BUFS_GROW", c"8", release::RX_BUFS_GROW_DOC, offset_of!(TcpIfaceConfig, rx_bufs_grow),
+              parser::uint()),
+    ]);
+    t.extend(release::rx_pool_fields(rel));
+    t.extend([
         field(c"PORT_RANGE", c"0", c"Range of ports to listen on, picked at random; 0: the system picks one",
               offset_of!(TcpIfaceConfig, port_range), parser::range_spec()),
+    ]);
+    t.extend(release::port_range_fields(rel));
+    t.extend([
         field(c"KEEPIDLE", c"10s", c"Idle time of a connection before TCP sends keepalive probes; \"inf\"\n\
                 disables keepalive",
               offset_of!(TcpIfaceConfig, keepidle), parser::time_units()),
@@ -162,6 +183,9 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(TcpIfaceConfig, keepcnt), parser::ulunits()),
         field(c"KEEPINTVL", c"2s", c"Time between keepalive probes; \"inf\" disables keepalive",
               offset_of!(TcpIfaceConfig, keepintvl), parser::time_units()),
+    ]);
+    t.extend(release::keepalive_fields(rel));
+    t.extend([
         // Not in UCX 1.13.1: an extension of this library.
         field(c"TX_COALESCE", c"0", c"Active messages sent back to back (between two progress calls) are\n\
                 held back, up to this many bytes, and go out together in one system call\n\
@@ -175,7 +199,8 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 connection request; a connection that has not done so by then is closed\n\
                 (\"inf\": no limit; uct-rs extension).",
               offset_of!(TcpIfaceConfig, handshake_timeout), parser::time_units()),
-    ])
+    ]);
+    Table::new(t)
 });
 
 // ---------------------------------------------------------------------------
@@ -189,6 +214,8 @@ pub struct TcpMd {
     /// What was registered with this md (shared with its interfaces,
     /// which check every incoming put against it).
     pub regs: Arc<RegTable>,
+    /// Whether bridge devices are listed.
+    pub bridges: bool,
 }
 
 impl MdImpl for TcpMd {
@@ -250,7 +277,7 @@ fn md_open(cfg: &TcpMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
             return Err(UCS_ERR_INVALID_PARAM);
         }
     }
-    Ok(Box::new(TcpMd { af_prio, regs: Arc::new(RegTable::new(NAME)) }))
+    Ok(Box::new(TcpMd { af_prio, regs: Arc::new(RegTable::new(NAME)), bridges: release::bridges_listed(&cfg.rel) }))
 }
 
 fn tcp_md(md: &MdObj) -> Option<&TcpMd> {
@@ -262,9 +289,25 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     let Some(m) = tcp_md(md) else {
         return Err(UCS_ERR_INVALID_PARAM);
     };
-    Ok(crate::sys::netif::active_devices(&m.af_prio)?
+    let mut names = crate::sys::netif::active_devices(&m.af_prio)?;
+    if release::DEVICES_SORTED {
+        crate::sys::netif::sort_names(&mut names);
+    }
+    if !m.bridges {
+        names.retain(|name| {
+            let bridge = crate::sys::netif::is_bridge(name);
+            if bridge {
+                crate::debug!("filtered out bridge device {}", name);
+            }
+            !bridge
+        });
+    }
+    Ok(names
         .into_iter()
-        .map(|name| TlDevice { name, dev_type: UCT_DEVICE_TYPE_NET, sys_device: UCS_SYS_DEVICE_ID_UNKNOWN })
+        .map(|name| {
+            let sys_device = release::device_topo(&name).sys_device;
+            TlDevice { name, dev_type: UCT_DEVICE_TYPE_NET, sys_device }
+        })
         .collect())
 }
 

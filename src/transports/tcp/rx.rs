@@ -8,6 +8,7 @@ use super::conn::*;
 use super::connect::{phase_of, Next};
 use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
 use super::proto::{self, Frame, RxCtx, Scan};
+use super::release;
 use super::wire;
 use crate::abi::*;
 use crate::sys::epoll::{EV_ERR, EV_READ, EV_WRITE};
@@ -195,7 +196,13 @@ impl TcpIface {
                 Frame::Am(id) => {
                     iface.hdr.invoke_am(id, &mut rx.buf[body..body + l], 0);
                     if !cur.alive.get() {
-                        return handled;
+                        // The handler made an endpoint that took this
+                        // connection's socket over: the frames after this
+                        // one are that endpoint's (or go with this one).
+                        match cur.successor.take().upgrade() {
+                            Some(next) if release::RX_FOLLOWS_SOCKET && next.alive.get() => cur = next,
+                            _ => return handled,
+                        }
                     }
                 }
                 Frame::PutReq(p) => match self.put_req_rx(iface, &cur, &mut rx, p) {

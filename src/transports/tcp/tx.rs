@@ -252,7 +252,7 @@ impl TcpIface {
                 if !conn.sock.with(|s| s.is_connected()).unwrap_or(false) {
                     crate::error!("tcp_ep {:p}: connection establishment for socket fd {} was unsuccessful",
                                   Rc::as_ptr(conn), conn.sock.fd());
-                    self.set_failed(iface, conn);
+                    self.set_failed(iface, conn, UCS_ERR_ENDPOINT_TIMEOUT);
                     return 0;
                 }
                 self.mod_events(conn, 0, EV_WRITE);

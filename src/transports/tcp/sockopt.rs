@@ -1,0 +1,108 @@
+//! The options of a connection's socket: TCP_NODELAY, buffer sizes, SYN
+//! retries and keepalive, as UCX sets them, and the binding of a
+//! connecting socket to the interface's address.
+
+use super::conn::Conn;
+use super::iface::TcpIface;
+use super::release::BindSrc;
+use super::UNITS_AUTO;
+use crate::abi::*;
+use crate::core::log::{LEVEL_DIAG, LEVEL_ERROR};
+use crate::sys::addr::AF_INET;
+use crate::sys::socket::Socket;
+use crate::sys::{errno_str, Errno};
+
+impl TcpIface {
+    /// The socket options of every connection's socket (and `O_NONBLOCK`
+    /// when `set_nb`), as UCX sets them.
+    pub(super) fn set_sockopt(&self, s: &Socket, set_nb: bool) -> Result<(), ucs_status_t> {
+        if set_nb && s.set_nonblock().is_err() {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if !opt_ok(s, libc::IPPROTO_TCP, libc::TCP_NODELAY, s.set_nodelay(self.cfg.nodelay)) {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        // The sizes go to the kernel as C ints (truncated), as in UCX.
+        if self.cfg.sndbuf != UNITS_AUTO
+            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_SNDBUF, s.set_sndbuf(self.cfg.sndbuf as usize))
+        {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if self.cfg.rcvbuf != UNITS_AUTO
+            && !opt_ok(s, libc::SOL_SOCKET, libc::SO_RCVBUF, s.set_rcvbuf(self.cfg.rcvbuf as usize))
+        {
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        if self.cfg.syn_cnt != UNITS_AUTO {
+            // Best effort, as in UCX.
+            opt_ok(s, libc::IPPROTO_TCP, libc::TCP_SYNCNT, s.set_syncnt(self.cfg.syn_cnt as i32));
+        }
+        Ok(())
+    }
+
+    /// TCP keepalive with the interface's times (the values are small and
+    /// positive: see `iface::open`).
+    pub(super) fn keepalive_enable(&self, s: &Socket) -> Result<(), ucs_status_t> {
+        let Some((idle, cnt, intvl)) = self.cfg.keepalive else { return Ok(()) };
+        let ok = opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, s.set_keepintvl(intvl as u32))
+            && cnt.is_none_or(|c| opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, s.set_keepcnt(c as u32)))
+            && opt_ok(s, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, s.set_keepidle(idle as u32))
+            && opt_ok(s, libc::SOL_SOCKET, libc::SO_KEEPALIVE, s.set_keepalive(true));
+        if ok { Ok(()) } else { Err(UCS_ERR_IO_ERROR) }
+    }
+
+    /// `UCX_TCP_EP_BIND_SRC_ADDR`: bind a connecting socket to the
+    /// interface's address (any port), so that the peer sees the connection
+    /// come from this interface. With "try" failures are diagnostics; with
+    /// "yes" they fail the connection, and so does a strict reverse-path
+    /// filter on an IPv4 device.
+    pub(super) fn bind_source(&self, conn: &Conn, s: &Socket) -> Result<(), ucs_status_t> {
+        let strict = match self.cfg.bind_src {
+            BindSrc::No => return Ok(()),
+            BindSrc::Try => false,
+            BindSrc::Yes => true,
+        };
+        let level = if strict { LEVEL_ERROR } else { LEVEL_DIAG };
+        let me = self as *const TcpIface;
+        if self.ifaddr.family == AF_INET {
+            let path = format!("/proc/sys/net/ipv4/conf/{}/rp_filter", self.if_name);
+            let filter = std::fs::read_to_string(&path).map_err(|_| UCS_ERR_IO_ERROR)
+                .and_then(|t| t.trim().parse::<i64>().map_err(|_| UCS_ERR_INVALID_PARAM));
+            let verdict = match filter {
+                Err(e) => {
+                    crate::log_at!(level, "tcp_iface {:p}: unable to read rp_filter from {}", me, path);
+                    Err(e)
+                }
+                Ok(1) => {
+                    crate::log_at!(level, "tcp_iface {:p}: net.ipv4.conf.{}.rp_filter is set to strict mode (1), \
+                                           connections may fail", me, self.if_name);
+                    Err(UCS_ERR_INVALID_PARAM)
+                }
+                Ok(_) => Ok(()),
+            };
+            if strict {
+                verdict?;
+            }
+        }
+        let mut addr = self.ifaddr;
+        addr.port = 0;
+        if let Err(e) = s.bind(&addr) {
+            crate::log_at!(level, "tcp_ep {:p}: failed to bind fd {} to {}: {}", conn as *const Conn, s.fd(), addr,
+                           errno_str(e as i32));
+            if strict {
+                return Err(UCS_ERR_IO_ERROR);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether setting a socket option worked; a failure is logged with the
+/// option's level and name, as the transport has always logged it.
+fn opt_ok(s: &Socket, level: i32, name: i32, r: Result<(), Errno>) -> bool {
+    if let Err(e) = r {
+        crate::error!("setsockopt(fd={} level={} optname={}) failed: {}", s.fd(), level, name, errno_str(e as i32));
+        return false;
+    }
+    true
+}
