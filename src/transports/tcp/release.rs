@@ -41,9 +41,10 @@ pub const PEER_CLOSED_STATUS: ucs_status_t = UCS_ERR_ENDPOINT_TIMEOUT;
 
 /// Whether the frames left in the receive buffer of an accepted connection
 /// follow its socket when an active-message handler gives the socket to a
-/// new endpoint (they are handled on that endpoint); otherwise they are
-/// dropped with the accepted connection (UCX 1.13 itself crashes there).
-pub const RX_FOLLOWS_SOCKET: bool = cfg!(ucx_since_1_14);
+/// new endpoint (they are handled on that endpoint). UCX 1.14 made them
+/// follow; UCX 1.13 itself crashes there, so there is no older behaviour to
+/// keep, and dropping them would lose data: every release follows.
+pub const RX_FOLLOWS_SOCKET: bool = true;
 
 // ---------------------------------------------------------------------------
 // Interface attributes.
@@ -331,6 +332,6 @@ mod tests {
             assert_eq!(PEER_CLOSED_STATUS, UCS_ERR_ENDPOINT_TIMEOUT);
         }
         assert_eq!(INTER_NODE_FLAG != 0, cfg!(ucx_since_1_18));
-        assert_eq!(RX_FOLLOWS_SOCKET, cfg!(ucx_since_1_14));
+        assert!(RX_FOLLOWS_SOCKET);
     }
 }
