@@ -313,21 +313,21 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
             sent += 1;
             assert!(sent <= 1024, "the FIFO never filled up");
         }
-        assert_eq!(sent, 64, "default FIFO size");
+        assert_eq!(sent, FIFO_SIZE, "default FIFO size");
         assert_eq!(p.flush(), UCS_ERR_NO_RESOURCE);
         assert_eq!(add(&mut ctx), UCS_OK);
         // The receiver drains; the sender's progress then runs the request.
-        while rx.inline.len() < 64 {
+        while (rx.inline.len() as u64) < FIFO_SIZE {
             p.progress_rx();
         }
         while ctx.runs.get() == 0 {
             p.progress_tx();
         }
-        while rx.inline.len() < 65 {
+        while (rx.inline.len() as u64) < FIFO_SIZE + 1 {
             p.progress_rx();
         }
         assert_eq!(ctx.runs.get(), 1);
-        assert_eq!(&rx.inline[64][..8], &99u64.to_ne_bytes());
+        assert_eq!(&rx.inline[FIFO_SIZE as usize][..8], &99u64.to_ne_bytes());
         assert_eq!(p.flush(), UCS_OK);
     });
 }
@@ -381,7 +381,8 @@ fn ep_check_on_a_live_peer_is_ok() {
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const FIFO_SIZE: u64 = 64;
+/// `UCX_<TL>_FIFO_SIZE`'s default: 64 up to UCX 1.15, 256 from 1.16.
+const FIFO_SIZE: u64 = if cfg!(feature = "ucx-1-18") { 256 } else { 64 };
 const ELEM_SIZE: usize = 128;
 const CTL_SIZE: usize = 192;
 const FLAG_OWNER: u8 = 1;

@@ -124,9 +124,8 @@ impl Server {
         // SAFETY: a component of this library; the out-pointer is a local.
         assert_eq!(unsafe { uct_cm_config_read(comp, null(), null(), &mut cfg) }, UCS_OK);
         for (k, v) in settings {
-            let key = config_key("TCP_CM_", k);
-            // SAFETY: `cfg` was just read; key and value are C strings.
-            assert_eq!(unsafe { uct_config_modify(cfg as *mut c_void, key.as_ptr(), v.as_ptr()) }, UCS_OK, "{key:?}");
+            // SAFETY: `cfg` was just read.
+            assert_eq!(unsafe { config_modify(cfg as *mut c_void, "TCP_CM_", k, v) }, UCS_OK, "{k:?}");
         }
         let mut cm = null_mut();
         // SAFETY: live worker, config of this component, local out-pointer.

@@ -73,9 +73,27 @@ pub fn new_worker() -> (*mut ucs_async_context_t, uct_worker_h) {
     (async_, worker)
 }
 
-/// The name `uct_config_modify` takes for field `k` of a table with prefix
-/// `prefix` ("CMA_"): from UCX 1.17 on libucs matches names with the
-/// table's prefix ("CMA_MEMORY_INVALIDATE"), before without it.
+/// `uct_config_modify` of field `k` of a table with prefix `prefix` ("CMA_"):
+/// the name as given first (a sub-table prefix such as "SCOPY_" works in
+/// every release), then, from UCX 1.17 on, where libucs matches names with
+/// the table's prefix, as "CMA_<k>".
+///
+/// # Safety
+/// `cfg` is a live configuration of this library.
+pub unsafe fn config_modify(cfg: *mut c_void, prefix: &str, k: &CStr, v: &CStr) -> ucs_status_t {
+    // SAFETY: see the function contract; key and value are C strings.
+    let status = unsafe { uct_config_modify(cfg, k.as_ptr(), v.as_ptr()) };
+    if status != UCS_ERR_NO_ELEM || !cfg!(feature = "ucx-1-18") {
+        return status;
+    }
+    let full = config_key(prefix, k);
+    // SAFETY: as above.
+    unsafe { uct_config_modify(cfg, full.as_ptr(), v.as_ptr()) }
+}
+
+/// The name of field `k` of a table with prefix `prefix` as
+/// `uct_config_modify` matches it from UCX 1.17 on ("CMA_MEMORY_INVALIDATE";
+/// before, just `k`).
 pub fn config_key(prefix: &str, k: &CStr) -> std::ffi::CString {
     if cfg!(feature = "ucx-1-18") {
         let mut full = prefix.as_bytes().to_vec();
@@ -85,6 +103,10 @@ pub fn config_key(prefix: &str, k: &CStr) -> std::ffi::CString {
         std::ffi::CString::from(k)
     }
 }
+
+/// The self transport's one device: `memory0` up to UCX 1.13, `memory`
+/// from 1.14.
+pub const SELF_DEV: &CStr = if cfg!(feature = "ucx-1-18") { c"memory" } else { c"memory0" };
 
 /// Opens the memory domain `name` of the component of the same name, with
 /// `settings` applied to the md configuration first (each must be
@@ -97,9 +119,8 @@ pub fn open_md(name: &CStr, settings: &[(&CStr, &CStr)]) -> uct_md_h {
     assert_eq!(unsafe { uct_md_config_read(c, null(), null(), &mut mdc) }, UCS_OK);
     for (k, v) in settings {
         let prefix = format!("{}_", name.to_str().unwrap().to_ascii_uppercase());
-        let key = config_key(&prefix, k);
-        // SAFETY: `mdc` was just read; key and value are C strings.
-        assert_eq!(unsafe { uct_config_modify(mdc as *mut c_void, key.as_ptr(), v.as_ptr()) }, UCS_OK, "{key:?}={v:?}");
+        // SAFETY: `mdc` was just read.
+        assert_eq!(unsafe { config_modify(mdc as *mut c_void, &prefix, k, v) }, UCS_OK, "{k:?}={v:?}");
     }
     let mut md = null_mut();
     // SAFETY: as above, and `mdc` is a configuration of this component.
@@ -119,10 +140,10 @@ pub unsafe fn iface_config(md: uct_md_h, tl: &CStr, settings: &[(&CStr, &CStr)])
     let mut config = null_mut();
     // SAFETY: `md` is open (the caller's promise); the out-pointer is a local.
     assert_eq!(unsafe { uct_md_iface_config_read(md, tl.as_ptr(), null(), null(), &mut config) }, UCS_OK);
+    let prefix = format!("{}_", tl.to_str().unwrap().to_ascii_uppercase());
     for (k, v) in settings {
-        // SAFETY: `config` was just read; key and value are C strings.
-        assert_eq!(unsafe { uct_config_modify(config as *mut c_void, k.as_ptr(), v.as_ptr()) }, UCS_OK,
-                   "{k:?}={v:?}");
+        // SAFETY: `config` was just read.
+        assert_eq!(unsafe { config_modify(config as *mut c_void, &prefix, k, v) }, UCS_OK, "{k:?}={v:?}");
     }
     config
 }

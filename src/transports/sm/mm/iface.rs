@@ -148,19 +148,10 @@ impl<M: Mapper> Transport for MmIface<M> {
         attr.latency.m = 0.0;
         attr.bandwidth.dedicated = s.bandwidth;
         if !release::MM_ZERO_COPY {
-            // No zero-copy operations: their limits are zero, as UCX's.
-            attr.cap.put.max_zcopy = 0;
-            attr.cap.put.opt_zcopy_align = 0;
-            attr.cap.put.align_mtu = 0;
-            attr.cap.put.max_iov = 0;
-            attr.cap.get.max_zcopy = 0;
-            attr.cap.get.opt_zcopy_align = 0;
-            attr.cap.get.align_mtu = 0;
-            attr.cap.get.max_iov = 0;
+            // No zero-copy operations: the limits UCX's mm reports then.
+            attr.cap.put.max_iov = 1;
+            attr.cap.get.max_iov = 1;
             attr.cap.am.max_zcopy = 0;
-            attr.cap.am.opt_zcopy_align = 0;
-            attr.cap.am.align_mtu = 0;
-            attr.cap.am.max_iov = 0;
         }
         attr.bandwidth.shared = 0.0;
         attr.overhead = OVERHEAD;
