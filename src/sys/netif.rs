@@ -13,7 +13,7 @@ use nix::net::if_::InterfaceFlags;
 /// The first address of family `af` of an active (up and running)
 /// interface, skipping IPv6 loopback and link-local addresses, as UCX's
 /// `ucs_netif_get_addr` picks it.
-pub fn netif_addr(if_name: &str, af: u16) -> Option<SockAddr> {
+pub fn netif_addr(if_name: &str, af: u16, v6_loopback: bool) -> Option<SockAddr> {
     let list = match getifaddrs() {
         Ok(l) => l,
         Err(e) => {
@@ -27,7 +27,7 @@ pub fn netif_addr(if_name: &str, af: u16) -> Option<SockAddr> {
             continue;
         }
         let Some(a) = ifa.address.as_ref().and_then(SockAddr::from_nix) else { continue };
-        if a.family == AF_INET6 && (a.is_loopback() || a.is_link_local_v6()) {
+        if a.family == AF_INET6 && ((a.is_loopback() && !v6_loopback) || a.is_link_local_v6()) {
             continue;
         }
         if a.family == af {
@@ -39,7 +39,7 @@ pub fn netif_addr(if_name: &str, af: u16) -> Option<SockAddr> {
 
 /// The network devices, in `/sys/class/net` order, that have an address of
 /// one of the families.
-pub fn active_devices(afs: &[u16]) -> Result<Vec<String>, ucs_status_t> {
+pub fn active_devices(afs: &[u16], v6_loopback: bool) -> Result<Vec<String>, ucs_status_t> {
     let dir = match std::fs::read_dir("/sys/class/net") {
         Ok(d) => d,
         Err(e) => {
@@ -53,7 +53,7 @@ pub fn active_devices(afs: &[u16]) -> Result<Vec<String>, ucs_status_t> {
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        if afs.iter().any(|&af| netif_addr(&name, af).is_some()) {
+        if afs.iter().any(|&af| netif_addr(&name, af, v6_loopback).is_some()) {
             out.push(name);
         }
     }
@@ -209,11 +209,11 @@ mod tests {
 
     #[test]
     fn loopback_is_listed() {
-        let devs = active_devices(&[AF_INET, AF_INET6]).unwrap();
+        let devs = active_devices(&[AF_INET, AF_INET6], false).unwrap();
         assert!(devs.iter().any(|d| d == "lo"));
-        let a = netif_addr("lo", AF_INET).expect("lo has 127.0.0.1");
+        let a = netif_addr("lo", AF_INET, false).expect("lo has 127.0.0.1");
         assert!(a.is_loopback());
-        assert_eq!(netif_addr("no-such-device", AF_INET), None);
+        assert_eq!(netif_addr("no-such-device", AF_INET, false), None);
         assert!(!netif_is_default("lo").unwrap());
         assert!(!is_bridge("lo"));
         let mut v = vec!["lo".to_string(), "eth1".into(), "eth0".into(), "br0".into()];

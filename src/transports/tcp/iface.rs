@@ -486,7 +486,9 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
          (c.keepcnt != UNITS_AUTO).then(|| c.keepcnt.min(i8::MAX as u64) as i32),
          time_seconds(c.keepintvl, KEEPALIVE_INTVL_DEFAULT, i16::MAX as i32))
     });
-    let Some(mut ifaddr) = af_prio.iter().find_map(|&af| netif::netif_addr(&params.dev_name, af)) else {
+    let Some(mut ifaddr) =
+        af_prio.iter().find_map(|&af| netif::netif_addr(&params.dev_name, af, release::INET6_LOOPBACK))
+    else {
         crate::error!("tcp: no usable address on device '{}'", params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);
     };

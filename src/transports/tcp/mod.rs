@@ -289,7 +289,7 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     let Some(m) = tcp_md(md) else {
         return Err(UCS_ERR_INVALID_PARAM);
     };
-    let mut names = crate::sys::netif::active_devices(&m.af_prio)?;
+    let mut names = crate::sys::netif::active_devices(&m.af_prio, release::INET6_LOOPBACK)?;
     if release::DEVICES_SORTED {
         crate::sys::netif::sort_names(&mut names);
     }

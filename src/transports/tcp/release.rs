@@ -105,6 +105,10 @@ fn topo_of(name: &str) -> DeviceTopo {
     }
 }
 
+/// Whether an interface's IPv6 loopback address (`::1`) makes it usable
+/// (from 1.14; before, only link-local addresses and it were skipped).
+pub const INET6_LOOPBACK: bool = cfg!(ucx_since_1_14);
+
 /// Whether devices are listed in name order (else in the order of the
 /// `/sys/class/net` directory).
 pub const DEVICES_SORTED: bool = cfg!(ucx_since_1_16);
