@@ -21,9 +21,13 @@ fi
 filters=$#
 resolve_libdir "${libarg[@]}"
 # The table's statuses are those of UCX 1.13.1's C library (built with
-# parameter checks); the 1.18.1 reference is built without them and
-# returns other statuses, or crashes, for many cases.
-need_abi 1.13 "bad_input.c's expected statuses are UCX 1.13.1's"
+# parameter checks), with the few cases a later release answers otherwise
+# written per release. The 1.18.1 reference itself is built without
+# parameter checks and returns other statuses, or crashes, for many cases:
+# against it only our library is judged (strict mode), not the original.
+if [ "${UCX_ABI:-1.13}" != 1.13 ] && testing_original; then
+    skip_suite "the UCX $UCX_ABI reference is built without parameter checks"
+fi
 make_workdir
 
 if build_c "$T_WORK/bad_input" "$here/bad_input.c" 2>"$T_WORK/cc.log"; then
