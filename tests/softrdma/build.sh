@@ -31,3 +31,4 @@ $CC $CFLAGS $inc -shared -o "$out/libsoftrdma-shim.so" "$here/provider/shim.c" -
     -Wl,--no-undefined
 $CC $CFLAGS $inc -o "$out/abi-probe" "$here/provider/probe.c" -libverbs
 "$out/abi-probe"
+$CC $CFLAGS -o "$out/verbs-test" "$here/verbs-test.c" -libverbs
