@@ -23,7 +23,7 @@ if [ ! -e "$out/libsoftrdma-rdmav34.so" ] || [ ! -e "$out/libsoftrdma-shim.so" ]
     "$here/build.sh" >/dev/null
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/softrdma.XXXXXX")
+tmp=$(mktemp -d -t softrdma.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # ---- sysfs tree
