@@ -190,17 +190,16 @@ extern "C" {
     pub fn ucs_get_cpu_clocks_per_sec() -> f64;
 }
 
-/// The memcpy bandwidth of this CPU (bytes/s) as UCX estimates it: libucs's
-/// own estimate up to 1.17; from 1.18, where libucs no longer exports one,
-/// the figure libucp 1.18 assumes for its copy protocols (7000 MB/s).
-pub fn memcpy_bw() -> f64 {
+/// libucs's estimate of this CPU's memcpy bandwidth (bytes/s), where the
+/// release exports one (up to 1.17).
+pub fn memcpy_bw() -> Option<f64> {
     #[cfg(not(ucx_since_1_18))]
     {
         // SAFETY: a pure libucs function returning a constant estimate.
-        unsafe { ucs_cpu_get_memcpy_bw() }
+        Some(unsafe { ucs_cpu_get_memcpy_bw() })
     }
     #[cfg(ucx_since_1_18)]
     {
-        7000.0 * (1u64 << 20) as f64
+        None
     }
 }

@@ -84,8 +84,10 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         // the copy paths, exactly as with the C original, where these
         // zero-copy operations do not exist.  With a zero fixed cost the
         // quotient is -0.0, which libucp reads as "zero-copy from 0 bytes".
-        let memcpy_bw = crate::ucs::memcpy_bw();
+        // (Only releases with these operations: up to 1.15, where libucs
+        // still gives its memcpy estimate.)
         if release::MM_ZERO_COPY {
+            let memcpy_bw = crate::ucs::memcpy_bw().unwrap_or(0.0);
             attr.reg_cost.c = 1e-9;
             attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
         }
