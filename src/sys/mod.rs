@@ -33,6 +33,8 @@ pub mod netif;
 pub mod shm;
 pub mod socket;
 pub mod vm;
+#[cfg(feature = "verbs")]
+pub mod verbs;
 
 use crate::abi::*;
 

@@ -2,6 +2,8 @@
 //! plain Rust behind `core::iface::Transport`; each family exports its
 //! `Component`s, and [`COMPONENTS`] lists them for the exported functions.
 
+#[cfg(feature = "verbs")]
+pub mod ib;
 pub mod sm;
 pub mod tcp;
 
@@ -14,5 +16,9 @@ pub static COMPONENTS: &[&Component] = &[
     &tcp::COMPONENT,
     &sm::mm::SYSV_COMPONENT,
     &sm::mm::POSIX_COMPONENT,
+    #[cfg(feature = "verbs")]
+    &ib::COMPONENT,
+    #[cfg(feature = "verbs")]
+    &ib::rdmacm::COMPONENT,
     &sm::cma::COMPONENT,
 ];
