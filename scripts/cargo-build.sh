@@ -6,6 +6,8 @@
 #   also taken from $UCX_ABI.  For an ABI other than the system's, libucs
 #   of that release is linked from $UCT_RS_UCS_LIBDIR, by default
 #   $UCX_PREFIX/lib (the reference installation, scripts/setup-ucx-wheel.sh).
+#   UCT_RS_VERBS=0 builds without the RDMA transports (cargo feature verbs,
+#   on by default; it needs libibverbs-dev, librdmacm-dev, libclang-dev).
 set -eu
 out=${1:?usage: cargo-build.sh OUTDIR [release|debug] [1.13|1.18]}
 profile=${2:-release}
@@ -13,6 +15,7 @@ abi=${3:-${UCX_ABI:-1.13}}
 top=$(cd "$(dirname "$0")/.." && pwd)
 args=(build --manifest-path "$top/Cargo.toml" --lib)
 [ "$profile" = release ] && args+=(--release)
+[ "${UCT_RS_VERBS:-1}" = 0 ] && args+=(--no-default-features)
 case $abi in
     1.13) ;;
     1.18)

@@ -9,10 +9,14 @@
 # sources for the fuzz targets; nothing else is needed to fuzz: the stable
 # toolchain and the crates pinned in fuzz/Cargo.lock), and python3-pip
 # (scripts/setup-ucx-wheel.sh fetches the UCX 1.18.1 reference, a PyPI wheel,
-# with pip download). Safe to run again; does nothing that is already done.
+# with pip download), and the verbs build (rdma-sys: libibverbs-dev,
+# librdmacm-dev, libclang-dev for its bindings; the soft RDMA device of the
+# tests is a libibverbs provider built with gcc, run under unshare from
+# util-linux; ibverbs-utils for ibv_devinfo). Safe to run again; does nothing that is already done.
 set -eu
 pkgs=(libucx-dev ucx-utils libucx0 gcc g++ make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
-      openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind)
+      openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind
+      libibverbs-dev librdmacm-dev libclang-dev ibverbs-utils util-linux)
 # pip: a python3 that has one already (e.g. a pyenv one) needs no package
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
 missing=()
