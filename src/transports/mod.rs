@@ -2,6 +2,7 @@
 //! plain Rust behind `core::iface::Transport`; each family exports its
 //! `Component`s, and [`COMPONENTS`] lists them for the exported functions.
 
+pub mod ib;
 pub mod sm;
 pub mod tcp;
 
@@ -14,5 +15,6 @@ pub static COMPONENTS: &[&Component] = &[
     &tcp::COMPONENT,
     &sm::mm::SYSV_COMPONENT,
     &sm::mm::POSIX_COMPONENT,
+    &ib::COMPONENT,
     &sm::cma::COMPONENT,
 ];
