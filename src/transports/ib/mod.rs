@@ -4,42 +4,35 @@
 //! `softrdma0`), and on each of them the verbs transports open one
 //! interface per usable port (`<device>:<port>`).
 //!
+//! - [`config`]: the settings of the family (`UCX_IB_*`, `UCX_RC_VERBS_*`
+//!   with its `UCX_RC_*` and `UCX_IB_*` parts), as UCX 1.13.1 names them;
+//!   [`release`]: what later releases changed in them.
 //! - [`device`]: which devices and ports are usable.
 //! - [`md`]: the memory domain: the opened device, its PD, registrations,
 //!   and the packed remote key format.
 //! - [`rdmacm`]: the `rdmacm` component (its connection manager is not
 //!   implemented: opening it fails, as it fails without RDMA CM).
 
+pub mod config;
 pub mod device;
 pub mod md;
 pub mod rdmacm;
+pub mod release;
 
 use crate::abi::*;
 use crate::core::component::{self, Component, MdDesc, MdOpen, TlDesc};
-use crate::core::config::{self, embed, BaseMdConfig, Table};
 use crate::core::md::MdImpl;
-use once_cell::sync::Lazy;
-use std::mem::offset_of;
+use config::IbMdConfig;
 
 /// The component name.
 pub const NAME: &str = "ib";
-
-/// The md settings (`UCX_IB_*`).
-#[repr(C)]
-pub struct IbMdConfig {
-    pub base: BaseMdConfig,
-}
-
-static MD_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![embed(&config::BASE_MD_TABLE, offset_of!(IbMdConfig, base))])
-});
 
 struct IbOpen;
 
 impl MdOpen for IbOpen {
     type Config = IbMdConfig;
-    fn open(_c: &'static Component, name: &str, _cfg: &IbMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-        Ok(Box::new(md::IbMd::open(name, Some(false))?))
+    fn open(_c: &'static Component, name: &str, cfg: &IbMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
+        Ok(Box::new(md::IbMd::open(name, cfg.fork_init())?))
     }
 }
 
@@ -52,7 +45,7 @@ static TLS: [TlDesc; 0] = [];
 pub static COMPONENT: Component = Component {
     name: NAME,
     flags: 0,
-    md: MdDesc::new::<IbOpen>(c"IB memory domain", c"IB_", &MD_TABLE),
+    md: MdDesc::new::<IbOpen>(config::MD_CONFIG_NAME, config::MD_CONFIG_PREFIX, &config::IB_MD_TABLE),
     cm: None,
     md_resources,
     tls: &TLS,
