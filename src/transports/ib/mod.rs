@@ -12,6 +12,7 @@
 
 pub mod device;
 pub mod md;
+pub mod rc;
 pub mod rdmacm;
 
 use crate::abi::*;
@@ -47,7 +48,7 @@ fn md_resources() -> Vec<String> {
     device::usable_devices()
 }
 
-static TLS: [TlDesc; 0] = [];
+static TLS: [TlDesc; 1] = [TlDesc::new::<rc::RcOpen>(rc::NAME, c"RC verbs transport", c"RC_VERBS_", &rc::IFACE_TABLE, rc::open::query_devices)];
 
 pub static COMPONENT: Component = Component {
     name: NAME,
