@@ -177,6 +177,7 @@ pub fn qp_timeout_code(t: f64) -> u8 {
 /// `t` is beyond the table).
 pub fn rnr_timer_code(t: f64) -> u8 {
     let ms = t * 1000.0;
+    #[allow(clippy::needless_range_loop)] // idx and idx + 1 are both read
     for idx in 1..32usize {
         let next = (idx + 1) % 32;
         if ms <= RNR_TIME_MS[next] {
