@@ -50,8 +50,8 @@ else
     else
         fail "no device: no ib md, the rdmacm CM fails to open"
     fi
-    if grep -qi 'error\|warn' "$T_WORK/ours.txt"; then
-        grep -i 'error\|warn' "$T_WORK/ours.txt" | head -5
+    if grep -q 'UCX  *\(ERROR\|WARN\)' "$T_WORK/ours.txt"; then
+        grep 'UCX  *\(ERROR\|WARN\)' "$T_WORK/ours.txt" | head -5
         fail "no device: no error or warning printed"
     else
         pass "no device: no error or warning printed"

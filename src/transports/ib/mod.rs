@@ -16,6 +16,7 @@
 pub mod config;
 pub mod device;
 pub mod md;
+pub mod rc;
 pub mod rdmacm;
 pub mod release;
 
@@ -40,7 +41,8 @@ fn md_resources() -> Vec<String> {
     device::usable_devices()
 }
 
-static TLS: [TlDesc; 0] = [];
+static TLS: [TlDesc; 1] = [TlDesc::new::<rc::RcOpen>(rc::NAME, config::RC_VERBS_CONFIG_NAME, config::RC_VERBS_CONFIG_PREFIX,
+                                                      &config::RC_VERBS_IFACE_TABLE, rc::open::query_devices)];
 
 pub static COMPONENT: Component = Component {
     name: NAME,

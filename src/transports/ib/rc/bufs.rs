@@ -1,0 +1,143 @@
+//! Registered buffer pools: receive buffers for the shared receive queue,
+//! send buffers for bcopy, atomics results and am_zcopy headers.
+//!
+//! A pool grows by chunks; each chunk is one allocation registered as one
+//! memory region. A buffer is `lead` bytes of room (the receive side keeps
+//! the user's headroom and the release pointer there) followed by `size`
+//! bytes the device reads or writes. Buffers are handed out as the address
+//! of that device part plus its lkey. A pool is used by one interface, from
+//! the thread that progresses it (UCX refuses multi-threaded workers for
+//! IB interfaces), hence no locking.
+
+use crate::sys::verbs::{access, Mr, Pd};
+use std::alloc::Layout;
+use std::cell::RefCell;
+
+const ALIGN: usize = 64;
+
+struct Chunk {
+    /// Declared before `mem`'s release in Drop: deregistered first.
+    mr: Option<Mr>,
+    mem: *mut u8,
+    layout: Layout,
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        drop(self.mr.take());
+        // SAFETY: allocated in `grow` with this layout, freed once, after
+        // its registration is gone.
+        unsafe { std::alloc::dealloc(self.mem, self.layout) };
+    }
+}
+
+/// A buffer of a pool: the device part's address and its local key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buf {
+    pub addr: *mut u8,
+    pub lkey: u32,
+}
+
+struct Inner {
+    chunks: Vec<Chunk>,
+    free: Vec<Buf>,
+    total: usize,
+}
+
+pub struct BufPool {
+    pd: *const Pd,
+    lead: usize,
+    size: usize,
+    stride: usize,
+    per_chunk: usize,
+    name: &'static str,
+    inner: RefCell<Inner>,
+}
+
+impl BufPool {
+    /// A pool of buffers of `size` device bytes after `lead` bytes of room,
+    /// growing `per_chunk` buffers at a time. `pd` must outlive the pool.
+    pub fn new(pd: &Pd, lead: usize, size: usize, per_chunk: usize, name: &'static str) -> BufPool {
+        let lead = lead.div_ceil(8) * 8;
+        let stride = (lead + size).div_ceil(ALIGN) * ALIGN;
+        BufPool { pd, lead, size, stride, per_chunk: per_chunk.max(1), name,
+                  inner: RefCell::new(Inner { chunks: Vec::new(), free: Vec::new(), total: 0 }) }
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Bytes of room in front of each buffer.
+    pub fn lead(&self) -> usize {
+        self.lead
+    }
+
+    fn grow(&self, inner: &mut Inner) -> bool {
+        let bytes = self.stride * self.per_chunk;
+        let Ok(layout) = Layout::from_size_align(bytes, 4096) else { return false };
+        // SAFETY: a non-zero size (stride and count are positive).
+        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+        if mem.is_null() {
+            crate::error!("rc_verbs: failed to allocate {} bytes of {}", bytes, self.name);
+            return false;
+        }
+        // SAFETY: the PD outlives the pool (constructor contract).
+        let pd = unsafe { &*self.pd };
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+        let mr = match Mr::reg(pd, mem as *mut libc::c_void, bytes, access) {
+            Ok(m) => m,
+            Err(e) => {
+                crate::error!("rc_verbs: ibv_reg_mr of {} ({} bytes) failed: {}", self.name, bytes, e);
+                // SAFETY: just allocated with this layout, not registered.
+                unsafe { std::alloc::dealloc(mem, layout) };
+                return false;
+            }
+        };
+        let lkey = mr.lkey();
+        for i in (0..self.per_chunk).rev() {
+            // SAFETY: inside the chunk just allocated.
+            let addr = unsafe { mem.add(i * self.stride + self.lead) };
+            inner.free.push(Buf { addr, lkey });
+        }
+        inner.total += self.per_chunk;
+        inner.chunks.push(Chunk { mr: Some(mr), mem, layout });
+        true
+    }
+
+    /// A free buffer, growing the pool when it is empty.
+    #[inline]
+    pub fn get(&self) -> Option<Buf> {
+        let mut inner = self.inner.borrow_mut();
+        if let Some(b) = inner.free.pop() {
+            return Some(b);
+        }
+        if !self.grow(&mut inner) {
+            return None;
+        }
+        inner.free.pop()
+    }
+
+    #[inline]
+    pub fn put(&self, b: Buf) {
+        self.inner.borrow_mut().free.push(b);
+    }
+
+    /// The buffer whose device part starts at `addr`, if it is one of ours.
+    pub fn find(&self, addr: *mut u8) -> Option<Buf> {
+        let inner = self.inner.borrow();
+        let a = addr as usize;
+        inner.chunks.iter().find_map(|c| {
+            let start = c.mem as usize;
+            let end = start + c.layout.size();
+            let ok = a >= start + self.lead && a < end && (a - start - self.lead) % self.stride == 0;
+            ok.then(|| Buf { addr, lkey: c.mr.as_ref().map_or(0, |m| m.lkey()) })
+        })
+    }
+
+    /// Buffers made so far, and free now.
+    pub fn counts(&self) -> (usize, usize) {
+        let inner = self.inner.borrow();
+        (inner.total, inner.free.len())
+    }
+}

@@ -1,0 +1,294 @@
+//! The settings of an `rc_verbs` interface, in one plain struct.
+//!
+//! UCX reads them from nested tables (`UCX_RC_VERBS_*`, `UCX_RC_*`,
+//! `UCX_IB_*`); whatever table fills them, the transport reads only
+//! [`RcParams`]. [`RcParams::default`] gives UCX 1.13.1's defaults. The
+//! derived values (IB time codes, flow-control thresholds, moderation) are
+//! computed here as the original computes them.
+
+/// How `uct_ep_flush` makes sure unsignalled work completes
+/// (`UCX_RC_VERBS_FLUSH_MODE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushMode {
+    /// A zero-length RDMA WRITE (what `auto` picks on every device but
+    /// Mellanox's old `mthca`).
+    RdmaWrite0,
+    /// A flow-control grant message.
+    FlowControl,
+    Auto,
+}
+
+/// Fence mode (`UCX_RC_FENCE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceMode {
+    /// `auto` and `weak`: the next RDMA READ or atomic after a fence
+    /// carries `IBV_SEND_FENCE`.
+    Weak,
+    /// `none`: fences do nothing.
+    None,
+}
+
+/// Every setting the transport uses.
+#[derive(Clone, Debug)]
+pub struct RcParams {
+    /// Send work requests per endpoint (`TX_QUEUE_LEN`, 256).
+    pub tx_queue_len: u32,
+    /// Cap on outstanding work requests per endpoint (`TX_MAX_WR`, inf):
+    /// the QP depth is `min(tx_max_wr, tx_queue_len)`.
+    pub tx_max_wr: u32,
+    /// Receive buffers posted to the shared receive queue (`RX_QUEUE_LEN`,
+    /// 4095).
+    pub rx_queue_len: u32,
+    /// Size of a send or receive buffer, transport header included
+    /// (`SEG_SIZE`, 8256).
+    pub seg_size: usize,
+    /// Inline data asked of every QP (`TX_MIN_INLINE`, 64); the device may
+    /// grant more.
+    pub tx_min_inline: u32,
+    /// Scatter/gather entries asked of every QP (`TX_MIN_SGE`, 5).
+    pub tx_min_sge: u32,
+    /// Receive buffers posted per `ibv_post_srq_recv` (`RX_MAX_BATCH`, 16).
+    pub rx_max_batch: u32,
+    /// Receive completions polled per progress call (`RX_MAX_POLL`, 16).
+    pub rx_max_poll: u32,
+    /// Send completions polled per progress call (`TX_MAX_POLL`, 16).
+    pub tx_max_poll: u32,
+    /// Poll the send CQ even when receives were found (`TX_POLL_ALWAYS`, n).
+    pub tx_poll_always: bool,
+    /// Send buffers added when the send pool grows (`TX_BUFS_GROW`, 1024;
+    /// used as the chunk size, capped).
+    pub tx_bufs_grow: u32,
+    /// Largest number of endpoints (`MAX_NUM_EPS`, 256), reported only.
+    pub max_num_eps: usize,
+    /// Flow control on (`FC_ENABLE`, y), window (`FC_WND_SIZE`, 512), and
+    /// the soft/hard request thresholds as fractions of it (0.5 / 0.25).
+    pub fc_enable: bool,
+    pub fc_wnd_size: u32,
+    pub fc_soft_thresh: f64,
+    pub fc_hard_thresh: f64,
+    /// At most this many unsignalled work requests in a row
+    /// (`TX_CQ_MODERATION`, 64).
+    pub tx_cq_moderation: u32,
+    /// Send completion queue length (`TX_CQ_LEN`, 4096).
+    pub tx_cq_len: u32,
+    /// Largest AM header of am_zcopy, transport header excluded
+    /// (`MAX_AM_HDR`, 128).
+    pub max_am_hdr: usize,
+    /// Inline response bytes (`TX_INLINE_RESP`, 64): get_zcopy starts above.
+    pub tx_inline_resp: usize,
+    /// Transport retry timeout, seconds (`TIMEOUT`, 1 s).
+    pub timeout: f64,
+    /// Transport retries (`RETRY_COUNT`, 7).
+    pub retry_count: u32,
+    /// RNR NAK timer, seconds (`RNR_TIMEOUT`, 1 ms).
+    pub rnr_timeout: f64,
+    /// RNR retries (`RNR_RETRY_COUNT`, 7).
+    pub rnr_retry_count: u32,
+    /// Path MTU as an `ibv_mtu` value, 0 for `default` (the port's active
+    /// MTU).
+    pub path_mtu: u32,
+    /// Service level (`SL`), None for `auto` (0 on verbs).
+    pub sl: Option<u8>,
+    /// GID index (`UCX_IB_GID_INDEX`), None for `auto` (0).
+    pub gid_index: Option<u8>,
+    /// Outstanding RDMA READ/atomic operations (`MAX_RD_ATOMIC`), None for
+    /// `auto` (the device's `max_qp_rd_atom`).
+    pub max_rd_atomic: Option<u32>,
+    /// Largest get_zcopy (`MAX_GET_ZCOPY`), None for `auto` (the port's
+    /// `max_msg_sz`).
+    pub max_get_zcopy: Option<usize>,
+    /// Fence mode (`FENCE`, auto = weak).
+    pub fence: FenceMode,
+    /// Flush mode (`FLUSH_MODE`, auto).
+    pub flush_mode: FlushMode,
+    /// Hop limit and traffic class of global routes (`HOP_LIMIT` 255,
+    /// `TRAFFIC_CLASS` auto = 0).
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    /// Force global routing (`IS_GLOBAL`, n).
+    pub is_global: bool,
+    /// Source path bits (`LID_PATH_BITS`, 0).
+    pub lid_path_bits: u8,
+}
+
+impl Default for RcParams {
+    fn default() -> RcParams {
+        RcParams {
+            tx_queue_len: 256,
+            tx_max_wr: u32::MAX,
+            rx_queue_len: 4095,
+            seg_size: 8256,
+            tx_min_inline: 64,
+            tx_min_sge: 5,
+            rx_max_batch: 16,
+            rx_max_poll: 16,
+            tx_max_poll: 16,
+            tx_poll_always: false,
+            tx_bufs_grow: 1024,
+            max_num_eps: 256,
+            fc_enable: true,
+            fc_wnd_size: 512,
+            fc_soft_thresh: 0.5,
+            fc_hard_thresh: 0.25,
+            tx_cq_moderation: 64,
+            tx_cq_len: 4096,
+            max_am_hdr: 128,
+            tx_inline_resp: 64,
+            timeout: 1.0,
+            retry_count: 7,
+            rnr_timeout: 1e-3,
+            rnr_retry_count: 7,
+            path_mtu: 0,
+            sl: None,
+            gid_index: None,
+            max_rd_atomic: None,
+            max_get_zcopy: None,
+            fence: FenceMode::Weak,
+            flush_mode: FlushMode::Auto,
+            hop_limit: 255,
+            traffic_class: 0,
+            is_global: false,
+            lid_path_bits: 0,
+        }
+    }
+}
+
+/// The RNR NAK timer encodings of the IB specification, in milliseconds
+/// (code 0 is the largest value).
+const RNR_TIME_MS: [f64; 32] = [
+    655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92, 2.56,
+    3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
+];
+
+/// The IB local ACK timeout code for `t` seconds: `4.096 us * 2^code`,
+/// rounded to the nearest code; 1 for tiny values, 0 (no timeout) from 32.
+pub fn qp_timeout_code(t: f64) -> u8 {
+    let to = (t / 4.096e-6).log2();
+    if to.is_nan() || to < 1.0 {
+        1
+    } else if (to + 0.5) as i64 >= 32 {
+        0
+    } else {
+        (to + 0.5) as u8
+    }
+}
+
+/// The RNR NAK timer code closest to `t` seconds (0, the largest, when
+/// `t` is beyond the table).
+pub fn rnr_timer_code(t: f64) -> u8 {
+    let ms = t * 1000.0;
+    #[allow(clippy::needless_range_loop)] // idx and idx + 1 are both read
+    for idx in 1..32usize {
+        let next = (idx + 1) % 32;
+        if ms <= RNR_TIME_MS[next] {
+            let avg = (RNR_TIME_MS[idx] + RNR_TIME_MS[next]) * 0.5;
+            return if ms < avg { idx as u8 } else { next as u8 };
+        }
+    }
+    0
+}
+
+/// Values derived from the settings, as the interface uses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Derived {
+    /// Work requests per QP.
+    pub tx_qp_len: u32,
+    /// Unsignalled work requests allowed in a row.
+    pub tx_moderation: u32,
+    /// Flow-control window and thresholds (credits).
+    pub fc_wnd: i32,
+    pub fc_soft: i32,
+    pub fc_hard: i32,
+    /// Receive buffers posted per batch.
+    pub rx_batch: u32,
+    pub timeout_code: u8,
+    pub rnr_code: u8,
+    pub retry: u8,
+    pub rnr_retry: u8,
+    /// Bytes of the am_zcopy header buffer (`max(MAX_AM_HDR, 8)`).
+    pub short_desc_size: usize,
+}
+
+impl RcParams {
+    /// The derived values, or why the settings are unusable.
+    pub fn derive(&self) -> Result<Derived, String> {
+        if self.seg_size < 16 {
+            return Err(format!("segment size {} is too small", self.seg_size));
+        }
+        if self.tx_queue_len == 0 || self.rx_queue_len == 0 || self.tx_cq_len < 2 {
+            return Err("queue lengths must be positive".into());
+        }
+        let tx_qp_len = self.tx_max_wr.min(self.tx_queue_len);
+        let fc_wnd = self.fc_wnd_size.min(self.rx_queue_len) as i32;
+        if self.fc_enable && fc_wnd == 0 {
+            return Err("the flow-control window must be positive".into());
+        }
+        for (name, v) in [("soft", self.fc_soft_thresh), ("hard", self.fc_hard_thresh)] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(format!("FC {} threshold {} must be in (0, 1)", name, v));
+            }
+        }
+        if self.fc_hard_thresh >= self.fc_soft_thresh {
+            return Err("the FC hard threshold must be below the soft one".into());
+        }
+        let thresh = |f: f64| ((fc_wnd as f64 * f) as i32).max(1);
+        let clamp7 = |v: u32, what: &str| {
+            if v > 7 {
+                crate::warn!("rc_verbs: {} {} is larger than 7, using 7", what, v);
+            }
+            v.min(7) as u8
+        };
+        Ok(Derived {
+            tx_qp_len,
+            tx_moderation: self.tx_cq_moderation.min(tx_qp_len / 4),
+            fc_wnd,
+            fc_soft: thresh(self.fc_soft_thresh),
+            fc_hard: thresh(self.fc_hard_thresh),
+            rx_batch: self.rx_max_batch.min(self.rx_queue_len / 4).max(1),
+            timeout_code: qp_timeout_code(self.timeout),
+            rnr_code: rnr_timer_code(self.rnr_timeout),
+            retry: clamp7(self.retry_count, "retry count"),
+            rnr_retry: clamp7(self.rnr_retry_count, "RNR retry count"),
+            short_desc_size: self.max_am_hdr.max(8),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_derive_as_the_original() {
+        let d = RcParams::default().derive().unwrap();
+        assert_eq!(d.tx_qp_len, 256);
+        assert_eq!(d.tx_moderation, 64);
+        assert_eq!((d.fc_wnd, d.fc_soft, d.fc_hard), (512, 256, 128));
+        assert_eq!(d.rx_batch, 16);
+        assert_eq!(d.timeout_code, 18);
+        assert_eq!(d.rnr_code, 13);
+        assert_eq!((d.retry, d.rnr_retry), (7, 7));
+        assert_eq!(d.short_desc_size, 128);
+    }
+
+    #[test]
+    fn time_codes() {
+        assert_eq!(qp_timeout_code(0.0), 1);
+        assert_eq!(qp_timeout_code(4.096e-6 * 1024.0), 10);
+        assert_eq!(qp_timeout_code(1e9), 0);
+        assert_eq!(rnr_timer_code(0.01e-3), 1);
+        assert_eq!(rnr_timer_code(1.1e-3), 13);
+        assert_eq!(rnr_timer_code(1.2e-3), 14);
+        assert_eq!(rnr_timer_code(10.0), 0);
+    }
+
+    #[test]
+    fn bad_settings_refused() {
+        let p = RcParams { fc_soft_thresh: 0.2, ..RcParams::default() };
+        assert!(p.derive().is_err());
+        let p = RcParams { seg_size: 4, ..RcParams::default() };
+        assert!(p.derive().is_err());
+        let p = RcParams { fc_wnd_size: 10_000, ..RcParams::default() };
+        assert_eq!(p.derive().unwrap().fc_wnd, 4095);
+    }
+}
