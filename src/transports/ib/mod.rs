@@ -39,7 +39,7 @@ struct IbOpen;
 impl MdOpen for IbOpen {
     type Config = IbMdConfig;
     fn open(_c: &'static Component, name: &str, _cfg: &IbMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-        Ok(Box::new(md::IbMd::open(name, Some(false))?))
+        Ok(Box::new(md::IbMd::open(name, Some(false), &md::MdParams::default())?))
     }
 }
 
