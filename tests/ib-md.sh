@@ -96,8 +96,9 @@ for ndev in 1 2; do
         fi
         i=0
         while [ "$i" -lt "$ndev" ]; do
-            if diff <(md_block "$T_WORK/orig$ndev.txt" "softrdma$i") <(md_block "$T_WORK/ours$ndev.txt" "softrdma$i") \
-                    > "$T_WORK/d.txt" && [ -s <(md_block "$T_WORK/ours$ndev.txt" "softrdma$i") ]; then
+            md_block "$T_WORK/ours$ndev.txt" "softrdma$i" > "$T_WORK/block.txt"
+            if diff <(md_block "$T_WORK/orig$ndev.txt" "softrdma$i") "$T_WORK/block.txt" > "$T_WORK/d.txt" &&
+               [ -s "$T_WORK/block.txt" ]; then
                 pass "$ndev device(s): md block of softrdma$i identical to the original's"
             else
                 cat "$T_WORK/d.txt"

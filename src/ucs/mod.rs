@@ -13,6 +13,7 @@ use crate::abi::*;
 pub mod async_block;
 pub mod cbq;
 pub mod parser;
+pub mod rcache;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 
 /// `ucs_log_component_config_t` (libucs `config/types.h`).

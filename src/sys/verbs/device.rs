@@ -75,8 +75,8 @@ impl DeviceList {
             name: c_chars(&dev.name),
             dev_name: c_chars(&dev.dev_name),
             ibdev_path: c_chars(&dev.ibdev_path),
-            node_type: dev.node_type as i32,
-            transport_type: dev.transport_type as i32,
+            node_type: dev.node_type,
+            transport_type: dev.transport_type,
         }
     }
 

@@ -50,12 +50,13 @@ unsafe impl Send for Mr {}
 unsafe impl Sync for Mr {}
 
 impl Mr {
-    /// Register `len` bytes at `addr` with `access` (`super::access`).
-    /// Registering memory the caller cannot access fails in the kernel (or
-    /// provider), not here: the region is only described, never touched.
-    pub fn reg(pd: &Pd, addr: *mut c_void, len: usize, access: u32) -> Result<Mr, Errno> {
-        // SAFETY: live PD; libibverbs validates the range itself.
-        let mr = unsafe { raw::ibv_reg_mr(pd.raw(), addr, len, access as libc::c_int) };
+    /// Register `len` bytes at address `addr` with `access`
+    /// (`super::access`). The memory is not touched here: registering
+    /// memory the process cannot access fails in the kernel (or provider).
+    pub fn reg(pd: &Pd, addr: usize, len: usize, access: u32) -> Result<Mr, Errno> {
+        // SAFETY: live PD; the range is only described to libibverbs, which
+        // validates it itself.
+        let mr = unsafe { raw::ibv_reg_mr(pd.raw(), addr as *mut c_void, len, access as libc::c_int) };
         if mr.is_null() {
             return Err(last_errno());
         }

@@ -33,9 +33,35 @@ struct IbOpen;
 impl MdOpen for IbOpen {
     type Config = IbMdConfig;
     fn open(_c: &'static Component, name: &str, cfg: &IbMdConfig) -> Result<Box<dyn MdImpl>, ucs_status_t> {
-        Ok(Box::new(md::IbMd::open(name, cfg.fork_init())?))
+        Ok(Box::new(md::IbMd::open(name, cfg.fork_init(), &md_params(cfg))?))
     }
 }
+
+/// The registration settings of the md configuration.
+fn md_params(cfg: &IbMdConfig) -> md::MdParams {
+    let mut p = md::MdParams { direct_cost: cfg.reg_cost(), ..md::MdParams::default() };
+    // Releases with the cache settings in the md table (up to 1.16) also
+    // choose the registration methods there.
+    if cfg!(not(ucx_since_1_17)) {
+        p.reg_methods = cfg.reg_methods().iter().filter_map(|m| md::RegMethod::parse(m)).collect();
+        let r = &cfg.rcache;
+        p.rcache.event_prio = r.mem_prio;
+        p.rcache.overhead = match r.overhead {
+            u64::MAX | TIME_AUTO => None,
+            // SAFETY: a plain libucs query.
+            t => Some(t as f64 / unsafe { crate::ucs::ucs_get_cpu_clocks_per_sec() }),
+        };
+        p.rcache.alignment = r.addr_align as usize;
+        p.rcache.max_regions = r.max_regions;
+        p.rcache.max_size = r.max_size;
+        p.rcache.max_unreleased = r.max_unreleased;
+        p.rcache.purge_on_fork = r.purge_on_fork != 0;
+    }
+    p
+}
+
+/// libucs's "auto" time value.
+const TIME_AUTO: u64 = u64::MAX - 1;
 
 fn md_resources() -> Vec<String> {
     device::usable_devices()

@@ -85,7 +85,7 @@ impl BufPool {
         // SAFETY: the PD outlives the pool (constructor contract).
         let pd = unsafe { &*self.pd };
         let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
-        let mr = match Mr::reg(pd, mem as *mut libc::c_void, bytes, access) {
+        let mr = match Mr::reg(pd, mem as usize, bytes, access) {
             Ok(m) => m,
             Err(e) => {
                 crate::error!("rc_verbs: ibv_reg_mr of {} ({} bytes) failed: {}", self.name, bytes, e);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The ib md's registrations on the soft RDMA device (tests/softrdma), one
+# process, through the exported API (tests/ib_rcache.c, see there):
+#  - UCX 1.13: through the registration cache (the same buffer twice = the
+#    same handle and key, one device registration; kept after release; a
+#    new mapping at the same address = a new registration, the stale one
+#    dropped; close with a registration held deregisters all); 1.18:
+#    direct registration, one per call;
+#  - bad handles: UCS_ERR_INVALID_PARAM (our library only);
+#  - "ucx_info -d": the md block of softrdma0 reads as the C original's
+#    (1.13: tests/softrdma/expected/ucx_info-d.softrdma0.c-original.txt;
+#    1.18: the direct registration cost of 1.18.1's ib md);
+#  - the libucs registration cache layout our declarations assume
+#    (tests/rcache-layout.sh) matches the release's header.
+# Needs what tests/softrdma/run.sh needs (root or user namespaces).
+# Usage: tests/ib-rcache.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/common.sh"
+
+resolve_libdir "$@"
+if testing_original && [ "$UCX_ABI" != 1.13 ]; then
+    skip_suite "the UCX $UCX_ABI reference installation has no ib module"
+fi
+make_workdir
+softrdma=$here/softrdma/run.sh
+if ! "$softrdma" true >/dev/null 2>"$T_WORK/softrdma.log"; then
+    cat "$T_WORK/softrdma.log"
+    skip_suite "the soft RDMA device cannot be set up here"
+fi
+
+if "$here/rcache-layout.sh" > "$T_WORK/layout.txt" 2>&1; then
+    pass "rcache layout ($(tail -n 1 "$T_WORK/layout.txt"))"
+else
+    cat "$T_WORK/layout.txt"
+    fail "rcache layout"
+fi
+
+# -rdynamic: the program's ibv_reg_mr/ibv_dereg_mr counters must be what
+# the library's calls bind to.
+if "$CC" -O2 -g -Wall -rdynamic "${UCX_CFLAGS[@]}" -o "$T_WORK/ib_rcache" "$here/ib_rcache.c" \
+        "${UCX_LDFLAGS[@]}" -luct -lucs -ldl 2>"$T_WORK/cc.log"; then
+    pass "build ib_rcache"
+else
+    cat "$T_WORK/cc.log"
+    abort "build ib_rcache"
+fi
+
+args=()
+testing_original && args=(--no-bad-handles)
+ldp=$(ld_path_for "$UCT_LIBDIR")
+"$softrdma" env ${ldp:+LD_LIBRARY_PATH=$ldp} timeout 120 "$T_WORK/ib_rcache" "${args[@]}" softrdma0 \
+    > "$T_WORK/out.txt" 2> "$T_WORK/err.txt"
+rc=$?
+cat "$T_WORK/out.txt"
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T_WORK/out.txt" | tail -n 1)
+if [ -n "$summary" ] && [ "$rc" -eq 0 ]; then
+    pass "ib_rcache ($summary)"
+else
+    cat "$T_WORK/err.txt"
+    fail "ib_rcache" "exit $rc${summary:+, $summary}"
+fi
+if cat "$T_WORK/out.txt" "$T_WORK/err.txt" | grep -q "still registered at close" || testing_original; then
+    pass "close with a registration held is reported"
+else
+    fail "close with a registration held is reported" "no warning"
+fi
+
+# The md block of "ucx_info -d": from its header line to the first line
+# that is not an md attribute (transports and CM lines follow).
+md_block() {
+    awk '/^# Memory domain: softrdma0$/ { on = 1 }
+         on && (/^#   </ || /^#      Transport:/ || /^# </ || /^#$/) { exit }
+         on { print }' "$1"
+}
+"$softrdma" env ${ldp:+LD_LIBRARY_PATH=$ldp} ucx_info -d > "$T_WORK/info.txt" 2>&1
+md_block "$T_WORK/info.txt" > "$T_WORK/md.txt"
+case $UCX_RELEASE in
+    1.13.1) md_block "$here/softrdma/expected/ucx_info-d.softrdma0.c-original.txt" > "$T_WORK/md_expected.txt" ;;
+    1.18.1) cat > "$T_WORK/md_expected.txt" <<'BLOCK'
+# Memory domain: softrdma0
+#     Component: ib
+#             register: unlimited, cost: 16000 + 0.060 * N nsec
+#           remote key: 8 bytes
+#           local memory handle is required for zcopy
+#         memory types: host (access,reg,cache)
+BLOCK
+    ;;
+    *) : > "$T_WORK/md_expected.txt" ;;
+esac
+if [ ! -s "$T_WORK/md_expected.txt" ]; then
+    fail "ucx_info -d md block" "no reference for UCX $UCX_RELEASE"
+elif diff -u "$T_WORK/md_expected.txt" "$T_WORK/md.txt"; then
+    pass "ucx_info -d md block as the reference ($(sed -n 3p "$T_WORK/md.txt" | sed 's/^# *//'))"
+else
+    fail "ucx_info -d md block"
+fi
+finish
