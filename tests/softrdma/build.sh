@@ -25,10 +25,14 @@ END { if (n != ops) { print "table: slot count " n " != size/8 " ops > "/dev/std
 mv "$out/abi_gen.h.tmp" "$out/abi_gen.h"
 
 inc="-I$out -I$here/provider"
-$CC $CFLAGS $inc -shared -o "$out/libsoftrdma-rdmav34.so" "$here/provider/softrdma.c" \
+$CC $CFLAGS $inc -shared -o "$out/libsoftrdma-rdmav34.so" "$here/provider/softrdma.c" "$here/provider/registry.c" \
     -libverbs -lpthread -Wl,--no-undefined -Wl,-soname,libsoftrdma-rdmav34.so
 $CC $CFLAGS $inc -shared -o "$out/libsoftrdma-shim.so" "$here/provider/shim.c" -ldl \
     -Wl,--no-undefined
 $CC $CFLAGS $inc -o "$out/abi-probe" "$here/provider/probe.c" -libverbs
 "$out/abi-probe"
 $CC $CFLAGS -o "$out/verbs-test" "$here/verbs-test.c" -libverbs
+$CC $CFLAGS -o "$out/freeport" "$here/provider/freeport.c"
+$CC $CFLAGS -o "$out/softrdma-gc" "$here/provider/gc.c" -ldl
+$CC $CFLAGS -o "$out/xproc-test" "$here/xproc-test.c" -libverbs
+$CC $CFLAGS -o "$out/xproc-bench" "$here/xproc-bench.c" -libverbs

@@ -24,7 +24,7 @@ if [ ! -e "$out/libsoftrdma-rdmav34.so" ] || [ ! -e "$out/libsoftrdma-shim.so" ]
 fi
 
 tmp=$(mktemp -d -t softrdma.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
 
 # ---- sysfs tree
 sys=$tmp/sys
@@ -97,6 +97,18 @@ exec "$@"
 '
 if [ "$(id -u)" = 0 ]; then ns="-m"; else ns="-mr"; fi
 set +e
-unshare $ns --propagation private sh -c "$inner" softrdma-ns "$tmp" "$out" "$ndev" "$@"
-rc=$?
+# unshare execs the shell, which execs CMD: $child is CMD itself. A TERM or
+# INT to run.sh (e.g. from timeout) is passed on to it.
+unshare $ns --propagation private sh -c "$inner" softrdma-ns "$tmp" "$out" "$ndev" "$@" <&0 &
+child=$!
+trap 'kill -TERM $child 2>/dev/null' TERM INT HUP
+while :; do
+    wait $child
+    rc=$?
+    kill -0 $child 2>/dev/null || break
+done
+trap 'rm -rf "$tmp"' EXIT
+# Users of the registry killed without leaving: reap them; the segment goes
+# when no live user is left (another run.sh's command may still use it).
+"$out/softrdma-gc" "$out/libsoftrdma-rdmav34.so" || :
 exit $rc

@@ -6,14 +6,18 @@
  * version, port state, LID) from that same tree, so every query agrees with
  * it.
  *
- * Data path (this version): one process. Work requests are executed when
- * they are posted, under one process-wide lock: the responder QP is looked
- * up by number among the QPs of this process, remote addresses are resolved
- * through the rkey's memory region with its access flags checked, and
- * completions go to the CQs at once. A SEND that finds no receive buffer is
- * kept (with everything posted after it on the same QP, so ordering holds)
- * and retried when a receive is posted or a CQ is polled: RNR retry without
- * limit. See ../README.md for what differs from real hardware.
+ * Data path: processes of one user form one fabric. Everything a peer needs
+ * to reach a QP (its state, its receive ring, its receive CQ ring, memory
+ * keys) lives in the registry segment (registry.h), under one device lock.
+ * The requester executes a work request when it is posted: it checks the
+ * responder QP and the rkey in the registry and moves the payload straight
+ * into (or out of) the owner's memory with process_vm_writev/readv (memcpy
+ * when the owner is itself: same path otherwise), consumes the responder's
+ * posted receive and writes the receive completion into the responder's CQ
+ * ring, waking its completion channel through /proc/<pid>/fd. A SEND that
+ * finds no receive waits on the requester (with everything posted after it
+ * on that QP) and is retried whenever that process polls or posts: RNR
+ * retry, bounded by rnr_retry unless 7. See ../README.md.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,21 +29,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "abi.h"
+#include "registry.h"
 
 SR_STATIC_ASSERTS;
 
-#define SR_MAX_SGE 16
 #define SR_MAX_QP_WR 16384
 #define SR_MAX_CQE 4194303
 #define SR_MAX_INLINE 256
 #define SR_GRH_LEN 40
 #define SR_UD_MTU 4096
 #define SR_MAX_PORTS 4
-
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- objects */
 
@@ -60,35 +65,17 @@ struct sr_ctx {
 
 struct sr_mr {
 	struct sr_verbs_mr vmr;
-	uint64_t iova;
-	char *addr;
-	size_t len;
-	int access;
+	uint32_t idx;
 };
 
 struct sr_cq {
 	struct ibv_cq cq;
-	struct ibv_wc *ring;
-	uint32_t cap, head, count;
-	int armed, solicited_only, overrun;
-	struct ibv_comp_channel *channel;
-};
-
-struct sr_rwr {
-	uint64_t wr_id;
-	int num_sge;
-	struct ibv_sge sge[SR_MAX_SGE];
-};
-
-struct sr_rq {
-	struct sr_rwr *ring;
-	uint32_t cap, head, count, max_sge;
+	uint32_t idx;
 };
 
 struct sr_srq {
 	struct ibv_srq srq;
-	struct sr_rq rq;
-	uint32_t limit;
+	uint32_t idx;
 };
 
 struct sr_ah {
@@ -115,25 +102,39 @@ struct sr_qp {
 	uint32_t comp_mask; /* library reads it (ibv_qp_to_qp_ex) */
 	void *xrcd;
 	int sq_sig_all;
+	uint32_t idx; /* in the registry's QP table */
 	struct ibv_qp_cap cap;
-	struct sr_rq rq;
 	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
 	int attr_mask;
 	struct sr_swr *pend_head, *pend_tail;
 	struct sr_qp *next_pending; /* on g_pending_qps while blocked */
 	int on_pending;
+	uint64_t rnr_start; /* ns: when the head WR first met RNR */
+	uint32_t ev_read;   /* async events of this QP read by the owner */
+	uint32_t ev_posted; /* copied from the registry at destroy */
+	struct sr_qp *next_dead;
 };
 
-/* QP numbers and memory keys of this process. */
-static struct sr_qp **g_qps;
-static uint32_t g_nqps;
-static struct sr_mr **g_mrs;
-static uint32_t g_nmrs;
-static uint32_t g_key_gen;
-static uint32_t g_pd_handle;
-static struct sr_qp *g_pending_qps;
+/* Destroyed QPs that still have async events in the pipe: the reader
+ * dereferences the QP (qp_num, then ibv_ack_async_event locks its mutex),
+ * so the memory lives until those events have been read and the next one
+ * (or the context's end) comes. The kernel does the same by dropping unread
+ * events at destroy; a pipe cannot. */
+static struct sr_qp *g_dead_qps;
+static pthread_mutex_t g_dead_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define SR_QPN_BASE 0x100
+/* SOFTRDMA_DEBUG=1: a line on stderr for every WR completed in error. */
+static int g_debug;
+
+/* SOFTRDMA_YIELD=N: sched_yield() after N empty polls of a thread (0 =
+ * never). */
+static unsigned g_yield;
+static __thread unsigned t_empty_polls;
+
+/* Process-local: QPs with waiting WRs; open contexts. */
+static struct sr_qp *g_pending_qps;
+static int g_nctx;
+static pthread_mutex_t g_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int (*shim_register_cmd_fd)(int);
 static int (*shim_channel_peer)(int);
@@ -154,6 +155,22 @@ static struct sr_qp *to_qp(struct ibv_qp *q)
 static struct sr_srq *to_srq(struct ibv_srq *s)
 {
 	return (struct sr_srq *)s;
+}
+static struct sr_sqp *sqp(struct sr_qp *qp)
+{
+	return &g_shm->qps[qp->idx];
+}
+static struct sr_scq *scq_of(struct ibv_cq *cq)
+{
+	return &g_shm->cqs[to_cq(cq)->idx];
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /* ------------------------------------------------------------ sysfs reads */
@@ -310,6 +327,58 @@ static int sr_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
+/* ---------------------------------------------------------- device lock */
+
+/* Take the device lock; fails if this process has no registry (after
+ * exit-time teardown or in a forked child using its parent's objects). */
+static int dev_lock(void)
+{
+	if (!g_shm || g_pid != getpid()) {
+		errno = EIO;
+		return -1;
+	}
+	reg_lock();
+	return 0;
+}
+
+/* ----------------------------------------------------- events to owners */
+
+/* Write to a pipe of process pid: our own fd directly, another process's
+ * through /proc/<pid>/fd/<wfd> (which opens the same pipe). Never blocks;
+ * a full pipe already has an event pending. */
+static void notify_fd(int pid, int wfd, const void *buf, size_t len)
+{
+	char path[64];
+	int fd;
+
+	if (wfd < 0)
+		return;
+	if (pid == g_pid) {
+		if (write(wfd, buf, len) < 0) {
+			/* full */
+		}
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, wfd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, buf, len) < 0) {
+		/* full */
+	}
+	close(fd);
+}
+
+static void async_event(int pid, int wfd, uint64_t element, uint32_t type)
+{
+	struct ib_uverbs_async_event_desc ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.element = element;
+	ev.event_type = type;
+	notify_fd(pid, wfd, &ev, sizeof(ev));
+}
+
 /* -------------------------------------------------------------------- PDs */
 
 static struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
@@ -320,8 +389,15 @@ static struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (dev_lock()) {
+		free(pd);
+		return NULL;
+	}
+	pd->handle = ++g_shm->pd_seq;
+	if (!pd->handle)
+		pd->handle = ++g_shm->pd_seq;
+	reg_unlock();
 	pd->context = context;
-	pd->handle = __atomic_add_fetch(&g_pd_handle, 1, __ATOMIC_RELAXED);
 	return pd;
 }
 
@@ -336,6 +412,7 @@ static int sr_dealloc_pd(struct ibv_pd *pd)
 static struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 				uint64_t hca_va, int access)
 {
+	struct sr_smr *m = NULL;
 	struct sr_mr *mr;
 	uint32_t idx;
 
@@ -349,29 +426,32 @@ static struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_lock(&g_lock);
-	for (idx = 1; idx < g_nmrs && g_mrs[idx]; idx++)
-		;
-	if (idx >= g_nmrs) {
-		uint32_t n = g_nmrs ? g_nmrs * 2 : 64;
-		struct sr_mr **t = realloc(g_mrs, n * sizeof(*t));
-
-		if (!t || n > (1u << 24)) {
-			pthread_mutex_unlock(&g_lock);
-			free(mr);
-			errno = ENOMEM;
-			return NULL;
-		}
-		memset(t + g_nmrs, 0, (n - g_nmrs) * sizeof(*t));
-		g_mrs = t;
-		g_nmrs = n;
-		if (idx == 0)
-			idx = 1;
+	if (dev_lock()) {
+		free(mr);
+		return NULL;
 	}
-	g_mrs[idx] = mr;
-	g_key_gen++;
-	mr->vmr.ibv_mr.lkey = mr->vmr.ibv_mr.rkey = (idx << 8) | (g_key_gen & 0xff);
-	pthread_mutex_unlock(&g_lock);
+	for (idx = 1; idx < SR_NMR && g_shm->mrs[idx].used; idx++)
+		;
+	if (idx == SR_NMR) {
+		reg_unlock();
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	m = &g_shm->mrs[idx];
+	g_shm->key_gen++;
+	m->used = 1;
+	m->key = (idx << 8) | (g_shm->key_gen & 0xff);
+	m->owner = g_slot;
+	m->pid = g_pid;
+	m->pd = pd->handle;
+	m->access = access;
+	m->iova = hca_va;
+	m->addr = (uintptr_t)addr;
+	m->len = length;
+	mr->vmr.ibv_mr.lkey = mr->vmr.ibv_mr.rkey = m->key;
+	reg_unlock();
+	mr->idx = idx;
 	mr->vmr.ibv_mr.context = pd->context;
 	mr->vmr.ibv_mr.pd = pd;
 	mr->vmr.ibv_mr.addr = addr;
@@ -379,43 +459,44 @@ static struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->vmr.ibv_mr.handle = idx;
 	mr->vmr.mr_type = SR_CONST_IBV_MR_TYPE_MR;
 	mr->vmr.access = access;
-	mr->iova = hca_va;
-	mr->addr = addr;
-	mr->len = length;
-	mr->access = access;
 	return &mr->vmr.ibv_mr;
 }
 
 static int sr_dereg_mr(struct sr_verbs_mr *vmr)
 {
 	struct sr_mr *mr = (struct sr_mr *)vmr;
-	uint32_t idx = vmr->ibv_mr.lkey >> 8;
 
-	pthread_mutex_lock(&g_lock);
-	if (idx < g_nmrs && g_mrs[idx] == mr)
-		g_mrs[idx] = NULL;
-	pthread_mutex_unlock(&g_lock);
+	if (!dev_lock()) {
+		struct sr_smr *m = &g_shm->mrs[mr->idx];
+
+		if (m->used && m->key == vmr->ibv_mr.lkey && m->pid == g_pid)
+			memset(m, 0, sizeof(*m));
+		reg_unlock();
+	}
 	free(mr);
 	return 0;
 }
 
-/* Resolve [va, va+len) of key in pd, needing all of the access bits. */
-static char *mr_resolve(struct ibv_pd *pd, uint32_t key, uint64_t va,
-			uint64_t len, int need)
+/* Resolve [va, va+len) of key: the region must belong to process pid and
+ * protection domain pd and have all the access bits of need. On success
+ * *addr is the address in that process. Lock held. */
+static int mr_resolve(uint32_t key, uint32_t pd, int pid, uint64_t va,
+		      uint64_t len, int need, uint64_t *addr)
 {
 	uint32_t idx = key >> 8;
-	struct sr_mr *mr;
+	struct sr_smr *m;
 
-	if (idx >= g_nmrs || !(mr = g_mrs[idx]) || mr->vmr.ibv_mr.lkey != key)
-		return NULL;
-	if (mr->vmr.ibv_mr.pd->handle != pd->handle ||
-	    mr->vmr.ibv_mr.context != pd->context)
-		return NULL;
-	if ((mr->access & need) != need)
-		return NULL;
-	if (va < mr->iova || len > mr->len || va - mr->iova > mr->len - len)
-		return NULL;
-	return mr->addr + (va - mr->iova);
+	if (idx == 0 || idx >= SR_NMR)
+		return -1;
+	m = &g_shm->mrs[idx];
+	if (!m->used || m->key != key || m->pid != pid || m->pd != pd)
+		return -1;
+	if ((m->access & need) != need)
+		return -1;
+	if (va < m->iova || len > m->len || va - m->iova > m->len - len)
+		return -1;
+	*addr = m->addr + (va - m->iova);
+	return 0;
 }
 
 /* -------------------------------------------------------------------- CQs */
@@ -424,22 +505,52 @@ static struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe,
 				   struct ibv_comp_channel *channel,
 				   int comp_vector)
 {
+	struct sr_scq *c;
 	struct sr_cq *cq;
+	uint32_t i;
 
 	if (cqe < 1 || cqe > SR_MAX_CQE) {
 		errno = EINVAL;
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
-	if (!cq || !(cq->ring = calloc(cqe, sizeof(*cq->ring)))) {
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (dev_lock()) {
+		free(cq);
+		return NULL;
+	}
+	for (i = 0; i < SR_NCQ && g_shm->cqs[i].used; i++)
+		;
+	if (i == SR_NCQ) {
+		reg_unlock();
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
-	cq->cap = cqe;
+	c = &g_shm->cqs[i];
+	memset(c, 0, sizeof(*c));
+	c->off = heap_alloc((uint64_t)cqe * sizeof(struct ibv_wc));
+	if (c->off == SR_NIL) {
+		reg_unlock();
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->used = 1;
+	c->owner = g_slot;
+	c->pid = g_pid;
+	c->cap = cqe;
+	c->chan_wfd = channel && shim_channel_peer ?
+			      shim_channel_peer(channel->fd) : -1;
+	c->async_wfd = to_ctx(context)->async_wfd;
+	c->uptr = (uintptr_t)&cq->cq;
+	reg_unlock();
+	cq->idx = i;
 	cq->cq.context = context;
 	cq->cq.cqe = cqe;
-	cq->channel = channel;
 	return &cq->cq;
 }
 
@@ -447,66 +558,90 @@ static int sr_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct sr_cq *cq = to_cq(ibcq);
 
-	free(cq->ring);
+	if (!dev_lock()) {
+		struct sr_scq *c = &g_shm->cqs[cq->idx];
+
+		if (c->used && c->pid == g_pid && c->uptr == (uintptr_t)ibcq) {
+			heap_free(c->off);
+			memset(c, 0, sizeof(*c));
+		}
+		reg_unlock();
+	}
 	free(cq);
 	return 0;
 }
 
-static void cq_signal(struct sr_cq *cq)
+/* Add a completion to CQ cqi (of any process). Lock held. */
+static void cq_push(int cqi, const struct ibv_wc *wc, int solicited)
 {
-	uint64_t handle = (uintptr_t)&cq->cq;
-	int wfd;
+	struct sr_scq *c = &g_shm->cqs[cqi];
+	struct ibv_wc *ring;
 
-	cq->armed = 0;
-	if (!cq->channel || !shim_channel_peer)
+	if (cqi < 0 || !c->used)
 		return;
-	wfd = shim_channel_peer(cq->channel->fd);
-	if (wfd >= 0 && write(wfd, &handle, sizeof(handle)) < 0) {
-		/* pipe full: an event is already pending */
-	}
-}
-
-/* Called with g_lock held. */
-static void cq_push(struct sr_cq *cq, const struct ibv_wc *wc, int solicited)
-{
-	if (cq->count == cq->cap) {
-		cq->overrun = 1;
+	if (c->count == c->cap) {
+		if (!c->overrun) {
+			c->overrun = 1;
+			async_event(c->pid, c->async_wfd, c->uptr,
+				    IBV_EVENT_CQ_ERR);
+		}
 		return;
 	}
-	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
-	cq->count++;
-	if (cq->armed &&
-	    (!cq->solicited_only || solicited || wc->status != IBV_WC_SUCCESS))
-		cq_signal(cq);
+	ring = heap_ptr(c->off);
+	ring[(c->head + c->count) % c->cap] = *wc;
+	__atomic_store_n(&c->count, c->count + 1, __ATOMIC_RELEASE);
+	if (c->armed &&
+	    (!c->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
+		c->armed = 0;
+		notify_fd(c->pid, c->chan_wfd, &c->uptr, sizeof(c->uptr));
+	}
 }
 
 static void progress_pending(void);
 
 static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
-	struct sr_cq *cq = to_cq(ibcq);
+	struct sr_scq *c;
+	struct ibv_wc *ring;
 	int i;
 
-	pthread_mutex_lock(&g_lock);
+	if (!g_shm)
+		return -1;
+	c = scq_of(ibcq);
+	if (!g_pending_qps && !__atomic_load_n(&c->count, __ATOMIC_ACQUIRE)) {
+		/* Busy pollers of two processes on fewer free cores than
+		 * pollers: give the peer the CPU now and then. */
+		if (g_yield && ++t_empty_polls >= g_yield) {
+			t_empty_polls = 0;
+			sched_yield();
+		}
+		return 0;
+	}
+	t_empty_polls = 0;
+	if (dev_lock())
+		return -1;
 	if (g_pending_qps)
 		progress_pending();
-	for (i = 0; i < n && cq->count; i++) {
-		wc[i] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->cap;
-		cq->count--;
+	ring = heap_ptr(c->off);
+	for (i = 0; i < n && c->count; i++) {
+		wc[i] = ring[c->head];
+		c->head = (c->head + 1) % c->cap;
+		c->count--;
 	}
-	pthread_mutex_unlock(&g_lock);
+	reg_unlock();
 	return i;
 }
 
 static int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct sr_cq *cq = to_cq(ibcq);
+	struct sr_scq *c;
 
-	pthread_mutex_lock(&g_lock);
-	cq->armed = 1;
-	cq->solicited_only = solicited_only;
-	pthread_mutex_unlock(&g_lock);
+	if (dev_lock())
+		return errno;
+	c = scq_of(ibcq);
+	c->armed = 1;
+	c->solicited_only = solicited_only;
+	reg_unlock();
 	return 0;
 }
 
@@ -516,70 +651,114 @@ static void sr_cq_event(struct ibv_cq *cq)
 
 /* --------------------------------------------------------- receive queues */
 
-static int rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge)
+static int sring_init(struct sr_sring *r, uint32_t max_wr, uint32_t max_sge)
 {
 	if (max_wr > SR_MAX_QP_WR || max_sge > SR_MAX_SGE)
 		return EINVAL;
 	if (max_wr == 0)
 		max_wr = 1;
-	rq->ring = calloc(max_wr, sizeof(*rq->ring));
-	if (!rq->ring)
+	if (max_sge == 0)
+		max_sge = 1;
+	r->esize = sizeof(struct sr_srwr) + max_sge * sizeof(struct sr_ssge);
+	r->off = heap_alloc((uint64_t)max_wr * r->esize);
+	if (r->off == SR_NIL)
 		return ENOMEM;
-	rq->cap = max_wr;
-	rq->max_sge = max_sge ? max_sge : 1;
+	r->cap = max_wr;
+	r->max_sge = max_sge;
+	r->head = r->count = 0;
 	return 0;
 }
 
-static int rq_post(struct sr_rq *rq, struct ibv_recv_wr *wr,
-		   struct ibv_recv_wr **bad_wr)
+static struct sr_srwr *sring_at(struct sr_sring *r, uint32_t i)
+{
+	return heap_ptr(r->off + (uint64_t)((r->head + i) % r->cap) * r->esize);
+}
+
+static void sring_pop(struct sr_sring *r)
+{
+	r->head = (r->head + 1) % r->cap;
+	r->count--;
+}
+
+/* Post receives of our process into ring r; local keys are checked here
+ * (against pd) and the buffers resolved to addresses. Lock held. */
+static int sring_post(struct sr_sring *r, uint32_t pd, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
 {
 	for (; wr; wr = wr->next) {
-		struct sr_rwr *r;
+		struct sr_srwr *e;
+		int i;
 
-		if (rq->count == rq->cap || wr->num_sge < 0 ||
-		    (uint32_t)wr->num_sge > rq->max_sge) {
+		if (r->count == r->cap || wr->num_sge < 0 ||
+		    (uint32_t)wr->num_sge > r->max_sge) {
 			*bad_wr = wr;
-			return rq->count == rq->cap ? ENOMEM : EINVAL;
+			return r->count == r->cap ? ENOMEM : EINVAL;
 		}
-		r = &rq->ring[(rq->head + rq->count) % rq->cap];
-		r->wr_id = wr->wr_id;
-		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
-		rq->count++;
+		e = sring_at(r, r->count);
+		e->wr_id = wr->wr_id;
+		e->num_sge = wr->num_sge;
+		e->bad = 0;
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *s = &wr->sg_list[i];
+			uint64_t a = 0;
+
+			if (s->length &&
+			    mr_resolve(s->lkey, pd, g_pid, s->addr, s->length,
+				       IBV_ACCESS_LOCAL_WRITE, &a))
+				e->bad = 1;
+			e->sge[i].addr = a;
+			e->sge[i].length = s->length;
+			e->sge[i].lkey = s->lkey;
+		}
+		r->count++;
 	}
 	return 0;
-}
-
-static struct sr_rwr *rq_peek(struct sr_rq *rq)
-{
-	return rq->count ? &rq->ring[rq->head] : NULL;
-}
-
-static void rq_pop(struct sr_rq *rq)
-{
-	rq->head = (rq->head + 1) % rq->cap;
-	rq->count--;
 }
 
 static struct ibv_srq *sr_create_srq(struct ibv_pd *pd,
 				     struct ibv_srq_init_attr *init)
 {
 	struct sr_srq *srq = calloc(1, sizeof(*srq));
+	struct sr_ssrq *s;
+	uint32_t i;
 	int ret;
 
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = rq_init(&srq->rq, init->attr.max_wr, init->attr.max_sge);
+	if (dev_lock()) {
+		free(srq);
+		return NULL;
+	}
+	for (i = 0; i < SR_NSRQ && g_shm->srqs[i].used; i++)
+		;
+	if (i == SR_NSRQ) {
+		reg_unlock();
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s = &g_shm->srqs[i];
+	memset(s, 0, sizeof(*s));
+	ret = sring_init(&s->rq, init->attr.max_wr, init->attr.max_sge);
 	if (ret) {
+		reg_unlock();
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
-	init->attr.max_wr = srq->rq.cap;
-	init->attr.max_sge = srq->rq.max_sge;
-	srq->limit = init->attr.srq_limit;
+	s->used = 1;
+	s->owner = g_slot;
+	s->pid = g_pid;
+	s->pd = pd->handle;
+	s->limit = init->attr.srq_limit;
+	s->async_wfd = to_ctx(pd->context)->async_wfd;
+	s->uptr = (uintptr_t)&srq->srq;
+	init->attr.max_wr = s->rq.cap;
+	init->attr.max_sge = s->rq.max_sge;
+	reg_unlock();
+	srq->idx = i;
 	srq->srq.context = pd->context;
 	srq->srq.srq_context = init->srq_context;
 	srq->srq.pd = pd;
@@ -591,22 +770,35 @@ static struct ibv_srq *sr_create_srq(struct ibv_pd *pd,
 static int sr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 			 int mask)
 {
-	struct sr_srq *srq = to_srq(ibsrq);
+	struct sr_ssrq *s;
 
 	if (mask & IBV_SRQ_MAX_WR)
 		return EINVAL;
-	if (mask & IBV_SRQ_LIMIT)
-		srq->limit = attr->srq_limit;
+	if (dev_lock())
+		return EIO;
+	s = &g_shm->srqs[to_srq(ibsrq)->idx];
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit > s->rq.cap) {
+			reg_unlock();
+			return EINVAL;
+		}
+		s->limit = attr->srq_limit;
+	}
+	reg_unlock();
 	return 0;
 }
 
 static int sr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
-	struct sr_srq *srq = to_srq(ibsrq);
+	struct sr_ssrq *s;
 
-	attr->max_wr = srq->rq.cap;
-	attr->max_sge = srq->rq.max_sge;
-	attr->srq_limit = srq->limit;
+	if (dev_lock())
+		return EIO;
+	s = &g_shm->srqs[to_srq(ibsrq)->idx];
+	attr->max_wr = s->rq.cap;
+	attr->max_sge = s->rq.max_sge;
+	attr->srq_limit = s->limit;
+	reg_unlock();
 	return 0;
 }
 
@@ -614,7 +806,16 @@ static int sr_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct sr_srq *srq = to_srq(ibsrq);
 
-	free(srq->rq.ring);
+	if (!dev_lock()) {
+		struct sr_ssrq *s = &g_shm->srqs[srq->idx];
+
+		if (s->used && s->pid == g_pid &&
+		    s->uptr == (uintptr_t)ibsrq) {
+			heap_free(s->rq.off);
+			memset(s, 0, sizeof(*s));
+		}
+		reg_unlock();
+	}
 	free(srq);
 	return 0;
 }
@@ -622,29 +823,36 @@ static int sr_destroy_srq(struct ibv_srq *ibsrq)
 static int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
+	struct sr_ssrq *s;
 	int ret;
 
-	pthread_mutex_lock(&g_lock);
-	ret = rq_post(&to_srq(ibsrq)->rq, wr, bad_wr);
+	if (dev_lock()) {
+		*bad_wr = wr;
+		return EIO;
+	}
+	s = &g_shm->srqs[to_srq(ibsrq)->idx];
+	ret = sring_post(&s->rq, s->pd, wr, bad_wr);
 	if (g_pending_qps)
 		progress_pending();
-	pthread_mutex_unlock(&g_lock);
+	reg_unlock();
 	return ret;
 }
 
 /* -------------------------------------------------------------------- QPs */
 
-static struct sr_qp *qp_lookup(uint32_t qpn)
+static struct sr_sqp *qp_by_num(uint32_t qpn)
 {
-	uint32_t i = qpn - SR_QPN_BASE;
+	struct sr_sqp *q = &g_shm->qps[qpn & (SR_NQP - 1)];
 
-	return qpn >= SR_QPN_BASE && i < g_nqps ? g_qps[i] : NULL;
+	return q->used && q->qpn == qpn ? q : NULL;
 }
 
 static struct ibv_qp *create_qp_common(struct ibv_context *context,
 				       struct ibv_pd *pd,
 				       struct ibv_qp_init_attr *init)
 {
+	struct sr_ctx *ctx = to_ctx(context);
+	struct sr_sqp *q;
 	struct sr_qp *qp;
 	uint32_t i;
 	int ret;
@@ -662,27 +870,59 @@ static struct ibv_qp *create_qp_common(struct ibv_context *context,
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (dev_lock()) {
+		free(qp);
+		return NULL;
+	}
+	for (i = 2; i < SR_NQP && g_shm->qps[i].used; i++)
+		;
+	if (i == SR_NQP) {
+		reg_unlock();
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	q = &g_shm->qps[i];
+	memset(q, 0, sizeof(*q));
+	q->rq.off = SR_NIL;
 	if (!init->srq) {
-		ret = rq_init(&qp->rq, init->cap.max_recv_wr,
-			      init->cap.max_recv_sge);
+		ret = sring_init(&q->rq, init->cap.max_recv_wr,
+				 init->cap.max_recv_sge);
 		if (ret) {
+			reg_unlock();
 			free(qp);
 			errno = ret;
 			return NULL;
 		}
 	}
+	g_shm->qp_gen++;
+	q->used = 1;
+	q->qpn = ((g_shm->qp_gen & 0x3ff) << SR_QPN_IDX_BITS) | i;
+	q->owner = g_slot;
+	q->pid = g_pid;
+	q->type = init->qp_type;
+	q->state = IBV_QPS_RESET;
+	q->pd = pd->handle;
+	q->srq = init->srq ? (int32_t)to_srq(init->srq)->idx : -1;
+	q->rcq = to_cq(init->recv_cq)->idx;
+	q->async_wfd = ctx->async_wfd;
+	q->uptr = (uintptr_t)&qp->qp;
+	q->lid = ctx->port[0].lid;
 	qp->cap = init->cap;
 	if (qp->cap.max_send_wr == 0)
 		qp->cap.max_send_wr = 1;
 	if (qp->cap.max_send_sge == 0)
 		qp->cap.max_send_sge = 1;
 	if (!init->srq) {
-		qp->cap.max_recv_wr = qp->rq.cap;
-		qp->cap.max_recv_sge = qp->rq.max_sge;
+		qp->cap.max_recv_wr = q->rq.cap;
+		qp->cap.max_recv_sge = q->rq.max_sge;
 	} else {
 		qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
 	}
+	qp->qp.qp_num = q->qpn;
+	reg_unlock();
 	init->cap = qp->cap;
+	qp->idx = i;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->qp.context = context;
 	qp->qp.qp_context = init->qp_context;
@@ -692,31 +932,9 @@ static struct ibv_qp *create_qp_common(struct ibv_context *context,
 	qp->qp.srq = init->srq;
 	qp->qp.state = IBV_QPS_RESET;
 	qp->qp.qp_type = init->qp_type;
+	qp->qp.handle = i;
 	pthread_mutex_init(&qp->qp.mutex, NULL);
 	pthread_cond_init(&qp->qp.cond, NULL);
-
-	pthread_mutex_lock(&g_lock);
-	for (i = 0; i < g_nqps && g_qps[i]; i++)
-		;
-	if (i == g_nqps) {
-		uint32_t n = g_nqps ? g_nqps * 2 : 64;
-		struct sr_qp **t = realloc(g_qps, n * sizeof(*t));
-
-		if (!t) {
-			pthread_mutex_unlock(&g_lock);
-			free(qp->rq.ring);
-			free(qp);
-			errno = ENOMEM;
-			return NULL;
-		}
-		memset(t + g_nqps, 0, (n - g_nqps) * sizeof(*t));
-		g_qps = t;
-		g_nqps = n;
-	}
-	g_qps[i] = qp;
-	qp->qp.qp_num = SR_QPN_BASE + i;
-	qp->qp.handle = i;
-	pthread_mutex_unlock(&g_lock);
 	return &qp->qp;
 }
 
@@ -752,40 +970,62 @@ static struct ibv_qp *sr_create_qp_ex(struct ibv_context *context,
 
 static void pend_free_all(struct sr_qp *qp, int flush);
 
-static void qp_flush(struct sr_qp *qp)
+/* Move a QP (of any process) to the error state: its posted receives are
+ * flushed into its receive CQ, an SRQ-attached QP reports "last WQE
+ * reached", and event (if any) goes to the owner's async fd. The owner's
+ * waiting send WRs are flushed by the owner (exec_wr sees the state).
+ * Lock held. */
+static void sqp_to_error(struct sr_sqp *q, uint32_t event)
 {
+	struct sr_srwr *r;
 	struct ibv_wc wc;
-	struct sr_rwr *r;
 
-	pend_free_all(qp, 1);
-	if (qp->qp.srq)
+	if (q->state == IBV_QPS_ERR)
 		return;
-	while ((r = rq_peek(&qp->rq))) {
+	q->state = IBV_QPS_ERR;
+	if (event) {
+		q->ev_posted++;
+		async_event(q->pid, q->async_wfd, q->uptr, event);
+	}
+	if (q->srq >= 0) {
+		q->ev_posted++;
+		async_event(q->pid, q->async_wfd, q->uptr,
+			    IBV_EVENT_QP_LAST_WQE_REACHED);
+		return;
+	}
+	while (q->rq.count) {
+		r = sring_at(&q->rq, 0);
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = r->wr_id;
 		wc.status = IBV_WC_WR_FLUSH_ERR;
 		wc.opcode = IBV_WC_RECV;
-		wc.qp_num = qp->qp.qp_num;
-		cq_push(to_cq(qp->qp.recv_cq), &wc, 0);
-		rq_pop(&qp->rq);
+		wc.qp_num = q->qpn;
+		cq_push(q->rcq, &wc, 0);
+		sring_pop(&q->rq);
 	}
 }
 
+/* Our QP to error: receives flushed, then our waiting sends, in order. */
 static void qp_to_error(struct sr_qp *qp)
 {
+	sqp_to_error(sqp(qp), 0);
 	qp->qp.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
-	qp_flush(qp);
+	pend_free_all(qp, 1);
 }
 
 static int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct sr_qp *qp = to_qp(ibqp);
+	struct sr_ctx *ctx = to_ctx(ibqp->context);
 	enum ibv_qp_state cur, next;
+	struct sr_sqp *q;
 	int ret = 0;
 
-	pthread_mutex_lock(&g_lock);
-	cur = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : qp->qp.state;
+	if (dev_lock())
+		return EIO;
+	q = sqp(qp);
+	cur = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : q->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	switch (next) {
 	case IBV_QPS_RESET:
@@ -807,8 +1047,11 @@ static int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	default:
 		ret = EINVAL;
 	}
+	if ((mask & IBV_QP_PORT) &&
+	    (attr->port_num < 1 || attr->port_num > ctx->nports))
+		ret = EINVAL;
 	if (ret) {
-		pthread_mutex_unlock(&g_lock);
+		reg_unlock();
 		errno = ret;
 		return ret;
 	}
@@ -834,13 +1077,24 @@ static int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	qp->attr_mask |= mask;
 	qp->attr.qp_state = next;
 	qp->qp.state = next;
+	q->qkey = qp->attr.qkey;
+	q->access = qp->attr.qp_access_flags;
+	q->dest_qpn = qp->attr.dest_qp_num;
+	q->min_rnr_timer = qp->attr.min_rnr_timer;
+	q->dlid = qp->attr.ah_attr.dlid;
+	if (qp->attr.port_num >= 1 && qp->attr.port_num <= ctx->nports)
+		q->lid = ctx->port[qp->attr.port_num - 1].lid;
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
-		qp_flush(qp);
+		qp_to_error(qp);
 	} else if (next == IBV_QPS_RESET) {
+		q->state = next;
 		pend_free_all(qp, 0);
-		qp->rq.head = qp->rq.count = 0;
+		q->rq.head = q->rq.count = 0;
+		qp->rnr_start = 0;
+	} else {
+		q->state = next;
 	}
-	pthread_mutex_unlock(&g_lock);
+	reg_unlock();
 	return 0;
 }
 
@@ -849,8 +1103,10 @@ static int sr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 {
 	struct sr_qp *qp = to_qp(ibqp);
 
-	pthread_mutex_lock(&g_lock);
+	if (dev_lock())
+		return EIO;
 	*attr = qp->attr;
+	qp->qp.state = sqp(qp)->state;
 	attr->qp_state = attr->cur_qp_state = qp->qp.state;
 	attr->cap = qp->cap;
 	attr->path_mig_state = IBV_MIG_MIGRATED;
@@ -862,7 +1118,7 @@ static int sr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	init->cap = qp->cap;
 	init->qp_type = qp->qp.qp_type;
 	init->sq_sig_all = qp->sq_sig_all;
-	pthread_mutex_unlock(&g_lock);
+	reg_unlock();
 	return 0;
 }
 
@@ -870,17 +1126,29 @@ static int sr_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sr_qp *qp = to_qp(ibqp), **pp;
 
-	pthread_mutex_lock(&g_lock);
+	if (!dev_lock()) {
+		struct sr_sqp *q = sqp(qp);
+
+		if (q->used && q->pid == g_pid && q->qpn == ibqp->qp_num) {
+			qp->ev_posted = q->ev_posted;
+			heap_free(q->rq.off);
+			memset(q, 0, sizeof(*q));
+		}
+		reg_unlock();
+	}
 	pend_free_all(qp, 0);
 	for (pp = &g_pending_qps; *pp; pp = &(*pp)->next_pending)
 		if (*pp == qp) {
 			*pp = qp->next_pending;
 			break;
 		}
-	if (qp_lookup(qp->qp.qp_num) == qp)
-		g_qps[qp->qp.qp_num - SR_QPN_BASE] = NULL;
-	pthread_mutex_unlock(&g_lock);
-	free(qp->rq.ring);
+	pthread_mutex_lock(&g_dead_lock);
+	if (__atomic_load_n(&qp->ev_read, __ATOMIC_ACQUIRE) < qp->ev_posted) {
+		qp->next_dead = g_dead_qps;
+		g_dead_qps = qp;
+		qp = NULL;
+	}
+	pthread_mutex_unlock(&g_dead_lock);
 	free(qp);
 	return 0;
 }
@@ -889,24 +1157,31 @@ static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr)
 {
 	struct sr_qp *qp = to_qp(ibqp);
+	struct sr_sqp *q;
 	int ret;
 
 	if (qp->qp.srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&g_lock);
-	if (qp->qp.state == IBV_QPS_RESET) {
+	if (dev_lock()) {
+		*bad_wr = wr;
+		return EIO;
+	}
+	q = sqp(qp);
+	if (q->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		ret = EINVAL;
 	} else {
-		ret = rq_post(&qp->rq, wr, bad_wr);
-		if (qp->qp.state == IBV_QPS_ERR)
-			qp_flush(qp);
+		ret = sring_post(&q->rq, q->pd, wr, bad_wr);
+		if (q->state == IBV_QPS_ERR) {
+			q->state = IBV_QPS_RTS; /* flush what was posted */
+			sqp_to_error(q, 0);
+		}
 	}
 	if (g_pending_qps)
 		progress_pending();
-	pthread_mutex_unlock(&g_lock);
+	reg_unlock();
 	return ret;
 }
 
@@ -943,103 +1218,119 @@ static void send_complete(struct sr_qp *qp, const struct ibv_send_wr *wr,
 	wc.opcode = send_wc_opcode(wr->opcode);
 	wc.byte_len = byte_len;
 	wc.qp_num = qp->qp.qp_num;
-	cq_push(to_cq(qp->qp.send_cq), &wc, 0);
+	cq_push(to_cq(qp->qp.send_cq)->idx, &wc, 0);
 }
 
-/* Total length of a gather list; checks local keys unless inline. */
-static int gather_check(struct sr_qp *qp, const struct ibv_sge *sge, int n,
-			int inl, int need, uint64_t *len)
+/* Scatter/gather lists as iovecs (one spare entry for a GRH). */
+struct sr_iov {
+	struct iovec v[SR_MAX_SGE + 1];
+	int n;
+	uint64_t len;
+};
+
+static void iov_add(struct sr_iov *io, uint64_t addr, uint64_t len)
+{
+	if (!len)
+		return;
+	io->v[io->n].iov_base = (void *)(uintptr_t)addr;
+	io->v[io->n].iov_len = len;
+	io->n++;
+	io->len += len;
+}
+
+/* Our gather/scatter list, local keys checked (not for inline data). */
+static int local_iov(struct sr_qp *qp, const struct ibv_sge *sge, int n,
+		     int inl, int need, struct sr_iov *io)
 {
 	int i;
 
-	*len = 0;
+	io->n = 0;
+	io->len = 0;
 	for (i = 0; i < n; i++) {
-		if (!inl && sge[i].length &&
-		    !mr_resolve(qp->qp.pd, sge[i].lkey, sge[i].addr,
-				sge[i].length, need))
-			return -1;
-		*len += sge[i].length;
-	}
-	return 0;
-}
+		uint64_t a = sge[i].addr;
 
-static char *local_ptr(struct sr_qp *qp, const struct ibv_sge *sge, int inl)
-{
-	if (inl)
-		return (char *)(uintptr_t)sge->addr;
-	return mr_resolve(qp->qp.pd, sge->lkey, sge->addr, sge->length, 0);
-}
-
-static void gather(struct sr_qp *qp, const struct ibv_sge *sge, int n, int inl,
-		   char *dst)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
 		if (!sge[i].length)
 			continue;
-		memcpy(dst, local_ptr(qp, &sge[i], inl), sge[i].length);
-		dst += sge[i].length;
+		if (!inl && mr_resolve(sge[i].lkey, qp->qp.pd->handle, g_pid,
+				       sge[i].addr, sge[i].length, need, &a))
+			return -1;
+		iov_add(io, a, sge[i].length);
 	}
-}
-
-/* Scatter len bytes of src into a receive WR (skip bytes first). */
-static int scatter(struct sr_qp *owner, const struct sr_rwr *r, uint64_t skip,
-		   const char *src, uint64_t len, const char *head,
-		   uint64_t head_len)
-{
-	uint64_t cap = 0, off = 0;
-	int i;
-
-	for (i = 0; i < r->num_sge; i++)
-		cap += r->sge[i].length;
-	if (cap < head_len + len)
-		return -1;
-	for (i = 0; i < r->num_sge; i++) {
-		uint64_t l = r->sge[i].length, done = 0;
-		char *p;
-
-		if (!l)
-			continue;
-		p = mr_resolve(owner->qp.pd, r->sge[i].lkey, r->sge[i].addr, l,
-			       IBV_ACCESS_LOCAL_WRITE);
-		if (!p)
-			return -2;
-		while (done < l && off < head_len + len) {
-			uint64_t chunk;
-
-			if (off < head_len) {
-				chunk = head_len - off;
-				if (chunk > l - done)
-					chunk = l - done;
-				memcpy(p + done, head + off, chunk);
-			} else {
-				chunk = head_len + len - off;
-				if (chunk > l - done)
-					chunk = l - done;
-				memcpy(p + done, src + (off - head_len), chunk);
-			}
-			done += chunk;
-			off += chunk;
-		}
-	}
-	(void)skip;
 	return 0;
 }
 
-static struct sr_rq *responder_rq(struct sr_qp *d)
+/* A posted receive as iovecs covering len bytes; -1 if it is too short. */
+static int rwr_iov(const struct sr_srwr *r, uint64_t len, struct sr_iov *io)
 {
-	return d->qp.srq ? &to_srq(d->qp.srq)->rq : &d->rq;
+	uint32_t i;
+
+	io->n = 0;
+	io->len = 0;
+	for (i = 0; i < r->num_sge && io->len < len; i++) {
+		uint64_t l = r->sge[i].length;
+
+		if (l > len - io->len)
+			l = len - io->len;
+		iov_add(io, r->sge[i].addr, l);
+	}
+	return io->len < len ? -1 : 0;
 }
 
-static struct sr_qp *responder_owner_for_rq(struct sr_qp *d)
+static void iov_copy(const struct iovec *d, int dn, const struct iovec *s,
+		     int sn, uint64_t len)
 {
-	return d;
+	uint64_t doff = 0, soff = 0;
+	int di = 0, si = 0;
+
+	while (len && di < dn && si < sn) {
+		uint64_t c = d[di].iov_len - doff;
+
+		if (c > s[si].iov_len - soff)
+			c = s[si].iov_len - soff;
+		if (c > len)
+			c = len;
+		memmove((char *)d[di].iov_base + doff,
+			(char *)s[si].iov_base + soff, c);
+		doff += c;
+		soff += c;
+		len -= c;
+		if (doff == d[di].iov_len) {
+			di++;
+			doff = 0;
+		}
+		if (soff == s[si].iov_len) {
+			si++;
+			soff = 0;
+		}
+	}
+}
+
+/* Move len bytes between our iovecs l and process pid's iovecs r (write:
+ * l -> r). 0, or an errno: ESRCH = the process is gone, EFAULT = a part
+ * was not accessible. */
+static int xfer(int pid, int wr, const struct sr_iov *l, const struct sr_iov *r)
+{
+	ssize_t n;
+
+	if (!r->len)
+		return 0;
+	if (pid == g_pid) {
+		if (wr)
+			iov_copy(r->v, r->n, l->v, l->n, r->len);
+		else
+			iov_copy(l->v, l->n, r->v, r->n, r->len);
+		return 0;
+	}
+	n = wr ? process_vm_writev(pid, l->v, l->n, r->v, r->n, 0) :
+		 process_vm_readv(pid, l->v, l->n, r->v, r->n, 0);
+	if (n < 0)
+		return errno == EPERM ? ESRCH : errno;
+	return (uint64_t)n == r->len ? 0 : EFAULT;
 }
 
 enum { EXEC_DONE, EXEC_RNR };
 
-static void fill_grh(char *grh, struct sr_ctx *sctx, uint8_t port,
+static void fill_grh(char *grh, struct sr_ctx *sctx,
 		     const struct ibv_ah_attr *ah, uint32_t paylen)
 {
 	uint32_t w0 = htobe32(6u << 28);
@@ -1056,268 +1347,356 @@ static void fill_grh(char *grh, struct sr_ctx *sctx, uint8_t port,
 	memcpy(grh + 16, &guid, 8);
 	if (ah && ah->is_global)
 		memcpy(grh + 24, ah->grh.dgid.raw, 16);
-	(void)port;
 }
 
-/* Execute one send WR of qp. Called with g_lock held. data/len: payload of
- * a SEND gathered in advance (pending WRs), else NULL. */
+/* IB's RNR timer encoding (min_rnr_timer), in microseconds. */
+static uint64_t rnr_timer_us(uint32_t code)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,    40,    60,     80,     120,
+		160,    240,   320,   480,   640,   960,    1280,   1920,
+		2560,   3840,  5120,  7680,  10240, 15360,  20480,  30720,
+		40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+	return us[code & 31];
+}
+
+static int fail_wr(struct sr_qp *qp, const struct ibv_send_wr *wr,
+		   enum ibv_wc_status st)
+{
+	if (g_debug)
+		fprintf(stderr, "softrdma: pid %d qp 0x%x wr_id 0x%" PRIx64
+			" opcode %d: %s\n", (int)g_pid, qp->qp.qp_num,
+			wr->wr_id, wr->opcode, ibv_wc_status_str(st));
+	send_complete(qp, wr, st, 0);
+	qp_to_error(qp);
+	return EXEC_DONE;
+}
+
+/* The responder's process is gone: retry exceeded, as a real requester
+ * would see after its transport retries; its objects are reaped. */
+static int peer_gone(struct sr_qp *qp, const struct ibv_send_wr *wr, int slot)
+{
+	if (slot >= 0 && slot != g_slot && !reg_user_alive(slot))
+		reg_reap_user(slot);
+	return fail_wr(qp, wr, IBV_WC_RETRY_EXC_ERR);
+}
+
+/* Check an rkey for the responder d; a bad one also puts d into error
+ * (access violation on the responder, as on IB). */
+static int rkey_check(struct sr_sqp *d, uint32_t rkey, uint64_t va,
+		      uint64_t len, int need, struct sr_iov *r)
+{
+	uint64_t a;
+
+	r->n = 0;
+	r->len = 0;
+	if (!(d->access & need) ||
+	    mr_resolve(rkey, d->pd, d->pid, va, len, need, &a)) {
+		sqp_to_error(d, IBV_EVENT_QP_ACCESS_ERR);
+		return -1;
+	}
+	iov_add(r, a, len);
+	return 0;
+}
+
+static int exec_ud(struct sr_qp *qp, const struct ibv_send_wr *wr,
+		   struct sr_iov *l)
+{
+	struct sr_ah *ah = (struct sr_ah *)wr->wr.ud.ah;
+	uint32_t qkey = wr->wr.ud.remote_qkey;
+	char grh[SR_GRH_LEN];
+	struct sr_iov gl, rr;
+	struct sr_sring *rq;
+	struct sr_srwr *r;
+	struct sr_sqp *d;
+	struct ibv_wc wc;
+	int i, err, solicited = !!(wr->send_flags & IBV_SEND_SOLICITED);
+
+	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
+		return fail_wr(qp, wr, IBV_WC_LOC_QP_OP_ERR);
+	if (l->len > SR_UD_MTU)
+		return fail_wr(qp, wr, IBV_WC_LOC_LEN_ERR);
+	if (qkey & 0x80000000u)
+		qkey = qp->attr.qkey;
+	d = qp_by_num(wr->wr.ud.remote_qpn);
+	if (!d || d->type != IBV_QPT_UD || !ah ||
+	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS) ||
+	    d->qkey != qkey || (ah->attr.dlid && ah->attr.dlid != d->lid))
+		goto dropped;
+	rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
+	if (!rq->count)
+		goto dropped;
+	r = sring_at(rq, 0);
+	fill_grh(grh, to_ctx(qp->qp.context), &ah->attr, l->len);
+	gl.n = 0;
+	gl.len = 0;
+	iov_add(&gl, (uintptr_t)grh, SR_GRH_LEN);
+	for (i = 0; i < l->n; i++)
+		iov_add(&gl, (uintptr_t)l->v[i].iov_base, l->v[i].iov_len);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.qp_num = d->qpn;
+	wc.src_qp = qp->qp.qp_num;
+	wc.opcode = IBV_WC_RECV;
+	wc.slid = sqp(qp)->lid;
+	wc.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = wr->imm_data;
+	}
+	if (r->bad) {
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	} else if (rwr_iov(r, gl.len, &rr)) {
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	} else {
+		err = xfer(d->pid, 1, &gl, &rr);
+		if (err == ESRCH) {
+			if (!reg_user_alive(d->owner))
+				reg_reap_user(d->owner);
+			goto dropped;
+		}
+		wc.status = err ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
+		wc.byte_len = gl.len;
+	}
+	sring_pop(rq);
+	cq_push(d->rcq, &wc, solicited);
+dropped:
+	send_complete(qp, wr, IBV_WC_SUCCESS, l->len);
+	return EXEC_DONE;
+}
+
+/* A SEND, SEND with immediate or RDMA WRITE with immediate: consumes a
+ * receive of the responder. */
+static int exec_rc_send(struct sr_qp *qp, const struct ibv_send_wr *wr,
+			struct sr_sqp *d, struct sr_iov *l)
+{
+	int imm_write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct sr_sring *rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
+	struct sr_iov rr;
+	struct sr_srwr *r;
+	struct ibv_wc wc;
+	int err = 0, slot = d->owner;
+	enum ibv_wc_status rst = IBV_WC_SUCCESS, sst = IBV_WC_SUCCESS;
+
+	if (!rq->count) {
+		uint64_t t = now_ns();
+
+		if (!reg_user_alive(slot))
+			return peer_gone(qp, wr, slot);
+		if (qp->attr.rnr_retry != 7) {
+			if (!qp->rnr_start)
+				qp->rnr_start = t;
+			if (t - qp->rnr_start >=
+			    (uint64_t)qp->attr.rnr_retry *
+				    rnr_timer_us(d->min_rnr_timer) * 1000) {
+				qp->rnr_start = 0;
+				return fail_wr(qp, wr, IBV_WC_RNR_RETRY_EXC_ERR);
+			}
+		}
+		return EXEC_RNR;
+	}
+	qp->rnr_start = 0;
+	r = sring_at(rq, 0);
+	if (imm_write) {
+		if (l->len && rkey_check(d, wr->wr.rdma.rkey,
+					 wr->wr.rdma.remote_addr, l->len,
+					 IBV_ACCESS_REMOTE_WRITE, &rr))
+			return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+		if (l->len)
+			err = xfer(d->pid, 1, l, &rr);
+		if (err == EFAULT) {
+			sqp_to_error(d, IBV_EVENT_QP_ACCESS_ERR);
+			return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+		}
+	} else if (r->bad) {
+		rst = IBV_WC_LOC_PROT_ERR;
+		sst = IBV_WC_REM_OP_ERR;
+	} else if (rwr_iov(r, l->len, &rr)) {
+		rst = IBV_WC_LOC_LEN_ERR;
+		sst = IBV_WC_REM_INV_REQ_ERR;
+	} else {
+		err = xfer(d->pid, 1, l, &rr);
+		if (err == EFAULT) {
+			rst = IBV_WC_LOC_PROT_ERR;
+			sst = IBV_WC_REM_OP_ERR;
+		}
+	}
+	if (err == ESRCH)
+		return peer_gone(qp, wr, slot);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.qp_num = d->qpn;
+	wc.src_qp = qp->qp.qp_num;
+	wc.slid = sqp(qp)->lid;
+	wc.byte_len = l->len;
+	wc.opcode = imm_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	if (wr->opcode != IBV_WR_SEND) {
+		wc.wc_flags = IBV_WC_WITH_IMM;
+		wc.imm_data = wr->imm_data;
+	}
+	wc.status = rst;
+	sring_pop(rq);
+	if (d->srq >= 0) {
+		struct sr_ssrq *s = &g_shm->srqs[d->srq];
+
+		if (s->limit && s->rq.count < s->limit) {
+			s->limit = 0;
+			async_event(s->pid, s->async_wfd, s->uptr,
+				    IBV_EVENT_SRQ_LIMIT_REACHED);
+		}
+	}
+	cq_push(d->rcq, &wc, !!(wr->send_flags & IBV_SEND_SOLICITED));
+	if (rst != IBV_WC_SUCCESS) {
+		sqp_to_error(d, 0);
+		return fail_wr(qp, wr, sst);
+	}
+	send_complete(qp, wr, IBV_WC_SUCCESS, l->len);
+	return EXEC_DONE;
+}
+
+static int exec_rc_atomic(struct sr_qp *qp, const struct ibv_send_wr *wr,
+			  struct sr_sqp *d, struct sr_iov *l)
+{
+	uint64_t old = 0, val;
+	struct sr_iov rr, tmp;
+	int err, slot = d->owner;
+
+	if (l->len != 8 || l->n != 1)
+		return fail_wr(qp, wr, IBV_WC_LOC_LEN_ERR);
+	if (wr->wr.atomic.remote_addr & 7) {
+		sqp_to_error(d, IBV_EVENT_QP_REQ_ERR);
+		return fail_wr(qp, wr, IBV_WC_REM_INV_REQ_ERR);
+	}
+	if (rkey_check(d, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
+		       IBV_ACCESS_REMOTE_ATOMIC, &rr))
+		return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+	/* Read-modify-write under the device lock: atomic with respect to
+	 * every other atomic of the device, as IB promises (HCA level). */
+	tmp.n = 0;
+	tmp.len = 0;
+	iov_add(&tmp, (uintptr_t)&old, 8);
+	err = xfer(d->pid, 0, &tmp, &rr);
+	if (!err) {
+		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			val = old + wr->wr.atomic.compare_add;
+		else
+			val = old == wr->wr.atomic.compare_add ?
+				      wr->wr.atomic.swap : old;
+		tmp.v[0].iov_base = &val;
+		if (val != old)
+			err = xfer(d->pid, 1, &tmp, &rr);
+	}
+	if (err == ESRCH)
+		return peer_gone(qp, wr, slot);
+	if (err) {
+		sqp_to_error(d, IBV_EVENT_QP_ACCESS_ERR);
+		return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+	}
+	memcpy(l->v[0].iov_base, &old, 8);
+	send_complete(qp, wr, IBV_WC_SUCCESS, 8);
+	return EXEC_DONE;
+}
+
+/* Execute one send WR of qp. Lock held. pre/prelen: payload of a SEND
+ * gathered in advance (waiting WRs), else NULL. */
 static int exec_wr(struct sr_qp *qp, const struct ibv_send_wr *wr,
 		   const char *pre, uint64_t prelen)
 {
 	int inl = !!(wr->send_flags & IBV_SEND_INLINE);
-	struct sr_qp *d;
-	uint64_t len = 0;
-	char *rp;
+	struct sr_sqp *q = sqp(qp), *d;
+	struct sr_iov l, rr;
+	int err, slot;
 
-	if (qp->qp.state == IBV_QPS_ERR) {
+	qp->qp.state = q->state;
+	if (q->state == IBV_QPS_ERR) {
 		send_complete(qp, wr, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
 	}
-	if (!pre) {
+	if (pre) {
+		l.n = 0;
+		l.len = 0;
+		iov_add(&l, (uintptr_t)pre, prelen);
+	} else {
 		int need = wr->opcode == IBV_WR_RDMA_READ ||
 					   wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 					   wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 				   IBV_ACCESS_LOCAL_WRITE : 0;
 
-		if (gather_check(qp, wr->sg_list, wr->num_sge, inl, need, &len)) {
-			send_complete(qp, wr, IBV_WC_LOC_PROT_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-	} else {
-		len = prelen;
+		if (local_iov(qp, wr->sg_list, wr->num_sge, inl, need, &l))
+			return fail_wr(qp, wr, IBV_WC_LOC_PROT_ERR);
 	}
-
-	if (qp->qp.qp_type == IBV_QPT_UD) {
-		struct sr_ah *ah = (struct sr_ah *)wr->wr.ud.ah;
-		uint32_t qkey = wr->wr.ud.remote_qkey;
-		char grh[SR_GRH_LEN];
-		struct sr_rwr *r;
-		struct ibv_wc wc;
-		char *buf;
-
-		if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) {
-			send_complete(qp, wr, IBV_WC_LOC_QP_OP_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-		if (len > SR_UD_MTU) {
-			send_complete(qp, wr, IBV_WC_LOC_LEN_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-		if (qkey & 0x80000000u)
-			qkey = qp->attr.qkey;
-		d = qp_lookup(wr->wr.ud.remote_qpn);
-		if (!d || d->qp.qp_type != IBV_QPT_UD || !ah ||
-		    (d->qp.state != IBV_QPS_RTR && d->qp.state != IBV_QPS_RTS) ||
-		    d->attr.qkey != qkey ||
-		    !(r = rq_peek(responder_rq(d)))) {
-			send_complete(qp, wr, IBV_WC_SUCCESS, len); /* dropped */
-			return EXEC_DONE;
-		}
-		buf = malloc(len ? len : 1);
-		if (pre)
-			memcpy(buf, pre, len);
-		else
-			gather(qp, wr->sg_list, wr->num_sge, inl, buf);
-		fill_grh(grh, to_ctx(qp->qp.context), qp->attr.port_num,
-			 &ah->attr, len);
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = r->wr_id;
-		wc.qp_num = d->qp.qp_num;
-		wc.src_qp = qp->qp.qp_num;
-		wc.opcode = IBV_WC_RECV;
-		wc.slid = to_ctx(qp->qp.context)->port[0].lid;
-		wc.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
-		if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
-			wc.wc_flags |= IBV_WC_WITH_IMM;
-			wc.imm_data = wr->imm_data;
-		}
-		if (scatter(d, r, 0, buf, len, grh, SR_GRH_LEN)) {
-			wc.status = IBV_WC_LOC_LEN_ERR;
-		} else {
-			wc.status = IBV_WC_SUCCESS;
-			wc.byte_len = len + SR_GRH_LEN;
-		}
-		rq_pop(responder_rq(d));
-		cq_push(to_cq(d->qp.recv_cq), &wc,
-			!!(wr->send_flags & IBV_SEND_SOLICITED));
-		free(buf);
-		send_complete(qp, wr, IBV_WC_SUCCESS, len);
-		return EXEC_DONE;
-	}
+	if (qp->qp.qp_type == IBV_QPT_UD)
+		return exec_ud(qp, wr, &l);
 
 	/* RC */
-	if (qp->qp.state != IBV_QPS_RTS) {
+	if (q->state != IBV_QPS_RTS) {
 		send_complete(qp, wr, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
 	}
-	d = qp_lookup(qp->attr.dest_qp_num);
-	if (!d || d->qp.qp_type != IBV_QPT_RC ||
-	    (d->qp.state != IBV_QPS_RTR && d->qp.state != IBV_QPS_RTS)) {
-		send_complete(qp, wr, IBV_WC_RETRY_EXC_ERR, 0);
-		qp_to_error(qp);
-		return EXEC_DONE;
-	}
+	d = qp_by_num(q->dest_qpn);
+	if (!d || d->type != IBV_QPT_RC || d->dest_qpn != q->qpn ||
+	    (q->dlid && q->dlid != d->lid) ||
+	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS))
+		return fail_wr(qp, wr, IBV_WC_RETRY_EXC_ERR);
+	slot = d->owner;
 
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE_WITH_IMM: {
-		struct sr_rq *rq = responder_rq(d);
-		struct sr_rwr *r = rq_peek(rq);
-		struct ibv_wc wc;
-		char *buf = NULL;
-		int bad = 0;
-
-		if (!r)
-			return EXEC_RNR;
-		if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-			if (len) {
-				rp = mr_resolve(d->qp.pd, wr->wr.rdma.rkey,
-						wr->wr.rdma.remote_addr, len,
-						IBV_ACCESS_REMOTE_WRITE);
-				if (!rp || !(d->attr.qp_access_flags &
-					     IBV_ACCESS_REMOTE_WRITE)) {
-					send_complete(qp, wr,
-						      IBV_WC_REM_ACCESS_ERR, 0);
-					qp_to_error(qp);
-					return EXEC_DONE;
-				}
-				gather(qp, wr->sg_list, wr->num_sge, inl, rp);
-			}
-		} else {
-			buf = malloc(len ? len : 1);
-			if (pre)
-				memcpy(buf, pre, len);
-			else
-				gather(qp, wr->sg_list, wr->num_sge, inl, buf);
-			bad = scatter(responder_owner_for_rq(d), r, 0, buf, len,
-				      NULL, 0);
-			free(buf);
-		}
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = r->wr_id;
-		wc.qp_num = d->qp.qp_num;
-		wc.src_qp = qp->qp.qp_num;
-		wc.slid = to_ctx(qp->qp.context)->port[0].lid;
-		wc.byte_len = len;
-		wc.opcode = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ?
-				    IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-		if (wr->opcode != IBV_WR_SEND) {
-			wc.wc_flags = IBV_WC_WITH_IMM;
-			wc.imm_data = wr->imm_data;
-		}
-		wc.status = bad == -1 ? IBV_WC_LOC_LEN_ERR :
-			    bad ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
-		rq_pop(rq);
-		cq_push(to_cq(d->qp.recv_cq), &wc,
-			!!(wr->send_flags & IBV_SEND_SOLICITED));
-		if (bad) {
-			qp_to_error(d);
-			send_complete(qp, wr, IBV_WC_REM_INV_REQ_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-		send_complete(qp, wr, IBV_WC_SUCCESS, len);
-		return EXEC_DONE;
-	}
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return exec_rc_send(qp, wr, d, &l);
 	case IBV_WR_RDMA_WRITE:
-		if (len) {
-			rp = mr_resolve(d->qp.pd, wr->wr.rdma.rkey,
-					wr->wr.rdma.remote_addr, len,
-					IBV_ACCESS_REMOTE_WRITE);
-			if (!rp || !(d->attr.qp_access_flags &
-				     IBV_ACCESS_REMOTE_WRITE)) {
-				send_complete(qp, wr, IBV_WC_REM_ACCESS_ERR, 0);
-				qp_to_error(qp);
-				return EXEC_DONE;
-			}
-			gather(qp, wr->sg_list, wr->num_sge, inl, rp);
-		}
-		send_complete(qp, wr, IBV_WC_SUCCESS, len);
-		return EXEC_DONE;
-	case IBV_WR_RDMA_READ: {
-		int i;
-
-		if (len) {
-			rp = mr_resolve(d->qp.pd, wr->wr.rdma.rkey,
-					wr->wr.rdma.remote_addr, len,
-					IBV_ACCESS_REMOTE_READ);
-			if (!rp || !(d->attr.qp_access_flags &
-				     IBV_ACCESS_REMOTE_READ)) {
-				send_complete(qp, wr, IBV_WC_REM_ACCESS_ERR, 0);
-				qp_to_error(qp);
-				return EXEC_DONE;
-			}
-			for (i = 0; i < wr->num_sge; i++) {
-				const struct ibv_sge *s = &wr->sg_list[i];
-
-				if (!s->length)
-					continue;
-				memcpy(local_ptr(qp, s, 0), rp, s->length);
-				rp += s->length;
-			}
-		}
-		send_complete(qp, wr, IBV_WC_SUCCESS, len);
-		return EXEC_DONE;
-	}
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
-		uint64_t old, *target;
-		char *res;
-
-		if (len != 8 || wr->num_sge != 1 ||
-		    (wr->wr.atomic.remote_addr & 7)) {
-			send_complete(qp, wr, len != 8 ? IBV_WC_LOC_LEN_ERR :
-						IBV_WC_REM_INV_REQ_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-		rp = mr_resolve(d->qp.pd, wr->wr.atomic.rkey,
-				wr->wr.atomic.remote_addr, 8,
-				IBV_ACCESS_REMOTE_ATOMIC);
-		if (!rp || !(d->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
-			send_complete(qp, wr, IBV_WC_REM_ACCESS_ERR, 0);
-			qp_to_error(qp);
-			return EXEC_DONE;
-		}
-		target = (uint64_t *)rp;
-		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			old = __atomic_fetch_add(target, wr->wr.atomic.compare_add,
-						 __ATOMIC_SEQ_CST);
+		if (l.len) {
+			if (rkey_check(d, wr->wr.rdma.rkey,
+				       wr->wr.rdma.remote_addr, l.len,
+				       IBV_ACCESS_REMOTE_WRITE, &rr))
+				return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+			err = xfer(d->pid, 1, &l, &rr);
 		} else {
-			old = wr->wr.atomic.compare_add;
-			__atomic_compare_exchange_n(target, &old,
-						    wr->wr.atomic.swap, 0,
-						    __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+			err = reg_user_alive(slot) ? 0 : ESRCH;
 		}
-		res = local_ptr(qp, &wr->sg_list[0], 0);
-		memcpy(res, &old, 8);
-		send_complete(qp, wr, IBV_WC_SUCCESS, 8);
-		return EXEC_DONE;
-	}
+		break;
+	case IBV_WR_RDMA_READ:
+		if (l.len) {
+			if (rkey_check(d, wr->wr.rdma.rkey,
+				       wr->wr.rdma.remote_addr, l.len,
+				       IBV_ACCESS_REMOTE_READ, &rr))
+				return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+			err = xfer(d->pid, 0, &l, &rr);
+		} else {
+			err = reg_user_alive(slot) ? 0 : ESRCH;
+		}
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return exec_rc_atomic(qp, wr, d, &l);
 	default:
-		send_complete(qp, wr, IBV_WC_LOC_QP_OP_ERR, 0);
-		qp_to_error(qp);
-		return EXEC_DONE;
+		return fail_wr(qp, wr, IBV_WC_LOC_QP_OP_ERR);
 	}
+	if (err == ESRCH)
+		return peer_gone(qp, wr, slot);
+	if (err) {
+		sqp_to_error(d, IBV_EVENT_QP_ACCESS_ERR);
+		return fail_wr(qp, wr, IBV_WC_REM_ACCESS_ERR);
+	}
+	send_complete(qp, wr, IBV_WC_SUCCESS, l.len);
+	return EXEC_DONE;
 }
 
 static void pend_free_all(struct sr_qp *qp, int flush)
 {
 	struct sr_swr *p, *n;
 
-	for (p = qp->pend_head; p; p = n) {
+	p = qp->pend_head;
+	qp->pend_head = qp->pend_tail = NULL;
+	for (; p; p = n) {
 		n = p->next;
 		if (flush)
 			send_complete(qp, &p->wr, IBV_WC_WR_FLUSH_ERR, 0);
 		free(p->data);
 		free(p);
 	}
-	qp->pend_head = qp->pend_tail = NULL;
 }
 
 static int pend_add(struct sr_qp *qp, const struct ibv_send_wr *wr)
@@ -1333,15 +1712,23 @@ static int pend_add(struct sr_qp *qp, const struct ibv_send_wr *wr)
 	p->wr.sg_list = p->sge;
 	if (inl || wr->opcode == IBV_WR_SEND ||
 	    wr->opcode == IBV_WR_SEND_WITH_IMM) {
-		uint64_t len;
+		struct sr_iov l;
+		struct sr_iov d;
 
-		if (gather_check(qp, wr->sg_list, wr->num_sge, inl, 0, &len)) {
+		if (local_iov(qp, wr->sg_list, wr->num_sge, inl, 0, &l)) {
 			free(p);
 			return -1;
 		}
-		p->data = malloc(len ? len : 1);
-		gather(qp, wr->sg_list, wr->num_sge, inl, p->data);
-		p->len = len;
+		p->data = malloc(l.len ? l.len : 1);
+		if (!p->data) {
+			free(p);
+			return ENOMEM;
+		}
+		d.n = 0;
+		d.len = 0;
+		iov_add(&d, (uintptr_t)p->data, l.len);
+		iov_copy(d.v, d.n, l.v, l.n, l.len);
+		p->len = l.len;
 		p->gathered = 1;
 	}
 	if (qp->pend_tail)
@@ -1357,6 +1744,7 @@ static int pend_add(struct sr_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
+/* Retry the waiting WRs of our QPs. Lock held. */
 static void progress_pending(void)
 {
 	struct sr_qp **pp = &g_pending_qps;
@@ -1367,7 +1755,13 @@ static void progress_pending(void)
 
 		while ((p = qp->pend_head)) {
 			const struct ibv_send_wr *wr = &p->wr;
+			int r;
 
+			/* off the list while it runs: an error flushes the
+			 * rest of the list behind it */
+			qp->pend_head = p->next;
+			if (!qp->pend_head)
+				qp->pend_tail = NULL;
 			if (p->gathered && wr->opcode != IBV_WR_SEND &&
 			    wr->opcode != IBV_WR_SEND_WITH_IMM) {
 				/* inline write: make it a non-inline view */
@@ -1377,15 +1771,18 @@ static void progress_pending(void)
 				w.sg_list = &s;
 				w.num_sge = 1;
 				w.send_flags |= IBV_SEND_INLINE;
-				if (exec_wr(qp, &w, NULL, 0) == EXEC_RNR)
-					break;
-			} else if (exec_wr(qp, wr, p->gathered ? p->data : NULL,
-					   p->len) == EXEC_RNR) {
+				r = exec_wr(qp, &w, NULL, 0);
+			} else {
+				r = exec_wr(qp, wr, p->gathered ? p->data : NULL,
+					    p->len);
+			}
+			if (r == EXEC_RNR) {
+				p->next = qp->pend_head;
+				qp->pend_head = p;
+				if (!qp->pend_tail)
+					qp->pend_tail = p;
 				break;
 			}
-			qp->pend_head = p->next;
-			if (!qp->pend_head)
-				qp->pend_tail = NULL;
 			free(p->data);
 			free(p);
 		}
@@ -1404,11 +1801,15 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sr_qp *qp = to_qp(ibqp);
 	int ret = 0;
 
-	pthread_mutex_lock(&g_lock);
+	if (dev_lock()) {
+		*bad_wr = wr;
+		return EIO;
+	}
 	for (; wr; wr = wr->next) {
 		int inl = !!(wr->send_flags & IBV_SEND_INLINE);
+		uint32_t st = sqp(qp)->state;
 
-		if (qp->qp.state < IBV_QPS_RTS && qp->qp.state != IBV_QPS_ERR) {
+		if (st < IBV_QPS_RTS && st != IBV_QPS_ERR) {
 			ret = EINVAL;
 		} else if (wr->num_sge < 0 ||
 			   (uint32_t)wr->num_sge > qp->cap.max_send_sge) {
@@ -1429,8 +1830,7 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		if (qp->pend_head || exec_wr(qp, wr, NULL, 0) == EXEC_RNR) {
 			ret = pend_add(qp, wr);
 			if (ret < 0) {
-				send_complete(qp, wr, IBV_WC_LOC_PROT_ERR, 0);
-				qp_to_error(qp);
+				fail_wr(qp, wr, IBV_WC_LOC_PROT_ERR);
 				ret = 0;
 			} else if (ret) {
 				*bad_wr = wr;
@@ -1438,7 +1838,9 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			}
 		}
 	}
-	pthread_mutex_unlock(&g_lock);
+	if (g_pending_qps)
+		progress_pending();
+	reg_unlock();
 	return ret;
 }
 
@@ -1464,9 +1866,50 @@ static int sr_destroy_ah(struct ibv_ah *ah)
 	return 0;
 }
 
+/* Free dead QPs whose events have all been read, except keep (still being
+ * handled by the caller). all: every one (the context goes away). */
+static void dead_qps_reap(struct ibv_context *context, struct sr_qp *keep,
+			  int all)
+{
+	struct sr_qp **pp, *qp;
+
+	pthread_mutex_lock(&g_dead_lock);
+	for (pp = &g_dead_qps; (qp = *pp);) {
+		if (qp->qp.context == context && qp != keep &&
+		    (all || __atomic_load_n(&qp->ev_read, __ATOMIC_ACQUIRE) >=
+				    qp->ev_posted)) {
+			*pp = qp->next_dead;
+			free(qp);
+		} else {
+			pp = &qp->next_dead;
+		}
+	}
+	pthread_mutex_unlock(&g_dead_lock);
+}
+
+/* libibverbs calls this after reading an event from our async fd. */
 static void sr_async_event(struct ibv_context *context,
 			   struct ibv_async_event *event)
 {
+	struct sr_qp *qp = NULL;
+
+	switch (event->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		qp = to_qp(event->element.qp);
+		__atomic_add_fetch(&qp->ev_read, 1, __ATOMIC_RELEASE);
+		break;
+	default:
+		break;
+	}
+	if (g_dead_qps)
+		dead_qps_reap(context, qp, 0);
 }
 
 /* ---------------------------------------------------------------- context */
@@ -1475,10 +1918,15 @@ static void sr_free_context(struct ibv_context *context)
 {
 	struct sr_ctx *ctx = to_ctx(context);
 
+	dead_qps_reap(context, NULL, 1);
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
+	pthread_mutex_lock(&g_ctx_lock);
+	if (g_nctx > 0 && --g_nctx == 0)
+		reg_detach();
+	pthread_mutex_unlock(&g_ctx_lock);
 }
 
 static struct sr_context_ops sr_ops = {
@@ -1517,12 +1965,26 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *device,
 					      int cmd_fd, void *private_data)
 {
 	struct sr_ctx *ctx;
-	int p[2];
+	int p[2], ret;
 
+	pthread_mutex_lock(&g_ctx_lock);
+	ret = reg_attach();
+	if (!ret)
+		g_nctx++;
+	pthread_mutex_unlock(&g_ctx_lock);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
 	ctx = _verbs_init_and_alloc_context(device, cmd_fd, sizeof(*ctx), NULL,
 					    SR_CONST_RDMA_DRIVER_UNKNOWN);
-	if (!ctx)
+	if (!ctx) {
+		pthread_mutex_lock(&g_ctx_lock);
+		if (--g_nctx == 0)
+			reg_detach();
+		pthread_mutex_unlock(&g_ctx_lock);
 		return NULL;
+	}
 	verbs_set_ops(&ctx->vctx, &sr_ops);
 	ctx->async_wfd = -1;
 	ctx->vctx.context.num_comp_vectors = 1;
@@ -1530,6 +1992,10 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *device,
 	if (!ctx->nports) {
 		verbs_uninit_context(&ctx->vctx);
 		free(ctx);
+		pthread_mutex_lock(&g_ctx_lock);
+		if (--g_nctx == 0)
+			reg_detach();
+		pthread_mutex_unlock(&g_ctx_lock);
 		errno = ENODEV;
 		return NULL;
 	}
@@ -1537,6 +2003,7 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *device,
 		shim_register_cmd_fd(cmd_fd);
 	/* Our own async event fd, so the library asks the kernel for none. */
 	if (pipe2(p, O_CLOEXEC) == 0) {
+		fcntl(p[1], F_SETFL, O_NONBLOCK);
 		ctx->vctx.context.async_fd = p[0];
 		ctx->async_wfd = p[1];
 	}
@@ -1573,8 +2040,33 @@ static const struct sr_device_ops sr_dev_ops = {
 	.uninit_device = sr_uninit_device,
 };
 
+/* A forked child does not share its parent's device objects (as with
+ * real verbs): it attaches afresh when it opens a device. */
+static void sr_atfork_child(void)
+{
+	g_shm = NULL;
+	g_slot = -1;
+	g_nctx = 0;
+	g_pending_qps = NULL;
+	pthread_mutex_init(&g_ctx_lock, NULL);
+}
+
+/* Contexts still open at exit: leave the registry (the last user
+ * removes it). Later verbs calls fail with EIO instead of touching it. */
+__attribute__((destructor)) static void sr_unregister(void)
+{
+	reg_detach();
+}
+
 __attribute__((constructor)) static void sr_register(void)
 {
+	const char *dbg = getenv("SOFTRDMA_DEBUG");
+
+	const char *y = getenv("SOFTRDMA_YIELD");
+
+	g_debug = dbg && *dbg && *dbg != '0';
+	g_yield = y ? atoi(y) : 0;
+	pthread_atfork(NULL, NULL, sr_atfork_child);
 	shim_register_cmd_fd = dlsym(RTLD_DEFAULT, "softrdma_shim_register_cmd_fd");
 	shim_channel_peer = dlsym(RTLD_DEFAULT, "softrdma_shim_channel_peer");
 	verbs_register_driver_34(&sr_dev_ops);
