@@ -5,7 +5,10 @@
 # connection goes through the tcp CM (sockcm), whose callbacks libucp
 # requires to run with the worker's async context blocked (it asserts so).
 #
-#   UCX_TLS   tcp, "tcp,posix,self" (data over shared memory)
+#   UCX_TLS   tcp, "tcp,posix,self" (data over shared memory), and with the
+#             soft RDMA device (tests/softrdma/run.sh; when it can run here)
+#             "rc_verbs,tcp": the tcp CM connects, libucp's stream/tag lane
+#             is rc_verbs (the lanes libucp chose are compared too)
 #   API       stream, tag;  -s 16 and -s 300000 (rendezvous);  -i 3
 #             (not "am": the example's client closes its endpoint with
 #             UCP_EP_CLOSE_MODE_FORCE right after its last active message,
@@ -31,13 +34,26 @@ build_ucp_example ucp_client_server
 CS=$T_WORK/ucp_client_server
 OURS=$UCT_LIBDIR
 
+# Cases over rc_verbs run with the soft RDMA device visible (the command
+# prefix WRAP), when it can run here; their lane choices are logged.
+RC_WRAP=()
+TLS_LIST="tcp tcp,posix,self"
+if [ "${UCX_ABI:-1.13}" = 1.13 ] && SOFTRDMA_BUILD=$T_WORK/softrdma "$here/softrdma/run.sh" true >/dev/null 2>&1; then
+    RC_WRAP=(env SOFTRDMA_BUILD="$T_WORK/softrdma" UCX_LOG_LEVEL=info "$here/softrdma/run.sh")
+    TLS_LIST="$TLS_LIST rc_verbs,tcp"
+else
+    echo "# rc_verbs cases not run: the soft RDMA device cannot run here, or the reference has no verbs"
+fi
+
 # run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD
 run_case() {
     local lib=$1 tls=$2 api=$3 size=$4 port spid cst got
+    local wrap=()
+    case $tls in *rc_verbs*) wrap=("${RC_WRAP[@]}") ;; esac
     port=$(free_port)
     rm -f "$T_WORK/cli.st"
     # line-buffered: the server is stopped by a signal at the end
-    env $(lib_env "$lib") UCX_TLS="$tls" stdbuf -oL \
+    env $(lib_env "$lib") UCX_TLS="$tls" "${wrap[@]}" stdbuf -oL \
         "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
@@ -50,7 +66,7 @@ run_case() {
         grep -q 'Assertion\|signal' "$T_WORK/srv.out" && R_BAD=1
         return
     fi
-    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" "${wrap[@]}" \
         "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
     # done with this client, the server waits for the next one: then stop it
@@ -84,7 +100,13 @@ run_case() {
     fi
 }
 
-for tls in tcp tcp,posix,self; do
+# The lanes libucp chose (info log of the rc_verbs cases), without pids
+# and times.
+lanes() {
+    grep -h 'ep_cfg\[' "$@" | sed -E 's/^.*(ep_cfg\[[0-9]+\]:)/\1/' | sort
+}
+
+for tls in $TLS_LIST; do
     for api in stream tag; do
         for size in 16 300000; do
             name="ucp_client_server UCX_TLS=$tls -c $api -s $size"
@@ -95,7 +117,17 @@ for tls in tcp tcp,posix,self; do
                 if [ "$sys_ok" = 1 ]; then pass "$name (system)"; else fail "$name (system)" "$sys_why"; fi
                 continue
             fi
+            lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.sys"
             run_case "$OURS" "$tls" "$api" "$size"
+            lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.ours"
+            if [ -s "$T_WORK/lanes.sys" ]; then
+                if diff "$T_WORK/lanes.sys" "$T_WORK/lanes.ours" >/dev/null; then
+                    pass "$name: the lanes the original chose ($(grep -c . "$T_WORK/lanes.sys") ep configs)"
+                else
+                    diff "$T_WORK/lanes.sys" "$T_WORK/lanes.ours" | head -10
+                    fail "$name: the lanes the original chose"
+                fi
+            fi
             if [ "$R_OK" = 1 ] && [ "$R_GOT" != "$sys_got" ]; then
                 R_OK=0 R_WHY="the server got $R_GOT messages, on the original $sys_got"
             fi
