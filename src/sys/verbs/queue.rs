@@ -2,6 +2,7 @@
 //! address handles; posting work requests and polling completions.
 
 use super::{check_rc, last_errno, raw, Context, Errno, Pd};
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::ptr;
 
@@ -96,6 +97,21 @@ impl Cq {
             return Err(Errno::from_raw(-n));
         }
         Ok(n as usize)
+    }
+
+    /// [`Cq::poll`] into uninitialised room (nothing to clear before each
+    /// poll of a busy loop): the completions written.
+    #[inline]
+    pub fn poll_into<'a>(&self, wc: &'a mut [MaybeUninit<raw::ibv_wc>]) -> Result<&'a [raw::ibv_wc], Errno> {
+        // SAFETY: live CQ; `wc` has room for the count passed, and
+        // ibv_poll_cq only writes entries.
+        let n = unsafe { raw::ibv_poll_cq(self.cq, wc.len() as i32, wc.as_mut_ptr() as *mut raw::ibv_wc) };
+        if n < 0 {
+            return Err(Errno::from_raw(-n));
+        }
+        let n = (n as usize).min(wc.len());
+        // SAFETY: the first `n` entries were written by ibv_poll_cq.
+        Ok(unsafe { std::slice::from_raw_parts(wc.as_ptr() as *const raw::ibv_wc, n) })
     }
 
     /// Arm the CQ: the next (solicited, if asked) completion raises an

@@ -15,6 +15,7 @@ use crate::transports::ib::md::IbMd;
 use libc::c_void;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::mem::MaybeUninit;
 
 /// QP attribute mask bits (`IBV_QP_*`).
 pub mod mask {
@@ -290,17 +291,17 @@ fn rx_fc(iface: &Iface<RcIface>, qpn: u32, hdr: u8) -> bool {
 
 fn rx_progress(iface: &Iface<RcIface>) -> u32 {
     let s = &iface.tl;
-    // SAFETY: all-zero is valid for ibv_wc (plain numbers).
-    let mut wcs: [raw::ibv_wc; 16] = unsafe { std::mem::zeroed() };
+    let mut room: [MaybeUninit<raw::ibv_wc>; 16] = [const { MaybeUninit::uninit() }; 16];
     let max = (s.p.rx_max_poll as usize).clamp(1, 16);
-    let n = match s.rx_cq.poll(&mut wcs[..max]) {
-        Ok(n) => n,
+    let wcs = match s.rx_cq.poll_into(&mut room[..max]) {
+        Ok(w) => w,
         Err(e) => {
             crate::error!("rc_verbs: ibv_poll_cq(rx) failed: {}", e);
             return 0;
         }
     };
-    for wc in &wcs[..n] {
+    let n = wcs.len();
+    for wc in wcs {
         s.rx_posted.set(s.rx_posted.get().saturating_sub(1));
         let area = wc.wr_id as *mut u8;
         let Some(b) = s.rx_pool.find(area) else {
@@ -382,17 +383,17 @@ fn handle_failure(iface: &Iface<RcIface>, ep: &EpRef, wc: &raw::ibv_wc) {
 
 fn tx_progress(iface: &Iface<RcIface>) -> u32 {
     let s = &iface.tl;
-    // SAFETY: all-zero is valid for ibv_wc (plain numbers).
-    let mut wcs: [raw::ibv_wc; 16] = unsafe { std::mem::zeroed() };
+    let mut room: [MaybeUninit<raw::ibv_wc>; 16] = [const { MaybeUninit::uninit() }; 16];
     let max = (s.p.tx_max_poll as usize).clamp(1, 16);
-    let n = match s.tx_cq.poll(&mut wcs[..max]) {
-        Ok(n) => n,
+    let wcs = match s.tx_cq.poll_into(&mut room[..max]) {
+        Ok(w) => w,
         Err(e) => {
             crate::error!("rc_verbs: ibv_poll_cq(tx) failed: {}", e);
             return 0;
         }
     };
-    for wc in &wcs[..n] {
+    let n = wcs.len();
+    for wc in wcs {
         let Some(ep) = s.eps.borrow().get(&wc.qp_num).cloned() else { continue };
         if wc.status != raw::ibv_wc_status::IBV_WC_SUCCESS {
             handle_failure(iface, &ep, wc);
