@@ -9,7 +9,10 @@
  * Three processes: this controller forks a receiver and a sender.  The two
  * children open TL/DEV with an error handler (UCT_IFACE_PARAM_FIELD_ERR_
  * HANDLER*), exchange device and iface addresses over a socketpair, each
- * creates an endpoint to the other's iface, and the sender streams AM short
+ * creates an endpoint to the other's iface (a transport that connects
+ * endpoint to endpoint only, as rc_verbs: each creates an unconnected
+ * endpoint, the endpoint addresses travel over the socketpair too, and each
+ * calls uct_ep_connect_to_ep), and the sender streams AM short
  * or bcopy messages to the receiver, or (-m put) puts into a buffer of the
  * receiver (put_zcopy when the transport has it, as cma; put_short
  * otherwise; the receiver's rkey travels over the socketpair too).  Once
@@ -298,7 +301,8 @@ static int child_main(int fd)
     char sync = 'x';
     char *payload = NULL;
     uct_allocated_memory_t mem;
-    int mem_ok = 0, rkey_ok = 0, put_zcopy = 0, put_busy = 0;
+    int mem_ok = 0, rkey_ok = 0, put_zcopy = 0, put_busy = 0, to_ep = 0;
+    void *epa = NULL, *peer_epa = NULL;
     uct_md_attr_t md_attr;
     uct_rkey_bundle_t rkey;
     uint64_t remote_addr = 0;
@@ -358,12 +362,17 @@ static int child_main(int fd)
     }
     sh->cap_flags[g_role] = attr.cap.flags;
     put_zcopy = !!(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
-    if (!(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
+    /* endpoint-to-endpoint only when the transport cannot connect to an
+     * iface (a transport with both keeps the iface path, as before) */
+    to_ep = !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) &&
+            !!(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
+    if (!(attr.cap.flags & (UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                            UCT_IFACE_FLAG_CONNECT_TO_EP)) ||
         !(attr.cap.flags & ((opt.mode == MODE_BCOPY) ? UCT_IFACE_FLAG_AM_BCOPY :
                             (opt.mode == MODE_SHORT) ? UCT_IFACE_FLAG_AM_SHORT :
                             (UCT_IFACE_FLAG_PUT_ZCOPY |
                              UCT_IFACE_FLAG_PUT_SHORT)))) {
-        setup_fail("%s cannot connect to an iface or do this operation: %s",
+        setup_fail("%s cannot connect (iface or ep) or do this operation: %s",
                    opt.tl, UCS_ERR_UNSUPPORTED);
         goto out;
     }
@@ -372,9 +381,9 @@ static int child_main(int fd)
     }
     if ((opt.mode == MODE_BCOPY) && (opt.size > attr.cap.am.max_bcopy)) {
         opt.size = attr.cap.am.max_bcopy;
-    } else if ((opt.mode == MODE_SHORT) &&
-               (opt.size > attr.cap.am.max_short + sizeof(uint64_t))) {
-        opt.size = attr.cap.am.max_short + sizeof(uint64_t);
+    } else if ((opt.mode == MODE_SHORT) && (opt.size > attr.cap.am.max_short)) {
+        /* max_short counts the 8-byte header with the payload */
+        opt.size = attr.cap.am.max_short;
     } else if ((opt.mode == MODE_PUT) && !put_zcopy &&
                (opt.size > attr.cap.put.max_short)) {
         opt.size = attr.cap.put.max_short;
@@ -411,17 +420,42 @@ static int child_main(int fd)
         goto out;
     }
     memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                           UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     ep_params.iface      = iface;
-    ep_params.dev_addr   = peer_dev;
-    ep_params.iface_addr = peer_ifa;
+    if (!to_ep) {
+        ep_params.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.dev_addr    = peer_dev;
+        ep_params.iface_addr  = peer_ifa;
+    }
     st = uct_ep_create(&ep_params, &g_ep);
     if (st != UCS_OK) {
         setup_fail("uct_ep_create%s: %s", "", st);
         g_ep = NULL;
         goto out;
+    }
+    if (to_ep) {
+        epa = calloc(1, attr.ep_addr_len + 1);
+        if (epa == NULL) {
+            setup_fail("malloc%s: %s", "", UCS_ERR_NO_MEMORY);
+            goto out;
+        }
+        st = uct_ep_get_address(g_ep, epa);
+        if (st != UCS_OK) {
+            setup_fail("uct_ep_get_address%s: %s", "", st);
+            goto out;
+        }
+        peer_epa = swap_blob(fd, epa, attr.ep_addr_len);
+        if (peer_epa == NULL) {
+            setup_fail("ep address exchange (peer gone?)%s: %s", "",
+                       UCS_ERR_IO_ERROR);
+            goto out;
+        }
+        st = uct_ep_connect_to_ep(g_ep, peer_dev, peer_epa);
+        if (st != UCS_OK) {
+            setup_fail("uct_ep_connect_to_ep%s: %s", "", st);
+            goto out;
+        }
     }
     if (opt.mode == MODE_PUT) {
         /* a registered buffer on both sides; the receiver's rkey goes over */
@@ -629,6 +663,8 @@ out:
     free(ifa);
     free(peer_dev);
     free(peer_ifa);
+    free(epa);
+    free(peer_epa);
     free(payload);
     free(rkey_buf);
     free(peer_rkey);

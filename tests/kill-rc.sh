@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SIGKILL one of two UCT processes connected over rc_verbs on the soft RDMA
+# device (tests/softrdma/), mid-stream, with c-tests/kill_peer.c (its
+# endpoint-to-endpoint path: rc_verbs connects ep to ep, so both sides
+# create an unconnected endpoint, swap endpoint addresses over the
+# socketpair and call uct_ep_connect_to_ep). The survivor's iface error
+# handler must fire with the status the C original gives, within the bound
+# (-T, KILL_TIMEOUT, default 10 s); the survivor must exit cleanly; nothing
+# may hang (kill_peer kills a survivor that has not exited 10 s after the
+# bound; run_watch bounds the whole program); the device's registry
+# directory (private, under /dev/shm) must be empty at the end.
+#
+# What the C original (UCX 1.13.1) does, measured with this program
+# (cap flags 0x12c08000067f: ERRHANDLE_PEER_FAILURE and EP_CHECK):
+#  - a surviving sender (AM short / bcopy, put zcopy): its next send to the
+#    dead receiver's QP completes with "transport retry counter exceeded";
+#    the error handler runs once with our endpoint and
+#    UCS_ERR_ENDPOINT_TIMEOUT (-80), ~10 ms after the kill; an outstanding
+#    put zcopy completes with -80 too;
+#  - without uct_ep_check (-c none) nothing fails while no work request is
+#    outstanding, as on any RC device: a surviving receiver never notices a
+#    dead sender, and a surviving sender that had used up its flow-control
+#    window (AM short is far faster than its receiver: the usual case;
+#    bcopy sometimes) waits for credits that never come: not detected
+#    within the bound (a clean exit); when a send was still posted it fails
+#    as above;
+#  - uct_ep_check (a zero-length RDMA WRITE, every 10 ms here) fails the
+#    same way on either side: error handler, -80, 5-20 ms after the kill.
+# The UCX 1.18.1 reference (the wheel) has no verbs: there only ours runs,
+# judged against those statuses.
+# Usage: tests/kill-rc.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+. "$here/lib/common.sh"
+
+resolve_libdir "$@"
+if testing_original && [ "$UCX_ABI" != 1.13 ]; then
+    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
+fi
+KILL_TIMEOUT=${KILL_TIMEOUT:-10}
+make_workdir
+. "$here/lib/softrdma.sh"
+softrdma_setup
+if ! lib_has_rc_verbs "$UCT_LIBDIR"; then
+    skip_suite "the library under test lists no rc_verbs on the device (built without verbs?)"
+fi
+build_run_watch
+if build_c "$T_WORK/kill_peer" "$top/c-tests/kill_peer.c" 2>"$T_WORK/cc.log"; then
+    pass "build kill_peer"
+else
+    cat "$T_WORK/cc.log"
+    abort "build kill_peer"
+fi
+softrdma_shm_dir
+
+# op  victim  check  expect
+#   expect: the error handler's status (-80), or "any": without checks
+#   whether anything is noticed depends on timing (below); either outcome
+#   passes if the survivor exits cleanly (and a detection must be the
+#   error handler with the same status)
+cases() {
+    cat <<'CASES'
+short  receiver  check  -80
+bcopy  receiver  check  -80
+put    receiver  check  -80
+short  sender    check  -80
+bcopy  sender    check  -80
+put    sender    check  -80
+bcopy  receiver  none   any
+put    receiver  none   any
+bcopy  sender    none   any
+CASES
+}
+
+out=$T_WORK/kill.out
+st=$T_WORK/kill.st
+while read -r op victim check want; do
+    name="rc_verbs $op, kill the $victim, $check"
+    T=$KILL_TIMEOUT
+    [ "$want" = any ] && T=3
+    rm -f "$st"
+    "$RUN_WATCH" $((T + 60)) "$st" "$SR/run.sh" env $(lib_env "$UCT_LIBDIR") \
+        "$T_WORK/kill_peer" -t rc_verbs -d softrdma0:1 -m "$op" -v "$victim" -c "$check" \
+        -T "$T" >"$out" 2>&1 </dev/null
+    ended=$(cat "$st" 2>/dev/null || echo unknown)
+    result=$(awk '$1 == "RESULT" { print $2 }' "$out" | tail -n 1)
+    got_caps=$(sed -n 's/.*errhandle_peer_failure=\([01]\) ep_check=\([01]\).*/\1:\2/p' "$out")
+    via=$(sed -n 's/^detected=1 via=\([a-z_]*\) .*/\1/p' "$out")
+    status=$(sed -n 's/^detected=1 via=[a-z_]* status=\(-*[0-9]*\) .*/\1/p' "$out")
+    ep_ok=$(sed -n 's/.* handler_ep_ok=\([01]\).*/\1/p' "$out")
+    calls=$(sed -n 's/.* handler_calls=\([0-9]*\).*/\1/p' "$out")
+    ms=$(sed -n 's/^detect_ms_after_kill=\([-0-9.]*\).*/\1/p' "$out")
+    survivor=$(sed -n 's/^survivor [a-z]* pid=[0-9]*: \(.*\)$/\1/p' "$out")
+    putc=$(sed -n 's/^failed_put_completion=\(.*\)$/\1/p' "$out")
+
+    if ended_badly "$st" || [ -z "$result" ]; then
+        why="kill_peer $ended, RESULT ${result:-none}"
+    elif [ "$want" = any ] && [ "$result" = not-detected ]; then
+        if [ "$survivor" = "exit 1" ]; then why=; else why="survivor $survivor"; fi
+    elif [ "$want" = any ] && [ "$result" = detected ] && [ "$via" = err_handler ] &&
+         [ "$status" = -80 ] && [ "$survivor" = "exit 0" ]; then
+        why=
+    elif [ "$result" != detected ]; then
+        why="RESULT $result (survivor: ${survivor:-?})"
+    elif [ "$survivor" != "exit 0" ]; then
+        why="survivor $survivor"
+    elif [ "$via" != err_handler ]; then
+        why="noticed via $via (status $status), the original's error handler fires"
+    elif [ "$status" != "$want" ]; then
+        why="error handler status $status, the original gives $want"
+    elif [ "$ep_ok" != 1 ]; then
+        why="error handler got another endpoint than ours"
+    elif [ "$got_caps" != 1:1 ]; then
+        why="capability flags errhandle_peer_failure:ep_check = $got_caps, the original has 1:1"
+    else
+        why=
+    fi
+    if [ -n "$why" ]; then
+        fail "$name" "$why"
+        sed 's/^/      /' "$out" | grep -v 'Invalid\|Failed to' | tail -20
+    elif [ "$want" = any ]; then
+        if [ "$result" = detected ]; then
+            pass "$name: noticed anyway (via $via, status $status, ${ms} ms), clean exit"
+        else
+            pass "$name: not noticed within ${T}s (no work request outstanding), clean exit"
+        fi
+    else
+        extra=
+        [ -n "$putc" ] && extra="; failed put completion $putc"
+        pass "$name: error handler, status $status, $calls call(s), ${ms} ms after the kill$extra"
+    fi
+done < <(cases)
+if shm_dir_empty; then
+    pass "registry directory empty afterwards"
+else
+    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
+fi
+finish

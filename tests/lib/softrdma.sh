@@ -1,0 +1,100 @@
+# shellcheck shell=bash
+# Helpers for the suites that run on the soft RDMA device (tests/softrdma/),
+# sourced after common.sh and make_workdir.
+#
+#   softrdma_setup          build the device into the work directory
+#                           ($SOFTRDMA_BUILD) and skip the suite when it
+#                           cannot run here; sets SR (the softrdma directory)
+#   softrdma_shm_dir        a private registry directory under /dev/shm
+#                           (exported as SOFTRDMA_SHM_DIR; removed at exit)
+#   ref_has_verbs           true when the reference UCX has rc_verbs (the
+#                           1.13.1 system build; the 1.18.1 wheel has none)
+#   lib_has_rc_verbs DIR    true when DIR's libuct lists rc_verbs on the device
+#   expected_status MATRIX ROW
+#                           PASS/UNSUP of the C original for a row of
+#                           rc-matrix.sh (expected/rc-matrix.c-original.txt)
+#   judge_matrix FILE MATRIX LABEL
+#                           one pass/fail per row of an rc-matrix.sh output
+#                           against the original's statuses
+#   ucx_tool NAME           the path of a UCX tool of the installation
+#                           under test (the wheel's for UCX_PREFIX)
+
+SR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../softrdma" && pwd)
+SR_EXPECTED=$SR/expected/rc-matrix.c-original.txt
+
+ucx_tool() {
+    if [ -n "$UCX_PREFIX" ]; then echo "$UCX_PREFIX/bin/$1"; else command -v "$1"; fi
+}
+
+ref_has_verbs() {
+    [ "$UCX_ABI" = 1.13 ]
+}
+
+softrdma_setup() {
+    export SOFTRDMA_BUILD=$T_WORK/softrdma
+    if ! "$SR/run.sh" true > "$T_WORK/softrdma.log" 2>&1; then
+        tail -5 "$T_WORK/softrdma.log"
+        skip_suite "the soft RDMA device cannot run here (tests/softrdma/run.sh true failed)"
+    fi
+    # the scripts of tests/softrdma run ucx_perftest from PATH: the tools
+    # of the installation under test (common.sh put UCX_PREFIX/bin first)
+    if [ -n "$UCX_PREFIX" ]; then
+        export LD_LIBRARY_PATH=$UCX_PREFIX/lib
+    else
+        unset LD_LIBRARY_PATH
+    fi
+}
+
+softrdma_shm_dir() {
+    SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/softrdma-test.XXXXXX) || abort "registry directory"
+    export SOFTRDMA_SHM_DIR
+    T_SHM_DIRS="${T_SHM_DIRS:-} $SOFTRDMA_SHM_DIR"
+    trap 'cleanup_workdir; for d in $T_SHM_DIRS; do rm -rf "$d"; done' EXIT
+}
+
+# shm_dir_empty: true when the private registry directory holds nothing
+shm_dir_empty() {
+    [ -z "$(ls -A "$SOFTRDMA_SHM_DIR" 2>/dev/null)" ]
+}
+
+lib_has_rc_verbs() {
+    "$SR/run.sh" env $(lib_env "$1") "$(ucx_tool ucx_info)" -d > "$T_WORK/has-rc.txt" 2>&1
+    grep -q '^#      Transport: rc_verbs$' "$T_WORK/has-rc.txt"
+}
+
+expected_status() { # MATRIX ROW
+    awk -v m="## SOFTRDMA_MATRIX=$1 " -v row="$2" '
+        index($0, m) == 1 { on = 1; next }
+        /^## / { on = 0 }
+        on {
+            s = $1; $1 = ""; sub(/^ /, ""); sub(/ \|.*$/, "")
+            if ($0 == row) { print s; exit }
+        }' "$SR_EXPECTED"
+}
+
+# judge_matrix FILE MATRIX LABEL: every row the original passes must pass,
+# every row it refuses must be refused (UNSUP) too: accepting a size or an
+# operation beyond the original's limits is a difference.
+judge_matrix() {
+    local file=$1 matrix=$2 label=$3 st rest row want n=0
+    while read -r st rest; do
+        case $st in PASS|FAIL|UNSUP) ;; *) continue ;; esac
+        row=${rest%% |*}
+        row=${row%% (rc=*}
+        case $row in "left in "*) fail "$label: registry" "$rest"; continue ;; esac
+        n=$((n + 1))
+        want=$(expected_status "$matrix" "$row")
+        if [ -z "$want" ]; then
+            fail "$label: $row" "no status of the original for this row"
+        elif [ "$st" = PASS ] && [ "$want" = PASS ]; then
+            pass "$label: $row: PASS${rest#"$row"}"
+        elif [ "$st" = "$want" ]; then
+            pass "$label: $row: $st, as the original"
+        else
+            fail "$label: $row" "$st, the original: $want${rest#"$row"}"
+            [ "$st" = FAIL ] && awk -v r="FAIL $row" 'index($0, r) == 1 { on = 1; next }
+                /^(PASS|FAIL|UNSUP) / { on = 0 } on' "$file"
+        fi
+    done < "$file"
+    [ "$n" -gt 0 ] || fail "$label" "no rows ran"
+}
