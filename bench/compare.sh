@@ -12,7 +12,11 @@
 #          (LAYOUT '-' for atomics; TL self runs in one process with -l)
 # Env: BENCH_CSV=file also writes the table as CSV. BASE_LIBDIR=dir compares
 # with that build of ours (before/after a change) instead of the C original;
-# the "ucx" columns are then that build.
+# the "ucx" columns are then that build. BENCH_WRAP="CMD..." runs every
+# ucx_perftest under CMD (e.g. tests/softrdma/run.sh: the soft RDMA device
+# visible, for rc_verbs:softrdma0:1 cases). BENCH_LATENCY=median takes each
+# run's median latency instead of its average (a device whose averages
+# include scheduling stalls).
 set -u
 . "$(dirname "$0")/../tests/lib/common.sh"
 libdir=${1:?usage: compare.sh LIBDIR [ROUNDS] [ITERS] CASE...}; shift
@@ -28,6 +32,8 @@ one() { # libdir tl dev test layout size
   local e=() d=() out port
   [ -n "$(lib_env "$1")" ] && e=(env "$(lib_env "$1")")
   [ "$5" != "-" ] && d=(-D "$5")
+  # shellcheck disable=SC2206 # a command line
+  e+=(${BENCH_WRAP:-})
   if [ "$2" = self ]; then
     out=$("${e[@]}" timeout 120 ucx_perftest -l -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
   else
@@ -37,7 +43,9 @@ one() { # libdir tl dev test layout size
     out=$("${e[@]}" timeout 120 ucx_perftest 127.0.0.1 -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
     wait $sp 2>/dev/null
   fi
-  echo "$out" | awk '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l=$3; b=$5} END {if (l!="") print l, b; else print "NA NA"}'
+  local col=3
+  [ "${BENCH_LATENCY:-}" = median ] && col=2
+  echo "$out" | awk -v c=$col '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l=$c; b=$5} END {if (l!="") print l, b; else print "NA NA"}'
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "NA"; else print a[int((NR+1)/2)]}'; }
 

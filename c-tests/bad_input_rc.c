@@ -726,7 +726,10 @@ static void case_handle(int which)
     const char *name = "?";
     static uint64_t garbage[16] = { 0x4141414141414141ULL, 0x4242424242424242ULL };
 
-    buf    = fx.local;
+    /* A buffer of its own: with a registration cache, registering the
+     * fixture's (registered) buffer again would hand out the fixture's
+     * handle, which then stays live after one deregistration. */
+    buf    = aligned_alloc(4096, 4096);
     packed = calloc(1, fx.md_attr.rkey_packed_size + 64);
     switch (which) {
     case 0:
@@ -762,6 +765,8 @@ static void case_handle(int which)
     rule(o.post < 0, "an error status");
     rule(o.log > 0, "an error line");
     report(name, o, 0);
+    free(packed);
+    free(buf);
 }
 
 /* ---------------------------------------------------------------- main -- */

@@ -320,6 +320,29 @@ impl<'a> PeerAddr<'a> {
     pub fn bytes(&self) -> &'a [u8] {
         self.prefix(self.len).unwrap_or(&[])
     }
+
+    /// The first `n` bytes (at most the declared length), copied only if
+    /// that memory is readable: for addresses whose flags say how long they
+    /// are, where a short or forged address would otherwise send the read
+    /// past its end. The copy goes through the kernel (a cross-memory read
+    /// from our own process), which reports unmapped memory instead of
+    /// faulting; where that call is not allowed, only our own address
+    /// length (`own_len`) is read directly.
+    pub fn copy_checked(&self, n: usize, own_len: usize) -> Option<Vec<u8>> {
+        if n > self.len {
+            return None;
+        }
+        let mut out = vec![0u8; n];
+        let mut local = [libc::iovec { iov_base: out.as_mut_ptr() as *mut c_void, iov_len: n }];
+        let remote = [crate::sys::vm::RemoteIoVec { base: self.ptr as usize, len: n }];
+        // SAFETY: `out` is ours and exclusive for the call; the remote range
+        // is read from our own memory, which the kernel checks.
+        match unsafe { crate::sys::vm::read_from(crate::sys::getpid(), &mut local, &remote) } {
+            Ok(got) if got == n => Some(out),
+            Ok(_) | Err(crate::sys::Errno::EFAULT) => None,
+            Err(_) => (n <= own_len).then(|| self.prefix(n).map(|b| b.to_vec())).flatten(),
+        }
+    }
 }
 
 /// The completion a caller passed with an operation that may finish later

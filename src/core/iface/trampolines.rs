@@ -2,7 +2,7 @@
 //! generic over the transport: each turns raw arguments into the safe
 //! handles of `core::ops` and calls the [`Transport`] method.
 
-use super::header::InternalOps;
+use super::header::{AddrLens, InternalOps};
 use super::stubs::unsupported_ops;
 use super::transport::*;
 use crate::abi::*;
@@ -344,7 +344,7 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         let dev_addr = if m & UCT_EP_PARAM_FIELD_DEV_ADDR != 0 {
             // SAFETY: the peer's address of this transport, valid for the
             // call, when the field mask says it is there.
-            unsafe { PeerAddr::new(p.dev_addr as *const c_void, dev_len.unwrap_or(lens.device)) }
+            unsafe { PeerAddr::new(p.dev_addr as *const c_void, dev_len.unwrap_or(peer_dev_len::<T>(&lens))) }
         } else {
             None
         };
@@ -413,6 +413,12 @@ unsafe extern "C" fn t_ep_get_address<T: Transport>(ep: uct_ep_h, addr: *mut uct
     })
 }
 
+/// How much of a peer's device address a transport may read: our own
+/// length, or the transport's longest self-describing form.
+fn peer_dev_len<T: Transport>(lens: &AddrLens) -> usize {
+    lens.device.max(T::PEER_DEVICE_ADDR_MAX)
+}
+
 unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const uct_device_addr_t,
                                                       ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
@@ -420,7 +426,7 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
         let lens = i.hdr.addr_lens();
         // SAFETY: the peer's addresses of this transport, valid for the call.
         let (dev, ep_addr) = unsafe {
-            (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(ep_addr as *const c_void, lens.ep))
+            (PeerAddr::new(dev as *const c_void, peer_dev_len::<T>(&lens)), PeerAddr::new(ep_addr as *const c_void, lens.ep))
         };
         T::ep_connect_to_ep(i, e, dev, ep_addr)
     })
@@ -516,7 +522,7 @@ unsafe extern "C" fn t_is_reachable<T: Transport>(iface: uct_iface_h, dev: *cons
     let lens = i.hdr.addr_lens();
     // SAFETY: the peer's addresses of this transport, valid for the call.
     let (dev, addr) = unsafe {
-        (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface))
+        (PeerAddr::new(dev as *const c_void, peer_dev_len::<T>(&lens)), PeerAddr::new(addr as *const c_void, lens.iface))
     };
     guard!(0, T::reachable(i, dev, addr).is_ok() as c_int)
 }
@@ -549,7 +555,7 @@ unsafe fn internal_ep_is_connected<T: Transport>(ep: uct_ep_h, dev: *const uct_d
         let lens = i.hdr.addr_lens();
         // SAFETY: see the function contract.
         let (dev, addr, ep_addr) = unsafe {
-            (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface),
+            (PeerAddr::new(dev as *const c_void, peer_dev_len::<T>(&lens)), PeerAddr::new(addr as *const c_void, lens.iface),
              PeerAddr::new(ep_addr as *const c_void, lens.ep))
         };
         T::ep_is_connected(i, e, dev, addr, ep_addr)
@@ -565,7 +571,7 @@ unsafe fn internal_reachable<T: Transport>(iface: uct_iface_h, dev: *const uct_d
     let lens = i.hdr.addr_lens();
     // SAFETY: see the function contract.
     let (dev, addr) = unsafe {
-        (PeerAddr::new(dev as *const c_void, lens.device), PeerAddr::new(addr as *const c_void, lens.iface))
+        (PeerAddr::new(dev as *const c_void, peer_dev_len::<T>(&lens)), PeerAddr::new(addr as *const c_void, lens.iface))
     };
     guard!(Err(String::new()), T::reachable(i, dev, addr))
 }

@@ -175,6 +175,11 @@ pub trait Transport: Sized + 'static {
     /// Whether reachability is judged on the iface address too (false:
     /// the device address is enough).
     const REACH_NEEDS_IFACE_ADDR: bool = true;
+    /// The longest device address a peer may have, for transports whose
+    /// device addresses say their own length (0: as long as ours). The
+    /// transport reads a peer's address as far as its format says, never
+    /// beyond.
+    const PEER_DEVICE_ADDR_MAX: usize = 0;
     fn progress(iface: &Iface<Self>) -> u32 { 0 }
     fn iface_flush(iface: &Iface<Self>, flags: u32, comp: Completion) -> ucs_status_t { UCS_OK }
     fn iface_fence(iface: &Iface<Self>, flags: u32) -> ucs_status_t {

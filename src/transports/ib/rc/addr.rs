@@ -12,6 +12,12 @@
 //! Endpoint address: a flags byte (bit 0: an atomic MR id byte follows,
 //! never set by the verbs md) and the QP number, 24 bits little endian.
 
+use crate::core::ops::PeerAddr;
+
+/// The longest device address a peer may send (InfiniBand form with every
+/// optional field).
+pub const DEV_ADDR_MAX: usize = 23;
+
 /// Flag bits of the device address.
 pub const FLAG_GID_INDEX: u8 = 1 << 0;
 pub const FLAG_PATH_MTU: u8 = 1 << 1;
@@ -114,6 +120,30 @@ impl IbDevAddr {
         Ok(IbDevAddr { lid, subnet_prefix, if_id, path_mtu, pkey, gid_index })
     }
 
+    /// The length of a packed address whose flags byte is `flags`.
+    pub fn packed_len(flags: u8) -> usize {
+        let body = if flags & FLAG_ETH != 0 {
+            16
+        } else {
+            2 + if flags & FLAG_IF_ID != 0 { 8 } else { 0 }
+                + if flags & FLAG_SUBNET16 != 0 { 2 } else if flags & FLAG_SUBNET64 != 0 { 8 } else { 0 }
+        };
+        1 + body + (flags & FLAG_PATH_MTU != 0) as usize + (flags & FLAG_GID_INDEX != 0) as usize
+            + if flags & FLAG_PKEY != 0 { 2 } else { 0 }
+    }
+
+    /// Unpack a peer's device address, reading only as many bytes as its
+    /// flags say it has, and only if they are readable (a forged flags
+    /// byte cannot send the read past mapped memory). `own_len`: the length
+    /// of our own address (what may be read without that check).
+    pub fn read(dev: &PeerAddr<'_>, own_len: usize) -> Result<IbDevAddr, String> {
+        let [flags] = dev.read::<1>().ok_or("empty device address")?;
+        let n = Self::packed_len(flags);
+        let bytes = dev.copy_checked(n, own_len)
+            .ok_or_else(|| format!("device address of {} bytes (flags 0x{:02x}) is not readable", n, flags))?;
+        Self::unpack(&bytes)
+    }
+
     /// The packed length of this address.
     pub fn len(&self) -> usize {
         self.pack().len()
@@ -191,6 +221,10 @@ mod tests {
         assert!(IbDevAddr::unpack(&[0, 1]).is_err());
         assert!(IbDevAddr::unpack(&[FLAG_ETH | 0x20, 0, 0]).is_err());
         assert!(IbDevAddr::unpack(&[FLAG_SUBNET64, 1, 0, 5]).is_err());
+        let all = FLAG_IF_ID | FLAG_SUBNET64 | FLAG_PATH_MTU | FLAG_GID_INDEX | FLAG_PKEY;
+        assert_eq!(IbDevAddr::packed_len(all), DEV_ADDR_MAX);
+        assert_eq!(IbDevAddr::packed_len(0), 3);
+        assert_eq!(IbDevAddr::packed_len(FLAG_PATH_MTU), 4);
     }
 
     #[test]

@@ -63,6 +63,7 @@ impl Transport for RcIface {
         | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK) | op(slot::EP_GET_ADDRESS) | op(slot::EP_CONNECT_TO_EP)
         | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM);
     const REACH_NEEDS_IFACE_ADDR: bool = false;
+    const PEER_DEVICE_ADDR_MAX: usize = addr::DEV_ADDR_MAX;
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
         open::query(&iface.tl, attr)
@@ -96,14 +97,14 @@ impl Transport for RcIface {
 
     fn reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
-        let peer = addr::IbDevAddr::unpack(dev.bytes()).map_err(|e| release::reason(|| e))?;
+        let peer = addr::IbDevAddr::read(&dev, iface.tl.dev_addr.len()).map_err(|e| release::reason(|| e))?;
         iface.tl.dev_addr.reaches(&peer).map_err(|e| release::reason(|| e))
     }
 
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>,
                        ep_addr: Option<PeerAddr<'_>>) -> bool {
         let Some(peer) = ep.tl.st.borrow().peer else { return false };
-        let lid_ok = dev.is_none_or(|d| addr::IbDevAddr::unpack(d.bytes()).is_ok_and(|a| a.lid == peer.0));
+        let lid_ok = dev.is_none_or(|d| addr::IbDevAddr::read(&d, iface.tl.dev_addr.len()).is_ok_and(|a| a.lid == peer.0));
         let qpn_ok = ep_addr.is_none_or(|a| addr::unpack_ep_addr(a.bytes()).is_ok_and(|q| q == peer.1));
         let _ = iface;
         lid_ok && qpn_ok
@@ -180,7 +181,10 @@ impl Transport for RcIface {
     fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
         let s = &iface.tl;
         let mut st = ep.tl.st.borrow_mut();
-        if st.failed.is_none() && st.has_tx_res(s) {
+        // A failed endpoint would never run the request: BUSY sends the
+        // caller back to the operation, which reports the failure (the
+        // original answers BUSY there too, its resources being restored).
+        if st.failed.is_some() || st.has_tx_res(s) {
             return UCS_ERR_BUSY;
         }
         st.add_pending(s, ep::Pend::User(req), false);

@@ -287,7 +287,7 @@ pub fn connect_to_ep(s: &RcIface, ep: &Ep<RcIface>, dev: Option<PeerAddr<'_>>, e
         crate::error!("rc_verbs connect_to_ep: a device and an endpoint address are needed");
         return UCS_ERR_INVALID_PARAM;
     };
-    let peer = match IbDevAddr::unpack(dev.bytes()) {
+    let peer = match IbDevAddr::read(&dev, s.dev_addr.len()) {
         Ok(a) => a,
         Err(e) => {
             crate::error!("rc_verbs connect_to_ep: bad device address: {}", e);

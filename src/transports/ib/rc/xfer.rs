@@ -443,14 +443,23 @@ pub fn ep_check(iface: &Iface<RcIface>, ep: &E, flags: u32, comp: Completion) ->
     }
     let s = &iface.tl;
     let mut st = state(ep).borrow_mut();
-    if st.pi != st.ci || st.failed.is_some() {
-        // Outstanding work will tell (or the failure was reported).
+    if st.failed.is_some() || st.peer.is_none() {
+        // The failure was reported already; or nothing to check yet.
         return UCS_OK;
     }
-    if st.check_res(s).is_err() {
-        crate::debug!("rc_verbs ep_check: no resources for a probe on qp 0x{:x}", st.qpn);
+    if st.available <= 0 {
+        // A full send queue holds a signalled request: its completion
+        // tells how the peer is.
         return UCS_OK;
     }
+    if s.cq_available.get() <= 0 {
+        // Every completion credit of the interface is taken by signalled
+        // requests still in flight, which will tell as well.
+        crate::debug!("rc_verbs ep_check: no completion credit for a probe on qp 0x{:x}", st.qpn);
+        return UCS_OK;
+    }
+    // An unsignalled zero-length RDMA WRITE: on a dead peer it fails, and
+    // the failure completes (errors always do) into the error handler.
     match post_write0(s, &mut st, 0) {
         Ok(_) => UCS_OK,
         Err(e) => e,
