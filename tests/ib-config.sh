@@ -19,6 +19,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 
 resolve_libdir "$@"
+if [ -n "$UCT_LIBDIR" ] && ! lib_has_ib "$UCT_LIBDIR"; then
+    skip_suite "the library was built without the verbs feature (no ib component)"
+fi
 command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
 make_workdir
 

@@ -38,11 +38,12 @@ OURS=$UCT_LIBDIR
 # prefix WRAP), when it can run here; their lane choices are logged.
 RC_WRAP=()
 TLS_LIST="tcp tcp,posix,self"
-if [ "${UCX_ABI:-1.13}" = 1.13 ] && SOFTRDMA_BUILD=$T_WORK/softrdma "$here/softrdma/run.sh" true >/dev/null 2>&1; then
+if [ "${UCX_ABI:-1.13}" = 1.13 ] && { [ -z "$UCT_LIBDIR" ] || lib_has_ib "$UCT_LIBDIR"; } &&
+   SOFTRDMA_BUILD=$T_WORK/softrdma "$here/softrdma/run.sh" true >/dev/null 2>&1; then
     RC_WRAP=(env SOFTRDMA_BUILD="$T_WORK/softrdma" UCX_LOG_LEVEL=info "$here/softrdma/run.sh")
     TLS_LIST="$TLS_LIST rc_verbs,tcp"
 else
-    echo "# rc_verbs cases not run: the soft RDMA device cannot run here, or the reference has no verbs"
+    echo "# rc_verbs cases not run: the soft RDMA device cannot run here, the reference has no verbs, or ours was built without them"
 fi
 
 # run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD

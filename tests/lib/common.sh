@@ -222,3 +222,12 @@ ended_badly() {
 same_file() {
     [ -e "$1" ] && [ -e "$2" ] && [ "$(readlink -f "$1")" = "$(readlink -f "$2")" ]
 }
+
+# lib_has_ib DIR: true when DIR's libuct has the ib component (built with
+# the verbs feature): its settings are listed by `ucx_info -c`. The suites
+# of the ib family skip themselves otherwise.
+lib_has_ib() {
+    local info=ucx_info
+    [ -n "$UCX_PREFIX" ] && info=$UCX_PREFIX/bin/ucx_info
+    env $(lib_env "$1") "$info" -c 2>/dev/null | grep -q '^UCX_IB_FORK_INIT='
+}
