@@ -7,7 +7,8 @@
 # wheel: UCX_PREFIX=$(scripts/setup-ucx-wheel.sh 1.18.1).
 #
 # Usage: bench/compare.sh LIBDIR [ROUNDS] [ITERS] CASE...
-#   CASE = TL:DEV:TEST:LAYOUT:SIZE   e.g. self:memory0:am_lat:short:8
+#   CASE = TL:DEV:TEST:LAYOUT:SIZE   e.g. self:memory0:am_lat:short:8,
+#          rc_verbs:softrdma0:1:am_lat:short:8
 #          (self's device is "memory" from UCX 1.14 on)
 #          (LAYOUT '-' for atomics; TL self runs in one process with -l)
 # Env: BENCH_CSV=file also writes the table as CSV. BASE_LIBDIR=dir compares
@@ -52,7 +53,10 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "NA"; else print a[in
 printf '%-30s %12s %12s %8s %12s %12s %8s\n' case "lat_ours_us" "lat_ucx_us" ratio "bw_ours" "bw_ucx" ratio
 [ -n "${BENCH_CSV:-}" ] && echo "case,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" > "$BENCH_CSV"
 for c in "$@"; do
-  IFS=: read -r tl dev test layout size <<<"$c"
+  # TL first, TEST:LAYOUT:SIZE last, the device between (it may hold a
+  # colon: softrdma0:1)
+  tl=${c%%:*}; rest=${c#*:}; size=${rest##*:}; rest=${rest%:*}
+  layout=${rest##*:}; rest=${rest%:*}; test=${rest##*:}; dev=${rest%:*}
   ol=(); ob=(); tl_=(); tb=()
   for ((r = 0; r < rounds; r++)); do
     read -r l b < <(one "$libdir" "$tl" "$dev" "$test" "$layout" "$size"); ol+=("$l"); ob+=("$b")
