@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
+#include "test-util.h"
 
 static int n_test, n_fail;
 
@@ -55,74 +56,14 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type)
 
 static int to_rts(struct ibv_qp *qp, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
-	int ud = qp->qp_type == IBV_QPT_UD;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (ud) {
-		a.qkey = 0x1234;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					       IBV_QP_PORT | IBV_QP_QKEY))
-			return -1;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			return -1;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (ud) {
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-			return -1;
-	} else {
-		a.path_mtu = IBV_MTU_4096;
-		a.dest_qp_num = dqpn;
-		a.ah_attr.dlid = lid;
-		a.ah_attr.port_num = 1;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 1;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-					       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					       IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC |
-					       IBV_QP_MIN_RNR_TIMER))
-			return -1;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	if (ud)
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return sr_qp_to_rts(qp, dqpn, lid, 0x1234, 1, 7, 1);
 }
 
 static int post1(struct ibv_qp *qp, enum ibv_wr_opcode op, void *buf,
 		 uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		 uint64_t wr_id)
 {
-	struct ibv_sge s = { (uintptr_t)buf, len, lkey };
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &s;
-	wr.num_sge = len ? 1 : 0;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.imm_data = htonl(0xabcd);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(qp, &wr, &bad);
+	return sr_post_send(qp, op, buf, len, lkey, raddr, rkey, wr_id, 0xabcd);
 }
 
 int main(int argc, char **argv)

@@ -34,6 +34,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <infiniband/verbs.h>
+#include "test-util.h"
 
 #define MEM_SIZE (2u << 20)
 #define NRACE 3000
@@ -174,74 +175,14 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, struct ibv_srq *s)
 static int to_rts(struct ibv_qp *q, uint32_t dqpn, uint16_t dlid, int rnr_retry,
 		  int min_rnr_timer)
 {
-	struct ibv_qp_attr a;
-	int ud = q->qp_type == IBV_QPT_UD;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (ud) {
-		a.qkey = 0x11111111;
-		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					     IBV_QP_PORT | IBV_QP_QKEY))
-			return -1;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC;
-		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			return -1;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (ud) {
-		if (ibv_modify_qp(q, &a, IBV_QP_STATE))
-			return -1;
-	} else {
-		a.path_mtu = IBV_MTU_4096;
-		a.dest_qp_num = dqpn;
-		a.ah_attr.dlid = dlid;
-		a.ah_attr.port_num = 1;
-		a.max_dest_rd_atomic = 4;
-		a.min_rnr_timer = min_rnr_timer;
-		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV |
-					     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					     IBV_QP_RQ_PSN |
-					     IBV_QP_MAX_DEST_RD_ATOMIC |
-					     IBV_QP_MIN_RNR_TIMER))
-			return -1;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	if (ud)
-		return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return sr_qp_to_rts(q, dqpn, dlid, 0x11111111, 4, rnr_retry, min_rnr_timer);
 }
 
 static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *buf,
 		uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t wr_id,
 		uint32_t imm)
 {
-	struct ibv_sge s = { (uintptr_t)buf, len, mr->lkey };
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &s;
-	wr.num_sge = len ? 1 : 0;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.imm_data = htonl(imm);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(q, &wr, &bad);
+	return sr_post_send(q, op, buf, len, mr->lkey, raddr, rkey, wr_id, imm);
 }
 
 static int atomic(struct ibv_qp *q, enum ibv_wr_opcode op, uint64_t *res,
