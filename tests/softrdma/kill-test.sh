@@ -19,15 +19,8 @@ out=${SOFTRDMA_BUILD:-$here/build}
 dev=${SOFTRDMA_DEV:-softrdma0:1}
 tmo=${SOFTRDMA_KILL_TIMEOUT:-60}
 [ -x "$out/freeport" ] || "$here/build.sh" >/dev/null || exit 100
-# A registry directory of our own under /dev/shm (unless the caller gave
-# one): other users of the device on this machine neither meet our QPs nor
-# keep the segment alive, and "nothing left" can be checked exactly.
-own_shm=
-if [ -z "${SOFTRDMA_SHM_DIR:-}" ]; then
-    SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/softrdma-test.XXXXXX) || exit 100
-    own_shm=1
-fi
-export SOFTRDMA_SHM_DIR
+# shellcheck source=registry-dir.sh
+. "$here/registry-dir.sh"
 tmp=$(mktemp -d -t softrdma-kill.XXXXXX)
 trap '[ -n "${SOFTRDMA_KEEP:-}" ] || rm -rf "$tmp"; [ -z "$own_shm" ] || rm -rf "$SOFTRDMA_SHM_DIR"' EXIT
 fails=0

@@ -33,15 +33,8 @@ tmo=${SOFTRDMA_ROW_TIMEOUT:-60}
 addr=${SOFTRDMA_SERVER_ADDR:-127.0.0.1}
 read -r ns_srv ns_cli <<< "${SOFTRDMA_NETNS:-}"
 [ -x "$out/freeport" ] || "$here/build.sh" >/dev/null || exit 100
-# A registry directory of our own under /dev/shm (unless the caller gave
-# one): other users of the device on this machine neither meet our QPs nor
-# keep the segment alive, and "nothing left" can be checked exactly.
-own_shm=
-if [ -z "${SOFTRDMA_SHM_DIR:-}" ]; then
-    SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/softrdma-test.XXXXXX) || exit 100
-    own_shm=1
-fi
-export SOFTRDMA_SHM_DIR
+# shellcheck source=registry-dir.sh
+. "$here/registry-dir.sh"
 tmp=$(mktemp -d -t softrdma-matrix.XXXXXX)
 trap 'rm -rf "$tmp"; [ -z "$own_shm" ] || rm -rf "$SOFTRDMA_SHM_DIR"' EXIT
 fails=0
