@@ -106,7 +106,6 @@ impl Transport for RcIface {
         let Some(peer) = ep.tl.st.borrow().peer else { return false };
         let lid_ok = dev.is_none_or(|d| addr::IbDevAddr::read(&d, iface.tl.dev_addr.len()).is_ok_and(|a| a.lid == peer.0));
         let qpn_ok = ep_addr.is_none_or(|a| addr::unpack_ep_addr(a.bytes()).is_ok_and(|q| q == peer.1));
-        let _ = iface;
         lid_ok && qpn_ok
     }
 

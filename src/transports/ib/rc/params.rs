@@ -18,15 +18,12 @@ pub enum FlushMode {
     Auto,
 }
 
-/// Fence mode (`UCX_RC_FENCE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FenceMode {
-    /// `auto` and `weak`: the next RDMA READ or atomic after a fence
-    /// carries `IBV_SEND_FENCE`.
-    Weak,
-    /// `none`: fences do nothing.
-    None,
-}
+/// Fence mode (`UCX_RC_FENCE`): weak (`auto`, `weak`: the next RDMA READ
+/// or atomic after a fence carries `IBV_SEND_FENCE`) or none.
+pub use crate::transports::ib::config::FenceMode;
+
+// The IB codes of the QP's timers, computed as UCX computes them.
+use crate::transports::ib::config::{qp_timeout_code, rnr_timer_code};
 
 /// Every setting the transport uses.
 #[derive(Clone, Debug)]
@@ -151,41 +148,6 @@ impl Default for RcParams {
             lid_path_bits: 0,
         }
     }
-}
-
-/// The RNR NAK timer encodings of the IB specification, in milliseconds
-/// (code 0 is the largest value).
-const RNR_TIME_MS: [f64; 32] = [
-    655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92, 2.56,
-    3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
-];
-
-/// The IB local ACK timeout code for `t` seconds: `4.096 us * 2^code`,
-/// rounded to the nearest code; 1 for tiny values, 0 (no timeout) from 32.
-pub fn qp_timeout_code(t: f64) -> u8 {
-    let to = (t / 4.096e-6).log2();
-    if to.is_nan() || to < 1.0 {
-        1
-    } else if (to + 0.5) as i64 >= 32 {
-        0
-    } else {
-        (to + 0.5) as u8
-    }
-}
-
-/// The RNR NAK timer code closest to `t` seconds (0, the largest, when
-/// `t` is beyond the table).
-pub fn rnr_timer_code(t: f64) -> u8 {
-    let ms = t * 1000.0;
-    #[allow(clippy::needless_range_loop)] // idx and idx + 1 are both read
-    for idx in 1..32usize {
-        let next = (idx + 1) % 32;
-        if ms <= RNR_TIME_MS[next] {
-            let avg = (RNR_TIME_MS[idx] + RNR_TIME_MS[next]) * 0.5;
-            return if ms < avg { idx as u8 } else { next as u8 };
-        }
-    }
-    0
 }
 
 /// Values derived from the settings, as the interface uses them.

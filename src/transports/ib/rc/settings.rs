@@ -3,9 +3,9 @@
 //! [`RcParams`] the transport works with. UCX's own checks at open (buffer
 //! pools, flow-control thresholds) refuse bad values here with a log line.
 
-use super::params::{FenceMode, FlushMode, RcParams};
+use super::params::{FlushMode, RcParams};
 use crate::abi::*;
-use crate::transports::ib::config::{self, RcVerbsIfaceConfig, UNITS_AUTO, UNITS_INF};
+use crate::transports::ib::config::{RcVerbsIfaceConfig, UNITS_AUTO, UNITS_INF};
 
 fn units(v: libc::c_ulong) -> Option<usize> {
     (v != UNITS_AUTO).then_some(if v == UNITS_INF { usize::MAX } else { v as usize })
@@ -50,10 +50,7 @@ pub fn from_config(cfg: &RcVerbsIfaceConfig) -> Result<RcParams, ucs_status_t> {
         gid_index: None,
         max_rd_atomic: units(common.max_rd_atomic).map(|v| v.min(u32::MAX as usize) as u32),
         max_get_zcopy: units(common.max_get_zcopy as libc::c_ulong),
-        fence: match common.fence_mode() {
-            config::FenceMode::None => FenceMode::None,
-            config::FenceMode::Weak => FenceMode::Weak,
-        },
+        fence: common.fence_mode(),
         flush_mode: match cfg.flush_mode {
             0 => FlushMode::RdmaWrite0,
             1 => FlushMode::FlowControl,
