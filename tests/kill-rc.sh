@@ -82,16 +82,7 @@ while read -r op victim check want; do
     "$RUN_WATCH" $((T + 60)) "$st" "$SR/run.sh" env $(lib_env "$UCT_LIBDIR") \
         "$T_WORK/kill_peer" -t rc_verbs -d softrdma0:1 -m "$op" -v "$victim" -c "$check" \
         -T "$T" >"$out" 2>&1 </dev/null
-    ended=$(cat "$st" 2>/dev/null || echo unknown)
-    result=$(awk '$1 == "RESULT" { print $2 }' "$out" | tail -n 1)
-    got_caps=$(sed -n 's/.*errhandle_peer_failure=\([01]\) ep_check=\([01]\).*/\1:\2/p' "$out")
-    via=$(sed -n 's/^detected=1 via=\([a-z_]*\) .*/\1/p' "$out")
-    status=$(sed -n 's/^detected=1 via=[a-z_]* status=\(-*[0-9]*\) .*/\1/p' "$out")
-    ep_ok=$(sed -n 's/.* handler_ep_ok=\([01]\).*/\1/p' "$out")
-    calls=$(sed -n 's/.* handler_calls=\([0-9]*\).*/\1/p' "$out")
-    ms=$(sed -n 's/^detect_ms_after_kill=\([-0-9.]*\).*/\1/p' "$out")
-    survivor=$(sed -n 's/^survivor [a-z]* pid=[0-9]*: \(.*\)$/\1/p' "$out")
-    putc=$(sed -n 's/^failed_put_completion=\(.*\)$/\1/p' "$out")
+    kill_peer_report "$out" "$st"
 
     if ended_badly "$st" || [ -z "$result" ]; then
         why="kill_peer $ended, RESULT ${result:-none}"

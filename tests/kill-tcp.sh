@@ -81,17 +81,7 @@ while read -r envv op victim check zdelay want_status caps; do
     "$RUN_WATCH" $((KILL_TIMEOUT + 60)) "$st" env "${envs[@]}" "${RUN[@]}" \
         "$T_WORK/kill_peer" -t tcp -d lo -m "$op" -v "$victim" -c "$check" \
         -z "$zdelay" -T "$KILL_TIMEOUT" >"$out" 2>&1 </dev/null
-    ended=$(cat "$st" 2>/dev/null || echo unknown)
-    result=$(awk '$1 == "RESULT" { print $2 }' "$out" | tail -n 1)
-    got_caps=$(sed -n 's/.*errhandle_peer_failure=\([01]\) ep_check=\([01]\).*/\1:\2/p' "$out")
-    via=$(sed -n 's/^detected=1 via=\([a-z_]*\) .*/\1/p' "$out")
-    status=$(sed -n 's/^detected=1 via=[a-z_]* status=\(-*[0-9]*\) .*/\1/p' "$out")
-    ep_ok=$(sed -n 's/.* handler_ep_ok=\([01]\).*/\1/p' "$out")
-    calls=$(sed -n 's/.* handler_calls=\([0-9]*\).*/\1/p' "$out")
-    ms=$(sed -n 's/^detect_ms_after_kill=\([-0-9.]*\).*/\1/p' "$out")
-    reap_ms=$(sed -n 's/.*detect_ms_after_reap=\([-0-9.]*\).*/\1/p' "$out")
-    survivor=$(sed -n 's/^survivor [a-z]* pid=[0-9]*: \(.*\)$/\1/p' "$out")
-    putc=$(sed -n 's/^failed_put_completion=\(.*\)$/\1/p' "$out")
+    kill_peer_report "$out" "$st"
 
     if ended_badly "$st" || [ -z "$result" ]; then
         why="kill_peer $ended, RESULT ${result:-none}"

@@ -231,3 +231,21 @@ lib_has_ib() {
     [ -n "$UCX_PREFIX" ] && info=$UCX_PREFIX/bin/ucx_info
     env $(lib_env "$1") "$info" -c 2>/dev/null | grep -q '^UCX_IB_FORK_INIT='
 }
+
+# kill_peer_report OUT ST: read c-tests/kill_peer.c's report OUT (and the
+# run_watch status file ST) into ended, result, got_caps, via, status,
+# ep_ok, calls, ms, reap_ms, survivor, putc.
+kill_peer_report() {
+    local out=$1 st=$2
+    ended=$(cat "$st" 2>/dev/null || echo unknown)
+    result=$(awk '$1 == "RESULT" { print $2 }' "$out" | tail -n 1)
+    got_caps=$(sed -n 's/.*errhandle_peer_failure=\([01]\) ep_check=\([01]\).*/\1:\2/p' "$out")
+    via=$(sed -n 's/^detected=1 via=\([a-z_]*\) .*/\1/p' "$out")
+    status=$(sed -n 's/^detected=1 via=[a-z_]* status=\(-*[0-9]*\) .*/\1/p' "$out")
+    ep_ok=$(sed -n 's/.* handler_ep_ok=\([01]\).*/\1/p' "$out")
+    calls=$(sed -n 's/.* handler_calls=\([0-9]*\).*/\1/p' "$out")
+    ms=$(sed -n 's/^detect_ms_after_kill=\([-0-9.]*\).*/\1/p' "$out")
+    reap_ms=$(sed -n 's/.*detect_ms_after_reap=\([-0-9.]*\).*/\1/p' "$out")
+    survivor=$(sed -n 's/^survivor [a-z]* pid=[0-9]*: \(.*\)$/\1/p' "$out")
+    putc=$(sed -n 's/^failed_put_completion=\(.*\)$/\1/p' "$out")
+}
