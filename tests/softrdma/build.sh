@@ -36,3 +36,4 @@ $CC $CFLAGS -o "$out/freeport" "$here/provider/freeport.c"
 $CC $CFLAGS -o "$out/softrdma-gc" "$here/provider/gc.c" -ldl
 $CC $CFLAGS -o "$out/xproc-test" "$here/xproc-test.c" -libverbs
 $CC $CFLAGS -o "$out/xproc-bench" "$here/xproc-bench.c" -libverbs
+$CC $CFLAGS -o "$out/ud-lossy-test" "$here/ud-lossy-test.c" -libverbs -lm

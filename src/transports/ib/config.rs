@@ -1,5 +1,6 @@
-//! Configuration of the `ib` family: the memory-domain table (`UCX_IB_*`)
-//! and the `rc_verbs` interface table (`UCX_RC_VERBS_*`), with UCX's key
+//! Configuration of the `ib` family: the memory-domain table (`UCX_IB_*`),
+//! the `rc_verbs` interface table (`UCX_RC_VERBS_*`) and the `ud_verbs`
+//! one (`UCX_UD_VERBS_*`, in `config/ud.rs`, nested alike), with UCX's key
 //! names, defaults, value syntax and nesting, so that `ucx_info -c` and
 //! `-cf` print what the C original prints and every spelling UCX accepts
 //! (`UCX_RC_VERBS_X`, `UCX_RC_X`, `UCX_IB_X`) sets the same field.
@@ -445,5 +446,7 @@ pub static IB_MD_TABLE: Lazy<Table> = Lazy::new(|| {
 
 mod access;
 mod iface;
+mod ud;
 pub use access::*;
 pub use iface::*;
+pub use ud::*;

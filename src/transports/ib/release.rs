@@ -20,6 +20,9 @@
 //!   `SEND_OVERHEAD` holds seconds with explicit per-step defaults, which
 //!   rc_verbs sets for its own interface overhead (75 ns) (1.18);
 //! - RC common: `ECE` comes (1.14).
+//! - UD (`UCX_UD_*`): no row changes from 1.13 to 1.18; its IB part changes
+//!   as above, and ud_verbs sets its own interface overhead (105 ns) in
+//!   `SEND_OVERHEAD` (1.18).
 
 use super::config::parsers::{self, Names};
 #[cfg(not(ucx_since_1_16))]
@@ -398,3 +401,14 @@ pub const RC_VERBS_RC_DEFAULTS: &CStr =
     c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:75e-9";
 #[cfg(not(ucx_since_1_18))]
 pub const RC_VERBS_RC_DEFAULTS: &CStr = c"";
+
+// ---------------------------------------------------------------------------
+// UD
+
+/// Defaults ud_verbs sets on the UD table: 1.18+ its send overhead
+/// (`wqe_post` = the interface overhead, 105 ns).
+#[cfg(ucx_since_1_18)]
+pub const UD_VERBS_UD_DEFAULTS: &CStr =
+    c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:105e-9";
+#[cfg(not(ucx_since_1_18))]
+pub const UD_VERBS_UD_DEFAULTS: &CStr = c"";

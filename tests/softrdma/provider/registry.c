@@ -233,6 +233,9 @@ static void shm_init(struct sr_shm *s)
 	s->version = SR_SHM_VERSION;
 	s->size = SEG_SIZE;
 	s->free_head = 0;
+	s->udq_head = SR_NIL;
+	s->udq_tail = SR_NIL;
+	s->udq_count = 0;
 	b = (struct sr_blk *)s->heap;
 	b->size = SR_HEAP_SIZE;
 	b->next = SR_NIL;

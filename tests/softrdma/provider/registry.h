@@ -19,7 +19,7 @@
 
 #define SR_MAX_SGE 16
 #define SR_SHM_MAGIC 0x31414d4452534f53ull /* "SOSRDMA1" */
-#define SR_SHM_VERSION 4
+#define SR_SHM_VERSION 5
 #define SR_MAX_USERS 256
 #define SR_NQP 16384 /* QP table: index in the low 14 bits of a QP number */
 #define SR_QPN_IDX_BITS 14
@@ -110,6 +110,22 @@ struct sr_smr {
 	uint64_t iova, addr, len;
 };
 
+/* A UD datagram held back by the network (delay or reordering): where it
+ * goes, what the receive completion says, and GRH + payload (len bytes). */
+struct sr_udq {
+	uint64_t next;
+	uint64_t due_ns; /* CLOCK_MONOTONIC */
+	uint32_t dqpn, qkey;
+	uint32_t src_qpn;
+	uint16_t slid, dlid; /* dlid 0: any */
+	uint32_t wc_flags, imm_data;
+	uint32_t solicited;
+	uint32_t held; /* reordered: waits for the next datagram to dqpn */
+	uint32_t len;
+	uint32_t pad;
+	char data[];
+};
+
 struct sr_shm {
 	uint64_t magic; /* written last by the creator */
 	uint32_t version;
@@ -119,6 +135,12 @@ struct sr_shm {
 	uint32_t pd_seq, key_gen, qp_gen;
 	uint32_t pad2;
 	uint64_t free_head; /* heap free list (offsets into heap) */
+	/* UD datagrams in flight (SOFTRDMA_UD_DELAY_US / _REORDER): a FIFO
+	 * of struct sr_udq in the heap, delivered by whichever process polls
+	 * a CQ once they are due. */
+	uint64_t udq_head, udq_tail;
+	uint32_t udq_count;
+	uint32_t pad3;
 	struct sr_user users[SR_MAX_USERS];
 	struct sr_sqp qps[SR_NQP];
 	struct sr_scq cqs[SR_NCQ];

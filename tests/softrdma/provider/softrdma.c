@@ -598,6 +598,7 @@ static void cq_push(int cqi, const struct ibv_wc *wc, int solicited)
 }
 
 static void progress_pending(void);
+static void udq_progress(void);
 
 static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
@@ -608,7 +609,8 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (!g_shm)
 		return -1;
 	c = scq_of(ibcq);
-	if (!g_pending_qps && !__atomic_load_n(&c->count, __ATOMIC_ACQUIRE)) {
+	if (!g_pending_qps && !__atomic_load_n(&c->count, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&g_shm->udq_count, __ATOMIC_ACQUIRE)) {
 		/* Busy pollers of two processes on fewer free cores than
 		 * pollers: give the peer the CPU now and then. */
 		if (g_yield && ++t_empty_polls >= g_yield) {
@@ -622,6 +624,8 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -1;
 	if (g_pending_qps)
 		progress_pending();
+	if (g_shm->udq_count)
+		udq_progress();
 	ring = heap_ptr(c->off);
 	for (i = 0; i < n && c->count; i++) {
 		wc[i] = ring[c->head];
@@ -1400,18 +1404,275 @@ static int rkey_check(struct sr_sqp *d, uint32_t rkey, uint64_t va,
 	return 0;
 }
 
+/* Deliver one UD datagram (m: where to, completion fields; gl: GRH and
+ * payload in our address space) the way the receiving port would: no
+ * matching QP, wrong qkey or LID, or no posted receive -> silently lost.
+ * Lock held. */
+static void ud_deliver(const struct sr_udq *m, const struct sr_iov *gl)
+{
+	struct sr_sring *rq;
+	struct sr_srwr *r;
+	struct sr_sqp *d;
+	struct sr_iov rr;
+	struct ibv_wc wc;
+	int err;
+
+	d = qp_by_num(m->dqpn);
+	if (!d || d->type != IBV_QPT_UD ||
+	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS) ||
+	    d->qkey != m->qkey || (m->dlid && m->dlid != d->lid))
+		return;
+	rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
+	if (!rq->count)
+		return;
+	r = sring_at(rq, 0);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.qp_num = d->qpn;
+	wc.src_qp = m->src_qpn;
+	wc.opcode = IBV_WC_RECV;
+	wc.slid = m->slid;
+	wc.wc_flags = m->wc_flags;
+	wc.imm_data = m->imm_data;
+	if (r->bad) {
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	} else if (rwr_iov(r, gl->len, &rr)) {
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	} else {
+		err = xfer(d->pid, 1, gl, &rr);
+		if (err == ESRCH) {
+			if (!reg_user_alive(d->owner))
+				reg_reap_user(d->owner);
+			return;
+		}
+		wc.status = err ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
+		wc.byte_len = gl->len;
+	}
+	sring_pop(rq);
+	cq_push(d->rcq, &wc, m->solicited);
+}
+
+/* ----------------------------------------------- lossy UD (test knobs)
+ * SOFTRDMA_UD_DROP=P and SOFTRDMA_UD_REORDER=P (percent, may be
+ * fractional), SOFTRDMA_UD_DELAY_US=N, SOFTRDMA_UD_SEED=S: read at load,
+ * applied by the sending process to each UD datagram it sends. A lost
+ * datagram still completes successfully at the sender. Delayed and
+ * reordered ones are copied into the registry heap (struct sr_udq, FIFO
+ * g_shm->udq_*) and delivered by whichever process of the fabric polls a
+ * CQ once they are due: the receiver's own polls suffice. RC never. */
+#define SR_UDQ_MAX 65536		/* in flight fabric-wide; more are lost */
+#define SR_REORDER_WAIT_NS 1000000ull	/* reordered, no successor came */
+
+static double g_ud_drop, g_ud_reorder; /* probabilities 0..1 */
+static uint64_t g_ud_delay_ns;
+static int g_ud_lossy;
+static uint64_t g_rng;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int chance(double p)
+{
+	if (p <= 0)
+		return 0;
+	return (double)(rng_next() >> 11) * 0x1.0p-53 < p;
+}
+
+static double env_percent(const char *name)
+{
+	const char *v = getenv(name);
+	double p;
+
+	if (!v || !*v)
+		return 0;
+	p = strtod(v, NULL);
+	if (!(p > 0))
+		return 0;
+	return p >= 100 ? 1 : p / 100;
+}
+
+static void ud_lossy_init(void)
+{
+	const char *d = getenv("SOFTRDMA_UD_DELAY_US");
+	const char *seed = getenv("SOFTRDMA_UD_SEED");
+
+	g_ud_drop = env_percent("SOFTRDMA_UD_DROP");
+	g_ud_reorder = env_percent("SOFTRDMA_UD_REORDER");
+	g_ud_delay_ns = d ? strtoull(d, NULL, 10) * 1000ull : 0;
+	g_ud_lossy = g_ud_drop > 0 || g_ud_reorder > 0 || g_ud_delay_ns;
+	g_rng = seed && *seed ? strtoull(seed, NULL, 0) :
+				now_ns() ^ ((uint64_t)getpid() << 32);
+}
+
+static struct sr_udq *udq_at(uint64_t off)
+{
+	return heap_ptr(off);
+}
+
+static void udq_append(uint64_t off)
+{
+	udq_at(off)->next = SR_NIL;
+	if (g_shm->udq_tail == SR_NIL)
+		g_shm->udq_head = off;
+	else
+		udq_at(g_shm->udq_tail)->next = off;
+	g_shm->udq_tail = off;
+}
+
+/* Unlink the entry at *pp (prev: its predecessor or SR_NIL). */
+static uint64_t udq_unlink(uint64_t *pp, uint64_t prev)
+{
+	uint64_t off = *pp;
+
+	*pp = udq_at(off)->next;
+	if (g_shm->udq_tail == off)
+		g_shm->udq_tail = prev;
+	return off;
+}
+
+static void udq_deliver_free(uint64_t off)
+{
+	struct sr_udq *e = udq_at(off);
+	struct sr_iov gl;
+
+	gl.n = 0;
+	gl.len = 0;
+	iov_add(&gl, (uintptr_t)e->data, e->len);
+	ud_deliver(e, &gl);
+	heap_free(off);
+	__atomic_store_n(&g_shm->udq_count, g_shm->udq_count - 1,
+			 __ATOMIC_RELEASE);
+}
+
+/* Deliver every datagram in flight that is due. Non-held entries are in
+ * order of due time; held ones (reordered) wait for their successor or
+ * time out. Lock held. */
+static void udq_progress(void)
+{
+	uint64_t now = now_ns(), *pp = &g_shm->udq_head, prev = SR_NIL;
+
+	while (*pp != SR_NIL) {
+		struct sr_udq *e = udq_at(*pp);
+
+		if (e->due_ns > now) {
+			if (!e->held)
+				break;
+			prev = *pp;
+			pp = &e->next;
+			continue;
+		}
+		udq_deliver_free(udq_unlink(pp, prev));
+	}
+}
+
+/* A datagram to dqpn went out (due at due, or delivered now if due is 0):
+ * the reordered ones that waited for it follow it. Lock held. */
+static void udq_release_held(uint32_t dqpn, uint64_t due)
+{
+	uint64_t *pp = &g_shm->udq_head, prev = SR_NIL, moved = SR_NIL;
+	uint64_t *mt = &moved, off;
+
+	while (*pp != SR_NIL) {
+		struct sr_udq *e = udq_at(*pp);
+
+		if (!e->held || e->dqpn != dqpn) {
+			prev = *pp;
+			pp = &e->next;
+			continue;
+		}
+		off = udq_unlink(pp, prev);
+		udq_at(off)->next = SR_NIL;
+		*mt = off;
+		mt = &udq_at(off)->next;
+	}
+	while (moved != SR_NIL) {
+		struct sr_udq *e = udq_at(moved);
+
+		off = moved;
+		moved = e->next;
+		e->held = 0;
+		if (!due) {
+			udq_deliver_free(off);
+		} else {
+			e->due_ns = due;
+			udq_append(off);
+		}
+	}
+}
+
+static int udq_has_held(uint32_t dqpn)
+{
+	uint64_t off;
+
+	for (off = g_shm->udq_head; off != SR_NIL; off = udq_at(off)->next)
+		if (udq_at(off)->held && udq_at(off)->dqpn == dqpn)
+			return 1;
+	return 0;
+}
+
+/* Send one datagram through the lossy network. Lock held. */
+static void ud_lossy_send(const struct sr_udq *m, const char *grh,
+			  const struct sr_iov *l)
+{
+	uint64_t off, due, pos;
+	struct sr_udq *e;
+	struct sr_iov gl;
+	int i, hold;
+
+	if (chance(g_ud_drop))
+		return;
+	hold = chance(g_ud_reorder) && !udq_has_held(m->dqpn);
+	if (!hold && !g_ud_delay_ns) {
+		gl.n = 0;
+		gl.len = 0;
+		iov_add(&gl, (uintptr_t)grh, SR_GRH_LEN);
+		for (i = 0; i < l->n; i++)
+			iov_add(&gl, (uintptr_t)l->v[i].iov_base,
+				l->v[i].iov_len);
+		ud_deliver(m, &gl);
+		udq_release_held(m->dqpn, 0);
+		return;
+	}
+	due = now_ns() + g_ud_delay_ns;
+	off = g_shm->udq_count < SR_UDQ_MAX ?
+		      heap_alloc(sizeof(*e) + SR_GRH_LEN + l->len) :
+		      SR_NIL;
+	if (off != SR_NIL) {
+		e = udq_at(off);
+		*e = *m;
+		e->len = SR_GRH_LEN + l->len;
+		memcpy(e->data, grh, SR_GRH_LEN);
+		pos = SR_GRH_LEN;
+		for (i = 0; i < l->n; i++) {
+			memcpy(e->data + pos, l->v[i].iov_base,
+			       l->v[i].iov_len);
+			pos += l->v[i].iov_len;
+		}
+		e->held = hold;
+		e->due_ns = due + (hold ? SR_REORDER_WAIT_NS : 0);
+		udq_append(off);
+		__atomic_store_n(&g_shm->udq_count, g_shm->udq_count + 1,
+				 __ATOMIC_RELEASE);
+	} /* else: the network's buffers are full, the datagram is lost */
+	if (!hold)
+		udq_release_held(m->dqpn, due);
+}
+
 static int exec_ud(struct sr_qp *qp, const struct ibv_send_wr *wr,
 		   struct sr_iov *l)
 {
 	struct sr_ah *ah = (struct sr_ah *)wr->wr.ud.ah;
 	uint32_t qkey = wr->wr.ud.remote_qkey;
 	char grh[SR_GRH_LEN];
-	struct sr_iov gl, rr;
-	struct sr_sring *rq;
-	struct sr_srwr *r;
-	struct sr_sqp *d;
-	struct ibv_wc wc;
-	int i, err, solicited = !!(wr->send_flags & IBV_SEND_SOLICITED);
+	struct sr_udq m;
+	struct sr_iov gl;
+	int i;
 
 	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
 		return fail_wr(qp, wr, IBV_WC_LOC_QP_OP_ERR);
@@ -1419,49 +1680,32 @@ static int exec_ud(struct sr_qp *qp, const struct ibv_send_wr *wr,
 		return fail_wr(qp, wr, IBV_WC_LOC_LEN_ERR);
 	if (qkey & 0x80000000u)
 		qkey = qp->attr.qkey;
-	d = qp_by_num(wr->wr.ud.remote_qpn);
-	if (!d || d->type != IBV_QPT_UD || !ah ||
-	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS) ||
-	    d->qkey != qkey || (ah->attr.dlid && ah->attr.dlid != d->lid))
-		goto dropped;
-	rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
-	if (!rq->count)
-		goto dropped;
-	r = sring_at(rq, 0);
+	if (!ah)
+		goto sent;
+	memset(&m, 0, sizeof(m));
+	m.dqpn = wr->wr.ud.remote_qpn;
+	m.qkey = qkey;
+	m.src_qpn = qp->qp.qp_num;
+	m.slid = sqp(qp)->lid;
+	m.dlid = ah->attr.dlid;
+	m.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+		m.wc_flags |= IBV_WC_WITH_IMM;
+		m.imm_data = wr->imm_data;
+	}
+	m.solicited = !!(wr->send_flags & IBV_SEND_SOLICITED);
 	fill_grh(grh, to_ctx(qp->qp.context), &ah->attr, l->len);
+	if (g_ud_lossy) {
+		ud_lossy_send(&m, grh, l);
+		goto sent;
+	}
 	gl.n = 0;
 	gl.len = 0;
 	iov_add(&gl, (uintptr_t)grh, SR_GRH_LEN);
 	for (i = 0; i < l->n; i++)
 		iov_add(&gl, (uintptr_t)l->v[i].iov_base, l->v[i].iov_len);
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = r->wr_id;
-	wc.qp_num = d->qpn;
-	wc.src_qp = qp->qp.qp_num;
-	wc.opcode = IBV_WC_RECV;
-	wc.slid = sqp(qp)->lid;
-	wc.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
-	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-		wc.imm_data = wr->imm_data;
-	}
-	if (r->bad) {
-		wc.status = IBV_WC_LOC_PROT_ERR;
-	} else if (rwr_iov(r, gl.len, &rr)) {
-		wc.status = IBV_WC_LOC_LEN_ERR;
-	} else {
-		err = xfer(d->pid, 1, &gl, &rr);
-		if (err == ESRCH) {
-			if (!reg_user_alive(d->owner))
-				reg_reap_user(d->owner);
-			goto dropped;
-		}
-		wc.status = err ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
-		wc.byte_len = gl.len;
-	}
-	sring_pop(rq);
-	cq_push(d->rcq, &wc, solicited);
-dropped:
+	ud_deliver(&m, &gl);
+sent:
 	send_complete(qp, wr, IBV_WC_SUCCESS, l->len);
 	return EXEC_DONE;
 }
@@ -2048,6 +2292,7 @@ static void sr_atfork_child(void)
 	g_slot = -1;
 	g_nctx = 0;
 	g_pending_qps = NULL;
+	g_rng = rng_next(); /* a stream of its own, reproducible with a seed */
 	pthread_mutex_init(&g_ctx_lock, NULL);
 }
 
@@ -2066,6 +2311,7 @@ __attribute__((constructor)) static void sr_register(void)
 
 	g_debug = dbg && *dbg && *dbg != '0';
 	g_yield = y ? atoi(y) : 0;
+	ud_lossy_init();
 	pthread_atfork(NULL, NULL, sr_atfork_child);
 	shim_register_cmd_fd = dlsym(RTLD_DEFAULT, "softrdma_shim_register_cmd_fd");
 	shim_channel_peer = dlsym(RTLD_DEFAULT, "softrdma_shim_channel_peer");
