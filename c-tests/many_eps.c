@@ -9,7 +9,9 @@
  * Both sides open one iface on DEV.  They meet through files in DIR (each
  * written under a temporary name and renamed): "<role>.addr" holds a side's
  * device address, iface address and, in ep mode, the addresses of its EPS
- * endpoints; "<role>.done" says a side received everything and flushed.
+ * endpoints; "<role>.conn" says it connected its endpoints; "<role>.done"
+ * says it received everything and flushed; "<role>.failed" that it gave up
+ * (the other side then stops waiting).
  *
  *   -m ep     (connect to ep) each side creates EPS endpoints, connects
  *             endpoint i to the peer's endpoint i, and sends MSGS active
@@ -87,11 +89,28 @@ static int64_t now_ms(void)
 
 static int64_t g_deadline;
 
+/* tell the peer we gave up (it stops waiting for us) */
+static void mark_failed(void)
+{
+    char path[4096];
+    int fd;
+
+    if (g_dir == NULL || g_role == 0) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%c.failed", g_dir, g_role);
+    fd = open(path, O_WRONLY | O_CREAT, 0644);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
 static void result_fail(const char *why, ucs_status_t st)
 {
     printf("RESULT FAIL %s%s%s\n", why, st == UCS_OK ? "" : ": ",
            st == UCS_OK ? "" : ucs_status_string(st));
     fflush(stdout);
+    mark_failed();
     _exit(1);
 }
 
@@ -100,6 +119,7 @@ static void setup_fail(const char *why, ucs_status_t st)
     printf("SETUP %s: %s\n", why, ucs_status_string(st));
     printf("RESULT FAIL setup: %s\n", why);
     fflush(stdout);
+    mark_failed();
     _exit(77);
 }
 
@@ -240,13 +260,17 @@ static void write_file(const char *name, const void *buf, size_t len)
 /* wait (progressing) for DIR/name; returns its contents (malloc) */
 static void *wait_file(const char *name, size_t *len, const char *what)
 {
-    char path[4096];
+    char path[4096], failed[4096];
     struct stat sb;
     void *buf;
     int fd;
 
     snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    snprintf(failed, sizeof(failed), "%s/%c.failed", g_dir, g_role == 'a' ? 'b' : 'a');
     while (stat(path, &sb) != 0) {
+        if (stat(failed, &sb) == 0) {
+            result_fail("the peer gave up", UCS_OK);
+        }
         progress();
         check_deadline(what);
         usleep(200);
