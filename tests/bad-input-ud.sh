@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# A hostile UD peer against the ud_verbs transport on the soft RDMA device
+# (c-tests/bad_input_ud.c; every case in a forked child): a raw verbs UD QP
+# learns the victim iface's address (QP number from its 3-byte iface
+# address, LID from the port) and sends it forged datagrams: runts shorter
+# than the 8-byte neth; a neth for unknown ep ids; connection requests that
+# are cut short (8 bytes: the neth only; 12..50 bytes) or whose device
+# address has unknown / RoCE / GID flags; a control packet of an unknown
+# type (to the null id, to a live ep); a connection reply with a wrong
+# source id to a connected ep, and one to an ep that never sent a request;
+# psns far out of the window; ack_psn beyond what the ep sent; AM ids
+# without a handler; put emulation packets (the original: only address 0
+# with length 0 -- it writes the payload where the datagram says; ours in
+# addition: a canary word of the process, an unmapped page, address 0x10);
+# duplicated and replayed packets; a flood of 300 connection requests with
+# different conn_sn (one replayed). After each case the victim must still
+# work: an AM round trip with its legitimate peer on the existing endpoint
+# pair, on a new pair, and over a new connect-to-iface endpoint, every byte
+# checked.
+#
+# A/B: the C original runs the table first ("original" mode: a crash is
+# recorded and accepted, a hang fails); then LIBDIR ("strict": no crash, no
+# hang, all round trips ok, the case rules of the program's header), and
+# for the cases the original survived the number of forged AMs delivered to
+# the handler must equal the original's. LIBDIR without ud_verbs: every
+# case fails its setup (no skip).
+#
+# What the original (UCX 1.13.1) does, measured on the soft device: it
+# survives runts, unknown ep ids, connection requests cut to 12..50 bytes
+# (it answers them: it reads the rest of the header and the device address
+# from whatever the receive buffer held before), device-address flags 0x80
+# and 0x40 (ignored), a reply to an ep that sent no request (ids equal),
+# far-out psns (dropped), AM ids without a handler (a warning with a
+# backtrace per packet), a PUT to address 0 of length 0, duplicates and
+# replays (dropped; each new psn delivered once), the request flood (an ep
+# and a reply per conn_sn). It aborts (SIGABRT, assertion) on: a request of
+# 8 bytes ("ctl->type == CREQ" on the stale buffer), device-address flag
+# 0x10 (GID interface id 0), 0x08 and 0xff (the RoCE flag on an IB port),
+# a control packet of unknown type (to the null id and to a live ep), a
+# reply with a wrong source id to a connected ep, an ack_psn beyond the
+# ep's psn. Ours must survive all of them.
+# Usage: tests/bad-input-ud.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+. "$here/lib/common.sh"
+
+resolve_libdir "$@"
+if testing_original && [ "$UCX_ABI" != 1.13 ]; then
+    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
+fi
+make_workdir
+. "$here/lib/softrdma.sh"
+softrdma_setup
+if build_c "$T_WORK/bad_input_ud" "$top/c-tests/bad_input_ud.c" -libverbs 2>"$T_WORK/cc.log"; then
+    pass "build bad_input_ud"
+else
+    cat "$T_WORK/cc.log"
+    abort "build bad_input_ud" "(needs libibverbs-dev)"
+fi
+softrdma_shm_dir
+
+# run_table LABEL LIBDIR-or-"" OUT
+run_table() {
+    local label=$1 lib=$2 out=$3 st rest rc
+    timeout -k 5 600 "$SR/run.sh" env $(lib_env "$lib") UCT_SYSTEM_LIB="$UCT_SYSTEM_LIB" \
+        "$T_WORK/bad_input_ud" > "$out" 2>&1
+    rc=$?
+    grep -q '^[0-9]* passed, [0-9]* failed$' "$out" || fail "$label: bad_input_ud" "no summary (exit $rc)"
+    grep '^# mode' "$out"
+    while read -r st rest; do
+        case $st in
+            PASS) pass "$label: $rest" ;;
+            FAIL) fail "$label: $rest"
+                  # what the case printed before its verdict
+                  awk -v want="FAIL  $rest" '$0 == want { printf "%s", blk; exit }
+                      /^(PASS|FAIL)  / { blk = ""; next }
+                      /^(CASE|SETUP|# step|# crash)/ { blk = blk "      " $0 "\n" }' "$out" ;;
+        esac
+    done < <(grep -E '^(PASS|FAIL) ' "$out")
+}
+# delivered FILE: "case name|delivered" of the cases that printed a verdict
+delivered() {
+    sed -n 's/^CASE \(.*\) rt=[a-zA-Z]* fresh=.* delivered=\([0-9]*\) .*/\1|\2/p' "$1" | sort
+}
+
+run_table "original" "" "$T_WORK/orig.txt"
+sed -n 's/^\(# crash: .*\)$/\1/p; s/^PASS  \(.*\): the original crashed.*$/# the original crashes: \1/p' "$T_WORK/orig.txt"
+if [ -n "$UCT_LIBDIR" ] && ! testing_original; then
+    run_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt"
+    join -t '|' <(delivered "$T_WORK/orig.txt") <(delivered "$T_WORK/ours.txt") > "$T_WORK/both.txt"
+    n=0
+    while IFS='|' read -r name od ud; do
+        n=$((n + 1))
+        if [ "$od" = "$ud" ]; then
+            pass "as the original: $name (forged AMs delivered: $ud)"
+        else
+            fail "as the original: $name" "ours delivered $ud forged AMs, the original $od"
+        fi
+    done < "$T_WORK/both.txt"
+    [ "$n" -gt 0 ] || fail "as the original" "no case to compare"
+fi
+if shm_dir_empty; then
+    pass "registry directory empty afterwards"
+else
+    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
+fi
+finish
