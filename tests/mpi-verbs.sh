@@ -143,7 +143,8 @@ fi
 OMPI_MCA=(--oversubscribe --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
           --mca btl "^vader,tcp,openib,uct")
 
-# run_case LIB KIND NP TLS PLACE [VAR=VALUE...] -> R_OK, R_WHY, R_RC, R_SECS;
+# run_case LIB KIND NP TLS PLACE [VAR=VALUE...] -> R_OK, R_WHY, R_RC, R_SECS,
+# R_BAD (1: timed out or killed by a signal);
 # output in $T_WORK/run.out. KIND ompi | mpich | shmem; PLACE local | netns;
 # the VAR=VALUEs go into the environment of the launcher (and so of every
 # rank: the device's knobs)
@@ -182,7 +183,9 @@ run_case() {
     rc=$?
     R_SECS=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     R_OK=0 R_RC=$rc R_WHY=
-    if [ $rc -ge 124 ]; then
+    R_BAD=0
+    case $rc in 124 | 125 | 137 | 129 | 13[0-9] | 14[0-9] | 15[0-9]) R_BAD=1 ;; esac
+    if [ $R_BAD = 1 ]; then
         R_WHY="exit status $rc (timeout or signal after ${R_SECS} s)"
     elif [ $rc -ne 0 ]; then
         R_WHY="exit status $rc: $(grep -m 1 -i 'error\|fail' "$T_WORK/run.out")"
@@ -243,8 +246,7 @@ while read -r kind np tls place extra; do
     if [ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]]; then continue; fi
     # shellcheck disable=SC2086
     run_case "" "$kind" "$np" "$tls" "$place" $extra
-    sys_ok=$R_OK sys_why=$R_WHY sys_secs=$R_SECS sys_bad=0
-    [ "$R_RC" -ge 124 ] && sys_bad=1
+    sys_ok=$R_OK sys_why=$R_WHY sys_secs=$R_SECS sys_bad=$R_BAD
     cp "$T_WORK/run.out" "$T_WORK/run.sys"
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.sys"
     after_run "$name" original
@@ -255,8 +257,6 @@ while read -r kind np tls place extra; do
     # shellcheck disable=SC2086
     run_case "$OURS" "$kind" "$np" "$tls" "$place" $extra
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
-    R_BAD=0
-    [ "$R_RC" -ge 124 ] && R_BAD=1   # timeout or a signal
     SYS_BAD=$sys_bad ab_verdict "$name" "$sys_ok" "$sys_why" \
         "original $sys_secs s, LIBDIR $R_SECS s" "$T_WORK/run.out"
     after_run "$name" LIBDIR
