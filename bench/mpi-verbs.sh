@@ -38,7 +38,7 @@ if ! "$SR/run.sh" true >"$T_WORK/softrdma.log" 2>&1; then
     echo "the soft RDMA device cannot run here:"; tail -n 5 "$T_WORK/softrdma.log"; exit 2
 fi
 # one private device registry for every rank of every run
-SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/softrdma-bench.XXXXXX) || exit 2
+SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/uct-bench-mpi.XXXXXX) || exit 2
 export SOFTRDMA_SHM_DIR
 trap 'cleanup_workdir; rm -rf "$SOFTRDMA_SHM_DIR"' EXIT
 unset LD_LIBRARY_PATH MALLOC_PERTURB_

@@ -64,7 +64,10 @@ for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; 
     command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)"
 done
 softrdma_setup
-softrdma_shm_dir
+# the registry directory: named apart from the device scripts' own
+# (softrdma-test.*), which other runs on the machine may clean up
+SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/uct-mpi-verbs.XXXXXX) || abort "registry directory"
+export SOFTRDMA_SHM_DIR
 shm_snapshot "$T_WORK/shm.before"
 OURS=$UCT_LIBDIR
 FULL=${MPI_VERBS_FULL:-0}
@@ -83,7 +86,7 @@ netns_cleanup() {
     ip netns del "$NS_A" 2>/dev/null
     ip netns del "$NS_B" 2>/dev/null
 }
-trap 'netns_cleanup; cleanup_workdir; for d in $T_SHM_DIRS; do rm -rf "$d"; done' EXIT
+trap 'netns_cleanup; cleanup_workdir; rm -rf "$SOFTRDMA_SHM_DIR"' EXIT
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
     if ip netns add "$NS_A" 2>/dev/null && ip netns add "$NS_B" &&
        ip link add "mpa$$" type veth peer name "mpb$$" &&
@@ -144,7 +147,7 @@ OMPI_MCA=(--oversubscribe --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devi
           --mca btl "^vader,tcp,openib,uct")
 
 # run_case LIB KIND NP TLS PLACE [VAR=VALUE...] -> R_OK, R_WHY, R_RC, R_SECS,
-# R_BAD (1: timed out or killed by a signal);
+# R_BAD (1: timed out or crashed), R_GONE (1: the registry directory vanished);
 # output in $T_WORK/run.out. KIND ompi | mpich | shmem; PLACE local | netns;
 # the VAR=VALUEs go into the environment of the launcher (and so of every
 # rank: the device's knobs)
@@ -177,16 +180,21 @@ run_case() {
                  -genv UCX_TLS "$tls" -genv UCX_NET_DEVICES "$DEV" "$prog") ;;
     esac
     [ "$place" = netns ] && pre=(ip netns exec "$NS_A")
+    [ -d "$SOFTRDMA_SHM_DIR" ] || mkdir -m 700 "$SOFTRDMA_SHM_DIR"
     t0=$(date +%s.%N)
     env "$@" timeout -k 10 "$TMO" "${pre[@]}" "$SR/run.sh" "${cmd[@]}" \
         >"$T_WORK/run.out" 2>&1 </dev/null
     rc=$?
     R_SECS=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     R_OK=0 R_RC=$rc R_WHY=
-    R_BAD=0
-    case $rc in 124 | 125 | 137 | 129 | 13[0-9] | 14[0-9] | 15[0-9]) R_BAD=1 ;; esac
-    if [ $R_BAD = 1 ]; then
-        R_WHY="exit status $rc (timeout or signal after ${R_SECS} s)"
+    R_BAD=0 R_GONE=0
+    # timeout's statuses, and SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV (a
+    # launcher's own error exit may be anything else, hydra's 143 among them)
+    case $rc in 124 | 137 | 132 | 134 | 135 | 136 | 139) R_BAD=1 ;; esac
+    if [ ! -d "$SOFTRDMA_SHM_DIR" ]; then
+        R_GONE=1 R_WHY="the registry directory $SOFTRDMA_SHM_DIR was removed during the run (from outside)"
+    elif [ $R_BAD = 1 ]; then
+        R_WHY="exit status $rc (timed out or crashed after ${R_SECS} s)"
     elif [ $rc -ne 0 ]; then
         R_WHY="exit status $rc: $(grep -m 1 -i 'error\|fail' "$T_WORK/run.out")"
     elif ! grep -q "^$word: OK" "$T_WORK/run.out"; then
@@ -246,7 +254,7 @@ while read -r kind np tls place extra; do
     if [ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]]; then continue; fi
     # shellcheck disable=SC2086
     run_case "" "$kind" "$np" "$tls" "$place" $extra
-    sys_ok=$R_OK sys_why=$R_WHY sys_secs=$R_SECS sys_bad=$R_BAD
+    sys_ok=$R_OK sys_why=$R_WHY sys_secs=$R_SECS sys_bad=$R_BAD sys_gone=$R_GONE
     cp "$T_WORK/run.out" "$T_WORK/run.sys"
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.sys"
     after_run "$name" original
@@ -257,6 +265,11 @@ while read -r kind np tls place extra; do
     # shellcheck disable=SC2086
     run_case "$OURS" "$kind" "$np" "$tls" "$place" $extra
     ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
+    if [ "$sys_gone" = 1 ] || [ "$R_GONE" = 1 ]; then
+        fail "$name" "not judged: the registry directory was removed from outside during a run"
+        after_run "$name" LIBDIR
+        continue
+    fi
     SYS_BAD=$sys_bad ab_verdict "$name" "$sys_ok" "$sys_why" \
         "original $sys_secs s, LIBDIR $R_SECS s" "$T_WORK/run.out"
     after_run "$name" LIBDIR
