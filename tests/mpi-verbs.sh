@@ -36,11 +36,14 @@
 # and no rank may be left running. Wall times of both runs are printed (no
 # timing assertions).
 #
-# The original's results (Debian 12, UCX 1.13.1, 2 shared cores): every
-# case above passes; Open MPI 2 ranks 4-8 s, 4 ranks 10 s, mixed 5 s, 10 %
-# drop 4 s, ud_verbs alone 8 s, with 1 % drop 41 s; MPICH 2 ranks 5 s, 4
-# ranks 8 s; OpenSHMEM 2 ranks 7 s, 4 ranks 11 s; namespaces: Open MPI 2
-# ranks 12 s, 4 ranks 25 s, MPICH 2 ranks 7 s, 4 ranks 9 s.
+# The original's results (Debian 12, UCX 1.13.1, Open MPI 4.1.4, MPICH 4.0.2,
+# a 2-core machine under a load of 5-10): every case above passes; wall
+# times per run: Open MPI 2 ranks 4-8 s, 4 ranks 7-11 s, mixed 4-6 s, 10 %
+# drop 4-13 s, ud_verbs alone 8-16 s, with 1 % drop 41-67 s; MPICH 2 ranks
+# 3-6 s, 4 ranks 5-9 s, mixed 2-5 s; OpenSHMEM 2 ranks 3-9 s, 4 ranks 11 s;
+# namespaces: Open MPI 2 ranks 12-17 s, 4 ranks 25-36 s, MPICH 2 ranks
+# 4-13 s, 4 ranks 6-9 s, OpenSHMEM 2 ranks 9 s. The CI tier takes 2-3
+# minutes (both sides), the full tier about 5 more.
 #
 # Open MPI's UCX components take only "mlx" devices by default: the runs
 # allow any (pml_ucx_tls / pml_ucx_devices / spml_ucx_devices any) and keep
