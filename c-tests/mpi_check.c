@@ -1,6 +1,7 @@
 /*
  * MPI over libucp over libuct (Open MPI's pml/osc ucx, MPICH's ch4:ucx): ranks exchange
- * messages of 1 B to 4 MiB both ways (eager and rendezvous) and check every
+ * messages of 1 B to 4 MiB both ways (eager and rendezvous) in pairs (0-1,
+ * 2-3, ...; with an odd count the last rank sits this out) and check every
  * byte, then an allreduce, an MPI_Put through a window and a
  * MPI_Fetch_and_op, a 1 MiB broadcast, an all-to-all of 64 KiB per pair, a
  * strided (vector) datatype send, a 1 MiB MPI_Get plus an MPI_Accumulate,
@@ -18,20 +19,23 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t sizes[] = {1, 8, 1000, 8192, 65536, 300000, 4 << 20};
+    int partner = rank ^ 1;
     for (int s = 0; s < 7; s++) {
         size_t n = sizes[s];
         unsigned char *buf = malloc(n);
         for (int it = 0; it < 20; it++) {
-            if (rank == 0) {
+            if (partner >= size) {
+                /* no partner */
+            } else if (rank % 2 == 0) {
                 for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 7 + it + s);
-                MPI_Send(buf, n, MPI_BYTE, 1, it, MPI_COMM_WORLD);
-                MPI_Recv(buf, n, MPI_BYTE, 1, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, n, MPI_BYTE, partner, it, MPI_COMM_WORLD);
+                MPI_Recv(buf, n, MPI_BYTE, partner, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 for (size_t i = 0; i < n; i++) if (buf[i] != (unsigned char)(i * 3 + it)) { errs++; break; }
-            } else if (rank == 1) {
-                MPI_Recv(buf, n, MPI_BYTE, 0, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, n, MPI_BYTE, partner, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 for (size_t i = 0; i < n; i++) if (buf[i] != (unsigned char)(i * 7 + it + s)) { errs++; break; }
                 for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 3 + it);
-                MPI_Send(buf, n, MPI_BYTE, 0, it, MPI_COMM_WORLD);
+                MPI_Send(buf, n, MPI_BYTE, partner, it, MPI_COMM_WORLD);
             }
         }
         free(buf);
