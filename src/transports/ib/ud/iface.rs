@@ -91,6 +91,8 @@ pub struct UdIface {
     pub polls: Cell<u32>,
     pub rx_headroom: usize,
     pub async_timer: Cell<Option<i32>>,
+    /// The completion channel's descriptor while it has an async handler.
+    pub async_fd: Cell<Option<i32>>,
     pub async_cb: (uct_async_event_cb_t, *mut c_void),
     /// Set while the async timer runs the protocol.
     pub in_async: Cell<bool>,

@@ -177,7 +177,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         tx_done_sn: Cell::new(0), tx_unsignaled: Cell::new(0), ctl_out: RefCell::new(VecDeque::new()),
         eps: RefCell::new(Vec::new()), ahs: RefCell::new(HashMap::new()), arb: RefCell::new(VecDeque::new()),
         owed: RefCell::new(VecDeque::new()), conn: RefCell::new(HashMap::new()), polls: Cell::new(0),
-        rx_headroom: params.rx_headroom, async_timer: Cell::new(None), async_cb: (params.async_event_cb,
+        rx_headroom: params.rx_headroom, async_timer: Cell::new(None), async_fd: Cell::new(None), async_cb: (params.async_event_cb,
         params.async_event_arg), in_async: Cell::new(false), timeouts: RefCell::new(Vec::new()),
         done: RefCell::new(Vec::new()),
     };

@@ -35,7 +35,58 @@ unsafe extern "C" fn on_timer(_id: c_int, _events: c_uint, arg: *mut c_void) {
     send_owed_all(iface);
 }
 
+/// The completion channel became readable (a solicited packet arrived
+/// while the user may not progress): acknowledge the events, re-arm, and
+/// tell the user through its async event callback.
+///
+/// # Safety
+/// As [`on_timer`].
+unsafe extern "C" fn on_event(_id: c_int, _events: c_uint, arg: *mut c_void) {
+    // SAFETY: see the function contract.
+    let iface = unsafe { &*(arg as *const Iface<UdIface>) };
+    let s = &iface.tl;
+    let (mut tx, mut rx) = (0, 0);
+    while let Ok(id) = s.channel.get_event() {
+        if id == s.tx_cq.id() {
+            tx += 1;
+        } else if id == s.rx_cq.id() {
+            rx += 1;
+        }
+    }
+    if tx > 0 {
+        s.tx_cq.ack_events(tx);
+    }
+    if rx > 0 {
+        s.rx_cq.ack_events(rx);
+    }
+    let _ = s.rx_cq.req_notify(true);
+    if let (Some(cb), arg) = s.async_cb {
+        // SAFETY: the user's callback with the argument it gave at open.
+        unsafe { cb(arg, 0) };
+    }
+}
+
 pub fn start(iface: &Iface<UdIface>) {
+    let ctx = iface.hdr.worker().async_ctx;
+    if let (Some(mode), Some(_)) = (mode_of(ctx), iface.tl.async_cb.0) {
+        let fd = iface.tl.channel.fd();
+        // SAFETY: the interface outlives the handler (removed in `stop`);
+        // the descriptor is the interface's completion channel.
+        let status = unsafe {
+            crate::ucs::ucs_async_set_event_handler(mode, fd, 1, Some(on_event), iface as *const _ as *mut c_void,
+                                                    ctx)
+        };
+        if status == UCS_OK {
+            iface.tl.async_fd.set(Some(fd));
+            let _ = iface.tl.rx_cq.req_notify(true);
+        } else {
+            crate::debug!("ud_verbs: ucs_async_set_event_handler failed ({})", status);
+        }
+    }
+    start_timer(iface);
+}
+
+fn start_timer(iface: &Iface<UdIface>) {
     let ctx = iface.hdr.worker().async_ctx;
     let Some(mode) = mode_of(ctx) else {
         crate::debug!("ud_verbs: no usable async context: timers run from progress only");
@@ -57,6 +108,10 @@ pub fn start(iface: &Iface<UdIface>) {
 }
 
 pub fn stop(iface: &Iface<UdIface>) {
+    if let Some(fd) = iface.tl.async_fd.take() {
+        // SAFETY: our handler; sync waits for a running callback.
+        unsafe { crate::ucs::ucs_async_remove_handler(fd, 1) };
+    }
     if let Some(id) = iface.tl.async_timer.take() {
         // SAFETY: our timer; sync waits for a running callback.
         unsafe { crate::ucs::ucs_async_remove_handler(id, 1) };
