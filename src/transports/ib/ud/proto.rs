@@ -261,9 +261,13 @@ pub fn check_timer(iface: &Iface<UdIface>, st: &mut EpState, t: f64) {
         s.timeouts.borrow_mut().push(st.id);
         return;
     }
+    // Measured against the interface's tick, not the endpoint's (which
+    // backs off): ask for an ack after one tick of silence, retransmit
+    // after three.
+    let tick = s.p.timer_tick;
     let diff = t - st.send_time.max(st.resend_time);
-    if diff > st.tick {
-        if diff > 3.0 * st.tick {
+    if diff > tick {
+        if diff > 3.0 * tick {
             st.tx.drop_window();
             st.resending = false;
             resend(iface, st);
