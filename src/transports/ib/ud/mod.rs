@@ -87,7 +87,8 @@ impl Transport for UdIface {
         Ok(UdEp { st })
     }
 
-    fn ep_init(_iface: &Iface<Self>, ep: &Ep<Self>) {
+    fn ep_init(iface: &Iface<Self>, ep: &Ep<Self>) {
+        let _g = guard(iface);
         ep.tl.st.borrow_mut().ep = ep_h(ep);
     }
 
@@ -140,6 +141,7 @@ impl Transport for UdIface {
 
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>,
                        ep_addr: Option<PeerAddr<'_>>) -> bool {
+        let _g = guard(iface);
         let st = ep.tl.st.borrow();
         let Some(peer) = st.peer.as_ref() else { return false };
         let dev_ok = dev.is_none_or(|d| IbDevAddr::read(&d, iface.tl.dev_addr.len())
@@ -207,6 +209,7 @@ impl Transport for UdIface {
         xfer::ep_check(iface, ep)
     }
     fn ep_get_address(iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
+        let _g = guard(iface);
         out.write(&neth::pack_ep_addr(iface.tl.qpn, ep.tl.st.borrow().id))
     }
     fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
