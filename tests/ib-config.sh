@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The configuration of the ib family (UCX_IB_* of the md, UCX_RC_VERBS_* of
-# rc_verbs) on LIBDIR's libuct.so.0 against the C original:
-#  - "ucx_info -c": the UCX_IB_* and UCX_RC_VERBS_* lines identical (names,
+# rc_verbs, UCX_UD_VERBS_* of ud_verbs) on LIBDIR's libuct.so.0 against the
+# C original:
+#  - "ucx_info -c": the UCX_IB_*, UCX_RC_VERBS_* and UCX_UD_VERBS_* lines identical (names,
 #    order, default values);
 #  - "ucx_info -cf": for those keys, the key, syntax and inherits lines
 #    identical (the help texts are our own words and are not compared);
@@ -9,7 +10,7 @@
 #  - settings given as UCX_RC_VERBS_X, UCX_RC_X or UCX_IB_X (the nesting of
 #    the rc_verbs table), alone or together, and bad values: the same lines
 #    and messages as the original.
-# The C original prints the UCX_RC_MLX5_*, UCX_DC_MLX5_*, UCX_UD_VERBS_*,
+# The C original prints the UCX_RC_MLX5_*, UCX_DC_MLX5_*,
 # UCX_UD_MLX5_* and UCX_RDMA_CM_* tables too, which this library does not
 # serve; they are left out.  A reference without the verbs module (the UCX
 # 1.18 wheel) has no lines to compare: then only our own lines are checked
@@ -25,7 +26,7 @@ fi
 command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
 make_workdir
 
-KEYS='^UCX_(IB|RC_VERBS)_'
+KEYS='^UCX_(IB|RC_VERBS|UD_VERBS)_'
 
 # ib_lines OUT PREFIX-CMD... : the ib family's lines of "ucx_info -c"
 ib_lines() {
@@ -51,7 +52,7 @@ cf_lines() {
 # case only, which is not this suite's business).
 served_tables() {
     grep -E '^# .* configuration$' | sed 's/^# //; s/ configuration$//' | tr 'A-Z' 'a-z' |
-        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_verbs|ud_mlx5|rdma-cm)( |$)'
+        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm)( |$)'
 }
 
 ib_lines "$T_WORK/sys" "${SYS_RUN[@]}"
@@ -78,17 +79,26 @@ if ! grep -q '^UCX_RC_VERBS_' "$T_WORK/sys"; then
                        ROCE_PATH_FACTOR LID_PATH_BITS PKEY PATH_MTU COUNTER_SET_ID REVERSE_SL SEND_OVERHEAD
                        MAX_RD_ATOMIC TIMEOUT RETRY_COUNT RNR_TIMEOUT RNR_RETRY_COUNT FC_ENABLE FC_WND_SIZE
                        FC_HARD_THRESH FENCE MAX_GET_ZCOPY TX_NUM_GET_BYTES TX_POLL_ALWAYS ECE FC_SOFT_THRESH
-                       TX_CQ_MODERATION TX_CQ_LEN MAX_AM_HDR TX_MAX_WR FLUSH_MODE" ;;
+                       TX_CQ_MODERATION TX_CQ_LEN MAX_AM_HDR TX_MAX_WR FLUSH_MODE"
+              want_ud="ALLOC FAILURE MAX_NUM_EPS SEG_SIZE TX_QUEUE_LEN TX_MAX_BATCH TX_MAX_POLL TX_MIN_INLINE
+                       TX_INLINE_RESP TX_MIN_SGE TX_MAX_BUFS TX_BUFS_GROW TX_MAX_CHUNK_SIZE TX_GROW_FACTOR
+                       RX_QUEUE_LEN RX_MAX_BATCH RX_MAX_POLL RX_INLINE RX_MAX_BUFS RX_BUFS_GROW
+                       RX_MAX_CHUNK_SIZE RX_GROW_FACTOR ADDR_TYPE IS_GLOBAL FLID_ROUTE SL TRAFFIC_CLASS
+                       HOP_LIMIT NUM_PATHS ROCE_LOCAL_SUBNET ROCE_SUBNET_PREFIX_LEN ROCE_SUBNETS
+                       ROCE_PATH_FACTOR LID_PATH_BITS PKEY PATH_MTU COUNTER_SET_ID REVERSE_SL SEND_OVERHEAD
+                       RX_QUEUE_LEN_INIT LINGER_TIMEOUT TIMEOUT TIMER_TICK TIMER_BACKOFF ASYNC_TIMER_TICK
+                       MIN_POKE_TIME ETH_DGID_CHECK MAX_WINDOW RX_ASYNC_MAX_POLL" ;;
         *) skip_suite "UCX $UCX_ABI: the original has no verbs module and no key list is known" ;;
     esac
     # shellcheck disable=SC2086 # word lists
-    { printf 'UCX_IB_%s\n' $want_md; printf 'UCX_RC_VERBS_%s\n' $want_tl; } >"$T_WORK/want.keys"
+    { printf 'UCX_IB_%s\n' $want_md; printf 'UCX_RC_VERBS_%s\n' $want_tl; printf 'UCX_UD_VERBS_%s\n' $want_ud; } \
+        >"$T_WORK/want.keys"
     cut -d= -f1 "$T_WORK/ours" >"$T_WORK/ours.keys"
     if diff -u "$T_WORK/want.keys" "$T_WORK/ours.keys" >"$T_WORK/keys.diff"; then
-        pass "ucx_info -c: the $(wc -l <"$T_WORK/want.keys") UCX_IB_*/UCX_RC_VERBS_* keys of UCX $UCX_RELEASE"
+        pass "ucx_info -c: the $(wc -l <"$T_WORK/want.keys") UCX_IB_*/UCX_RC_VERBS_*/UCX_UD_VERBS_* keys of UCX $UCX_RELEASE"
     else
         sed 's/^/      /' "$T_WORK/keys.diff" | head -n 40
-        fail "ucx_info -c: the UCX_IB_*/UCX_RC_VERBS_* keys of UCX $UCX_RELEASE"
+        fail "ucx_info -c: the UCX_IB_*/UCX_RC_VERBS_*/UCX_UD_VERBS_* keys of UCX $UCX_RELEASE"
     fi
     for v in UCX_RC_VERBS_TX_QUEUE_LEN UCX_RC_TX_QUEUE_LEN UCX_IB_TX_QUEUE_LEN; do
         ib_lines "$T_WORK/set" "${RUN[@]}" "$v=128"
@@ -103,10 +113,10 @@ fi
 
 n=$(wc -l <"$T_WORK/sys")
 if diff -u "$T_WORK/sys" "$T_WORK/ours" >"$T_WORK/c.diff"; then
-    pass "ucx_info -c: $n UCX_IB_*/UCX_RC_VERBS_* lines identical to the original's"
+    pass "ucx_info -c: $n UCX_IB_*/UCX_RC_VERBS_*/UCX_UD_VERBS_* lines identical to the original's"
 else
     sed 's/^/      /' "$T_WORK/c.diff" | head -n 40
-    fail "ucx_info -c: UCX_IB_*/UCX_RC_VERBS_* lines identical to the original's"
+    fail "ucx_info -c: UCX_IB_*/UCX_RC_VERBS_*/UCX_UD_VERBS_* lines identical to the original's"
 fi
 
 "${SYS_RUN[@]}" timeout 60 ucx_info -cf >"$T_WORK/sys.cf" 2>&1
@@ -114,7 +124,7 @@ fi
 cf_lines <"$T_WORK/sys.cf" >"$T_WORK/sys.cfk"
 cf_lines <"$T_WORK/ours.cf" >"$T_WORK/ours.cfk"
 if [ ! -s "$T_WORK/sys.cfk" ]; then
-    fail "ucx_info -cf" "the original printed no UCX_IB_*/UCX_RC_VERBS_* keys"
+    fail "ucx_info -cf" "the original printed no UCX_IB_*/UCX_RC_VERBS_*/UCX_UD_VERBS_* keys"
 elif diff -u "$T_WORK/sys.cfk" "$T_WORK/ours.cfk" >"$T_WORK/cf.diff"; then
     pass "ucx_info -cf: key, syntax and inherits lines identical ($(wc -l <"$T_WORK/sys.cfk") lines)"
 else

@@ -85,6 +85,16 @@ fn detect() -> Option<Layout> {
     layout
 }
 
+/// The mode of a live async context (`ucs_async_mode_t`), when the
+/// layout is known.
+pub fn mode_of(ctx: *const ucs_async_context_t) -> Option<u32> {
+    if ctx.is_null() {
+        return None;
+    }
+    let layout = (*LAYOUT)?;
+    Some(read_u32(ctx, layout.mode_offset))
+}
+
 /// The async context blocked by this thread until dropped.
 pub struct AsyncBlock {
     ctx: *mut ucs_async_context_t,

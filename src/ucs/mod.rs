@@ -66,6 +66,14 @@ extern "C" {
     // async/async.h (contexts of our own, to learn their layout)
     pub fn ucs_async_context_create(mode: c_uint, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
     pub fn ucs_async_context_destroy(async_: *mut ucs_async_context_t);
+    pub fn ucs_async_add_timer(mode: c_uint, interval: u64,
+                               cb: Option<unsafe extern "C" fn(id: c_int, events: c_uint, arg: *mut c_void)>,
+                               arg: *mut c_void, async_: *mut ucs_async_context_t, timer_id_p: *mut c_int)
+                               -> ucs_status_t;
+    pub fn ucs_async_remove_handler(id: c_int, sync: c_int) -> ucs_status_t;
+    pub fn ucs_async_set_event_handler(mode: c_uint, event_fd: c_int, events: c_uint,
+                                       cb: Option<unsafe extern "C" fn(id: c_int, events: c_uint, arg: *mut c_void)>,
+                                       arg: *mut c_void, async_: *mut ucs_async_context_t) -> ucs_status_t;
 
     // config/parser.h (use the adapter in `parser` for the calls whose
     // signature changed in 1.15 and 1.17)

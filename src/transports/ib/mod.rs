@@ -10,6 +10,7 @@
 //! - [`device`]: which devices and ports are usable.
 //! - [`md`]: the memory domain: the opened device, its PD, registrations,
 //!   and the packed remote key format.
+//! - [`ud`]: the `ud_verbs` transport.
 //! - [`rdmacm`]: the `rdmacm` component (its connection manager is not
 //!   implemented: opening it fails, as it fails without RDMA CM).
 
@@ -18,6 +19,7 @@ pub mod device;
 pub mod md;
 pub mod rc;
 pub mod rdmacm;
+pub mod ud;
 pub mod release;
 
 use crate::abi::*;
@@ -67,8 +69,12 @@ fn md_resources() -> Vec<String> {
     device::usable_devices()
 }
 
-static TLS: [TlDesc; 1] = [TlDesc::new::<rc::RcOpen>(rc::NAME, config::RC_VERBS_CONFIG_NAME, config::RC_VERBS_CONFIG_PREFIX,
-                                                      &config::RC_VERBS_IFACE_TABLE, rc::open::query_devices)];
+static TLS: [TlDesc; 2] = [
+    TlDesc::new::<rc::RcOpen>(rc::NAME, config::RC_VERBS_CONFIG_NAME, config::RC_VERBS_CONFIG_PREFIX,
+                              &config::RC_VERBS_IFACE_TABLE, rc::open::query_devices),
+    TlDesc::new::<ud::UdOpen>(ud::NAME, config::UD_VERBS_CONFIG_NAME, config::UD_VERBS_CONFIG_PREFIX,
+                              &config::UD_VERBS_IFACE_TABLE, ud::open::query_devices),
+];
 
 pub static COMPONENT: Component = Component {
     name: NAME,

@@ -1,0 +1,534 @@
+//! The `ud_verbs` interface: one UD QP with a send and a receive CQ, the
+//! receive buffers (each starting with the 40-byte GRH area), the send
+//! queue accounting (every 64th send signalled), the table of endpoints by
+//! id, the AH cache, and progress.
+
+use super::ep::{EpRef, EpState, Peer};
+use super::neth::{self, Neth, QKEY};
+use super::window::RxClass;
+use crate::abi::*;
+use crate::core::iface::Iface;
+use crate::sys::verbs::{raw, Ah, CompChannel, Cq, PortInfo, Qp};
+use crate::transports::ib::config::UdParams;
+use crate::transports::ib::md::IbMd;
+use crate::transports::ib::rc::addr::IbDevAddr;
+use crate::transports::ib::rc::bufs::{Buf, BufPool};
+use libc::c_void;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::mem::MaybeUninit;
+use std::rc::Rc;
+
+pub const SEND_SIGNALED: u32 = 2;
+pub const SEND_SOLICITED: u32 = 4;
+pub const SEND_INLINE: u32 = 8;
+const WR_SEND: u32 = 2;
+/// Sends between two signalled ones.
+const TX_MODERATION: u32 = 64;
+
+/// The `uct_recv_desc_t` put in front of receive buffers a handler keeps.
+#[repr(C)]
+pub struct RxRelease {
+    pub base: uct_recv_desc_t,
+    pub pool: *const BufPool,
+    pub headroom: usize,
+}
+
+/// What identifies a peer interface for connection matching: its packed
+/// device address and QP number.
+pub type PeerKey = (Vec<u8>, u32);
+
+/// Connection matching of one peer interface: the next conn_sn we hand
+/// out, and our endpoints by conn_sn.
+#[derive(Default)]
+pub struct ConnPeer {
+    pub next_sn: u32,
+    pub eps: HashMap<u32, u32>,
+}
+
+pub struct UdIface {
+    pub qp: Qp,
+    pub tx_cq: Cq,
+    pub rx_cq: Cq,
+    pub channel: CompChannel,
+    pub rx_pool: Box<BufPool>,
+    pub tx_pool: BufPool,
+    pub release: Box<RxRelease>,
+    pub md: *const IbMd,
+    pub port: u8,
+    pub port_info: PortInfo,
+    pub p: UdParams,
+    pub max_inline: usize,
+    pub zcopy_sge: usize,
+    /// Largest datagram (network header included), without the GRH area.
+    pub seg_size: usize,
+    pub dev_addr: IbDevAddr,
+    pub qpn: u32,
+    pub rx_queue_len: u32,
+    pub rx_batch: u32,
+    pub rx_max_poll: u32,
+    pub tx_max_poll: u32,
+    pub max_num_eps: usize,
+    pub rx_posted: Cell<u32>,
+    /// Free send queue entries.
+    pub tx_available: Cell<i32>,
+    /// Sequence number of the last posted send, and of the last one known
+    /// complete.
+    pub tx_sn: Cell<u64>,
+    pub tx_done_sn: Cell<u64>,
+    pub tx_unsignaled: Cell<u32>,
+    /// Buffers of control packets and retransmissions, freed when their
+    /// (signalled) send completes.
+    pub ctl_out: RefCell<VecDeque<(u64, Buf)>>,
+    /// Endpoints by id (the lowest free id is reused).
+    pub eps: RefCell<Vec<Option<EpRef>>>,
+    pub ahs: RefCell<HashMap<Vec<u8>, Rc<Ah>>>,
+    /// Endpoints with pending requests, by id.
+    pub arb: RefCell<VecDeque<u32>>,
+    /// Endpoints owing control packets, by id.
+    pub owed: RefCell<VecDeque<u32>>,
+    pub conn: RefCell<HashMap<PeerKey, ConnPeer>>,
+    pub polls: Cell<u32>,
+    pub rx_headroom: usize,
+    pub async_timer: Cell<Option<i32>>,
+    /// The completion channel's descriptor while it has an async handler.
+    pub async_fd: Cell<Option<i32>>,
+    pub async_cb: (uct_async_event_cb_t, *mut c_void),
+    /// Set while the async timer runs the protocol.
+    pub in_async: Cell<bool>,
+    /// Endpoints whose peer timed out, reported from the next progress.
+    pub timeouts: RefCell<Vec<u32>>,
+    /// User completions due, called once no endpoint state is borrowed.
+    pub done: RefCell<Vec<(crate::core::ops::Completion, ucs_status_t)>>,
+}
+
+pub fn units(v: libc::c_ulong) -> usize {
+    use crate::transports::ib::config::{UNITS_AUTO, UNITS_INF};
+    if v == UNITS_INF || v == UNITS_AUTO { usize::MAX } else { v as usize }
+}
+
+impl UdIface {
+    pub fn md(&self) -> &IbMd {
+        // SAFETY: the md outlives its interfaces.
+        unsafe { &*self.md }
+    }
+    pub fn ep(&self, id: u32) -> Option<EpRef> {
+        self.eps.borrow().get(id as usize).and_then(|e| e.clone())
+    }
+    /// A free id for a new endpoint (the lowest).
+    pub fn insert_ep(&self, make: impl FnOnce(u32) -> EpState) -> Option<EpRef> {
+        let mut eps = self.eps.borrow_mut();
+        let id = eps.iter().position(|e| e.is_none()).unwrap_or(eps.len());
+        if id as u32 >= neth::EP_NULL_ID {
+            return None;
+        }
+        let ep = Rc::new(RefCell::new(make(id as u32)));
+        if id == eps.len() {
+            eps.push(Some(ep.clone()));
+        } else {
+            eps[id] = Some(ep.clone());
+        }
+        Some(ep)
+    }
+    pub fn remove_ep(&self, id: u32) {
+        let mut eps = self.eps.borrow_mut();
+        if let Some(slot) = eps.get_mut(id as usize) {
+            *slot = None;
+        }
+        while matches!(eps.last(), Some(None)) {
+            eps.pop();
+        }
+    }
+    /// Whether a send queue entry is free.
+    pub fn has_tx(&self) -> bool {
+        self.tx_available.get() > 0
+    }
+    /// The cached address handle towards a peer device address.
+    pub fn peer(&self, dev: &IbDevAddr, qpn: u32) -> Result<Peer, ucs_status_t> {
+        let key = dev.pack();
+        if let Some(ah) = self.ahs.borrow().get(&key) {
+            return Ok(Peer { ah: ah.clone(), qpn, dev: key });
+        }
+        // SAFETY: all-zero is a valid ibv_ah_attr.
+        let mut a: raw::ibv_ah_attr = unsafe { std::mem::zeroed() };
+        a.dlid = dev.lid;
+        a.sl = 0;
+        a.port_num = self.port;
+        let global = dev.subnet_prefix != self.dev_addr.subnet_prefix || self.dev_addr.if_id.is_some();
+        if global {
+            let Some(if_id) = dev.if_id else {
+                crate::error!("ud_verbs: the peer is on another subnet but its address has no interface id");
+                return Err(UCS_ERR_UNREACHABLE);
+            };
+            a.is_global = 1;
+            let mut gid = [0u8; 16];
+            gid[..8].copy_from_slice(&dev.subnet_prefix);
+            gid[8..].copy_from_slice(&if_id);
+            a.grh.dgid = raw::ibv_gid { raw: gid };
+            a.grh.hop_limit = 255;
+        }
+        let ah = Rc::new(Ah::create(&self.md().pd, &mut a).map_err(|e| {
+            crate::error!("ud_verbs: ibv_create_ah(lid {}) failed: {}", dev.lid, e);
+            UCS_ERR_INVALID_ADDR
+        })?);
+        self.ahs.borrow_mut().insert(key.clone(), ah.clone());
+        Ok(Peer { ah, qpn, dev: key })
+    }
+
+    /// Post one datagram to `peer`. `keep`: a buffer freed when the send
+    /// completes (the send is then signalled).
+    pub fn post(&self, peer: &Peer, sg: &mut [raw::ibv_sge], mut flags: u32, keep: Option<Buf>)
+                -> Result<(), ucs_status_t> {
+        if self.tx_available.get() <= 0 {
+            if let Some(b) = keep {
+                self.tx_pool.put(b);
+            }
+            return Err(UCS_ERR_NO_RESOURCE);
+        }
+        if keep.is_some() || self.tx_unsignaled.get() + 1 >= TX_MODERATION {
+            flags |= SEND_SIGNALED;
+        }
+        let sn = self.tx_sn.get() + 1;
+        // SAFETY: all-zero is a valid ibv_send_wr.
+        let mut w: raw::ibv_send_wr = unsafe { std::mem::zeroed() };
+        w.opcode = WR_SEND;
+        w.sg_list = sg.as_mut_ptr();
+        w.num_sge = sg.len() as i32;
+        w.send_flags = flags;
+        w.wr_id = sn;
+        w.wr.ud = raw::ud_t { ah: peer.ah.as_ptr(), remote_qpn: peer.qpn, remote_qkey: QKEY };
+        // SAFETY: the request names our registered buffers, inline data
+        // copied during the call, or the user's registered memory (zcopy),
+        // which stays valid until the operation completes.
+        if let Err(e) = unsafe { self.qp.post_send(&mut w) } {
+            crate::error!("ud_verbs: ibv_post_send(qpn 0x{:x}) failed: {}", self.qpn, e);
+            if let Some(b) = keep {
+                self.tx_pool.put(b);
+            }
+            return Err(UCS_ERR_IO_ERROR);
+        }
+        self.tx_sn.set(sn);
+        self.tx_available.set(self.tx_available.get() - 1);
+        if flags & SEND_SIGNALED != 0 {
+            self.tx_unsignaled.set(0);
+        } else {
+            self.tx_unsignaled.set(self.tx_unsignaled.get() + 1);
+        }
+        if let Some(b) = keep {
+            self.ctl_out.borrow_mut().push_back((sn, b));
+        }
+        Ok(())
+    }
+
+    /// Queue `id` for sending the control packets it owes.
+    pub fn queue_owed(&self, st: &mut EpState) {
+        if !st.owed_queued {
+            st.owed_queued = true;
+            self.owed.borrow_mut().push_back(st.id);
+        }
+    }
+    /// Queue `id` for pending dispatch.
+    pub fn schedule(&self, st: &mut EpState) {
+        if !st.scheduled && !st.pending.is_empty() {
+            st.scheduled = true;
+            self.arb.borrow_mut().push_back(st.id);
+        }
+    }
+}
+
+pub fn sge(addr: *const u8, length: usize, lkey: u32) -> raw::ibv_sge {
+    raw::ibv_sge { addr: addr as u64, length: length as u32, lkey }
+}
+
+fn release_slot(data: *mut u8, headroom: usize) -> *mut *const uct_recv_desc_t {
+    data.wrapping_sub(headroom + 8) as *mut *const uct_recv_desc_t
+}
+
+/// Offset of the AM data in a receive buffer: the GRH area, then the
+/// network header.
+const RX_DATA: usize = neth::GRH_LEN + neth::NETH_LEN;
+
+/// `uct_iface_release_desc` of a receive buffer a handler kept.
+///
+/// # Safety
+/// `self_` is the interface's [`RxRelease`] and `desc` the headroom start
+/// of one of its receive buffers, kept and not released yet.
+pub unsafe extern "C" fn release_rx_desc(self_: *mut uct_recv_desc_t, desc: *mut c_void) {
+    // SAFETY: see the function contract.
+    let r = unsafe { &*(self_ as *const RxRelease) };
+    let area = (desc as *mut u8).wrapping_add(r.headroom).wrapping_sub(RX_DATA);
+    // SAFETY: the pool lives as long as the interface.
+    let pool = unsafe { &*r.pool };
+    match pool.find(area) {
+        Some(b) => pool.put(b),
+        None => crate::error!("ud_verbs: {:p} is not a receive descriptor of this interface", desc),
+    }
+}
+
+/// Post receive buffers in batches up to the queue length.
+pub fn refill(s: &UdIface) {
+    let batch = s.rx_batch as usize;
+    loop {
+        let missing = (s.rx_queue_len - s.rx_posted.get()) as usize;
+        if missing == 0 {
+            return;
+        }
+        let n = missing.min(batch);
+        // SAFETY: all-zero is valid for these plain structs.
+        let mut wrs: [raw::ibv_recv_wr; 16] = unsafe { std::mem::zeroed() };
+        let mut sgs = [sge(std::ptr::null(), 0, 0); 16];
+        let mut got = 0;
+        while got < n {
+            let Some(b) = s.rx_pool.get() else { break };
+            sgs[got] = sge(b.addr, neth::GRH_LEN + s.seg_size, b.lkey);
+            wrs[got].wr_id = b.addr as u64;
+            wrs[got].num_sge = 1;
+            got += 1;
+        }
+        if got == 0 {
+            return;
+        }
+        for i in 0..got {
+            wrs[i].sg_list = &mut sgs[i];
+            wrs[i].next = if i + 1 < got { &mut wrs[i + 1] } else { std::ptr::null_mut() };
+        }
+        // SAFETY: the buffers are ours, registered, and not used until
+        // their completion is polled.
+        if let Err(e) = unsafe { s.qp.post_recv(wrs.as_mut_ptr()) } {
+            crate::error!("ud_verbs: ibv_post_recv failed: {}", e);
+            for sg in &sgs[..got] {
+                s.rx_pool.put(Buf { addr: sg.addr as *mut u8, lkey: sg.lkey });
+            }
+            return;
+        }
+        s.rx_posted.set(s.rx_posted.get() + got as u32);
+        if got < n {
+            return;
+        }
+    }
+}
+
+/// Handle one received datagram (`pkt`: network header onwards). Returns
+/// whether the buffer was kept by an AM handler.
+fn rx_packet(iface: &Iface<UdIface>, b: Buf, len: usize) -> bool {
+    let s = &iface.tl;
+    // SAFETY: the device wrote `len` bytes after the GRH area of our buffer
+    // (len was checked against the buffer size).
+    let pkt = unsafe { std::slice::from_raw_parts(b.addr.add(neth::GRH_LEN), len) };
+    let Some(n) = Neth::parse(pkt) else {
+        crate::debug!("ud_verbs: dropped a datagram of {} bytes", len);
+        return false;
+    };
+    if n.dest() == neth::EP_NULL_ID {
+        if n.has(neth::CTL) && !n.is_am() {
+            super::conn::rx_creq(iface, &n, &pkt[neth::NETH_LEN..]);
+        } else {
+            crate::debug!("ud_verbs: dropped a packet without destination (type 0x{:x})", n.ptype);
+        }
+        return false;
+    }
+    let Some(ep) = s.ep(n.dest()) else {
+        crate::debug!("ud_verbs: dropped a packet for unknown ep id {}", n.dest());
+        return false;
+    };
+    let deliver = {
+        let mut st = ep.borrow_mut();
+        if st.to_ep && !st.connected() {
+            crate::debug!("ud_verbs: ep {} is not connected, dropped a packet", st.id);
+            return false;
+        }
+        super::proto::process_ack(iface, &mut st, n.ack_psn);
+        if n.has(neth::ACK_REQ) {
+            st.owed.ack = true;
+            s.queue_owed(&mut st);
+        }
+        let class = st.rx.classify(n.psn);
+        if class == RxClass::Gap {
+            st.owed.nak = true;
+            s.queue_owed(&mut st);
+        }
+        if !n.is_am() {
+            if n.has(neth::NAK) {
+                st.nacked = true;
+                super::proto::resend(iface, &mut st);
+                return false;
+            }
+            if len == neth::NETH_LEN {
+                return false;
+            }
+            if n.has(neth::CTL) {
+                super::conn::rx_crep(iface, &mut st, &n, &pkt[neth::NETH_LEN..]);
+                return false;
+            }
+        }
+        if class != RxClass::InOrder {
+            return false;
+        }
+        st.rx.accept();
+        if !n.is_am() {
+            if n.has(neth::PUT) && len == neth::NETH_LEN + 8 {
+                // ep_check's empty put: nothing to write.
+                return false;
+            }
+            crate::diag!("ud_verbs: dropped a packet of type 0x{:x} and {} bytes from the peer of ep {}",
+                         n.ptype, len, st.id);
+            return false;
+        }
+        n.am_id()
+    };
+    let data = b.addr.wrapping_add(RX_DATA);
+    // SAFETY: `len - 8` bytes of AM data follow the network header, with
+    // our headroom before them; they live until released.
+    let status = unsafe {
+        iface.hdr.invoke_am_raw(deliver, data as *mut c_void, len - neth::NETH_LEN, UCT_CB_PARAM_FLAG_DESC)
+    };
+    if status == UCS_INPROGRESS {
+        // SAFETY: the 8 bytes before the headroom are ours (pool lead + GRH).
+        unsafe { release_slot(data, s.rx_headroom).write_unaligned(&s.release.base) };
+        return true;
+    }
+    false
+}
+
+fn wc_status_str(status: u32) -> String {
+    // SAFETY: returns a static string for any value.
+    let p = unsafe { raw::ibv_wc_status_str(status) };
+    if p.is_null() {
+        return format!("status {}", status);
+    }
+    // SAFETY: NUL-terminated static string.
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+pub fn rx_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
+    let s = &iface.tl;
+    let mut room: [MaybeUninit<raw::ibv_wc>; 64] = [const { MaybeUninit::uninit() }; 64];
+    let wcs = match s.rx_cq.poll_into(&mut room[..max.clamp(1, 64)]) {
+        Ok(w) => w,
+        Err(e) => {
+            crate::error!("ud_verbs: ibv_poll_cq(rx) failed: {}", e);
+            return 0;
+        }
+    };
+    let n = wcs.len();
+    for wc in wcs {
+        s.rx_posted.set(s.rx_posted.get().saturating_sub(1));
+        let Some(b) = s.rx_pool.find(wc.wr_id as *mut u8) else {
+            crate::error!("ud_verbs: receive completion with an unknown buffer 0x{:x}", wc.wr_id);
+            continue;
+        };
+        if wc.status != raw::ibv_wc_status::IBV_WC_SUCCESS {
+            if wc.status != raw::ibv_wc_status::IBV_WC_WR_FLUSH_ERR {
+                crate::error!("ud_verbs: receive completion with error: {}", wc_status_str(wc.status));
+            }
+            s.rx_pool.put(b);
+            continue;
+        }
+        let total = wc.byte_len as usize;
+        if total < neth::GRH_LEN + neth::NETH_LEN || total > neth::GRH_LEN + s.seg_size {
+            crate::debug!("ud_verbs: dropped a datagram of {} bytes", total);
+            s.rx_pool.put(b);
+            continue;
+        }
+        if !rx_packet(iface, b, total - neth::GRH_LEN) {
+            s.rx_pool.put(b);
+        }
+    }
+    if n > 0 {
+        refill(s);
+    }
+    n as u32
+}
+
+pub fn tx_progress(iface: &Iface<UdIface>) -> u32 {
+    let s = &iface.tl;
+    let mut room: [MaybeUninit<raw::ibv_wc>; 16] = [const { MaybeUninit::uninit() }; 16];
+    let wcs = match s.tx_cq.poll_into(&mut room[..(s.tx_max_poll as usize).clamp(1, 16)]) {
+        Ok(w) => w,
+        Err(e) => {
+            crate::error!("ud_verbs: ibv_poll_cq(tx) failed: {}", e);
+            return 0;
+        }
+    };
+    let n = wcs.len();
+    for wc in wcs {
+        if wc.status != raw::ibv_wc_status::IBV_WC_SUCCESS {
+            crate::error!("ud_verbs: send completion with error: {} [wr_id {}]", wc_status_str(wc.status), wc.wr_id);
+        }
+        let sn = wc.wr_id;
+        if sn > s.tx_done_sn.get() && sn <= s.tx_sn.get() {
+            let freed = sn - s.tx_done_sn.get();
+            s.tx_done_sn.set(sn);
+            s.tx_available.set(s.tx_available.get() + freed as i32);
+        }
+        let mut out = s.ctl_out.borrow_mut();
+        while out.front().is_some_and(|(q, _)| *q <= sn) {
+            if let Some((_, b)) = out.pop_front() {
+                s.tx_pool.put(b);
+            }
+        }
+    }
+    n as u32
+}
+
+/// Release everything at close: endpoints (their window buffers and
+/// completions), kept buffers.
+pub fn close(iface: &mut Iface<UdIface>) {
+    super::timer::stop(iface);
+    let s = &iface.tl;
+    let eps: Vec<EpRef> = s.eps.borrow_mut().drain(..).flatten().collect();
+    for ep in eps {
+        super::proto::purge(s, &mut ep.borrow_mut(), UCS_ERR_CANCELED);
+    }
+    let out: Vec<(u64, Buf)> = s.ctl_out.borrow_mut().drain(..).collect();
+    for (_, b) in out {
+        s.tx_pool.put(b);
+    }
+    let (total, free) = s.rx_pool.counts();
+    let posted = s.rx_posted.get() as usize;
+    if total > free + posted {
+        crate::warn!("ud_verbs: {} receive descriptors still held by the user at close", total - free - posted);
+    }
+}
+
+/// `uct_iface_event_arm`: BUSY while completions or owed work wait, else
+/// the CQs are armed (send completions on the send CQ; any receive).
+pub fn event_arm(iface: &Iface<UdIface>, events: u32) -> ucs_status_t {
+    use crate::sys::verbs::Errno;
+    let s = &iface.tl;
+    let (mut tx_ev, mut rx_ev) = (0u32, 0u32);
+    loop {
+        match s.channel.get_event() {
+            Ok(id) if id == s.tx_cq.id() => tx_ev += 1,
+            Ok(id) if id == s.rx_cq.id() => rx_ev += 1,
+            Ok(_) => {}
+            Err(Errno::EAGAIN) => break,
+            Err(e) => {
+                crate::error!("ud_verbs: ibv_get_cq_event failed: {}", e);
+                return UCS_ERR_IO_ERROR;
+            }
+        }
+    }
+    if tx_ev > 0 {
+        s.tx_cq.ack_events(tx_ev);
+    }
+    if rx_ev > 0 {
+        s.rx_cq.ack_events(rx_ev);
+    }
+    if tx_ev + rx_ev > 0 || !s.done.borrow().is_empty() || !s.owed.borrow().is_empty() {
+        return UCS_ERR_BUSY;
+    }
+    if events & UCT_EVENT_SEND_COMP != 0 {
+        if let Err(e) = s.tx_cq.req_notify(false) {
+            crate::error!("ud_verbs: ibv_req_notify_cq(tx) failed: {}", e);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    if events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) != 0 {
+        if let Err(e) = s.rx_cq.req_notify(false) {
+            crate::error!("ud_verbs: ibv_req_notify_cq(rx) failed: {}", e);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    UCS_OK
+}

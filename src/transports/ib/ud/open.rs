@@ -1,0 +1,265 @@
+//! Opening a `ud_verbs` interface: its devices, the one UD QP with its two
+//! CQs, the buffer pools, and the attributes it reports.
+
+use super::iface::{self, RxRelease, UdIface};
+use super::neth::{self, QKEY};
+use crate::abi::*;
+use crate::core::component::TlDevice;
+use crate::core::iface::{Iface, IfaceHeader, IfaceParams};
+use crate::core::md::MdObj;
+use crate::core::worker::WorkerObj;
+use crate::sys::verbs::{raw, CompChannel, Cq, PortInfo, Qp, QpCaps};
+use crate::transports::ib::config::UdVerbsIfaceConfig;
+use crate::transports::ib::device::{port_unusable, LINK_LAYER_ETHERNET};
+use crate::transports::ib::md::IbMd;
+use crate::transports::ib::rc::addr::IbDevAddr;
+use crate::transports::ib::rc::bufs::BufPool;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+
+pub const QPT_UD: u32 = 4;
+const QPS_INIT: u32 = 1;
+const QPS_RTR: u32 = 2;
+const QPS_RTS: u32 = 3;
+mod mask {
+    pub const STATE: u32 = 1;
+    pub const PKEY_INDEX: u32 = 16;
+    pub const PORT: u32 = 32;
+    pub const QKEY: u32 = 64;
+    pub const SQ_PSN: u32 = 65536;
+}
+/// Most scatter/gather entries of user memory per am_zcopy.
+const MAX_ZCOPY_SGE: usize = 8;
+/// Software overhead (seconds) and the latency ud adds to the port's.
+pub const OVERHEAD: f64 = 105e-9;
+const EXTRA_LATENCY: f64 = 30e-9;
+/// The size UCX reserves in front of an am_zcopy header (its zcopy
+/// descriptor); it bounds the header.
+pub const ZCOPY_DESC_LEN: usize = 136;
+
+pub fn mtu_bytes(mtu: u32) -> usize {
+    if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
+}
+
+fn ud_probe(md: &IbMd) -> bool {
+    let Ok(cq) = Cq::create(&md.ctx, 1, None) else { return false };
+    let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    match Qp::create(&md.pd, QPT_UD, &cq, &cq, None, caps, false) {
+        Ok(_qp) => true,
+        Err(e) => {
+            crate::debug!("ud_verbs: {}: a UD QP cannot be created ({}), no ud_verbs devices", md.name, e);
+            false
+        }
+    }
+}
+
+pub fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
+    let Some(ib) = IbMd::of(md.imp.as_ref()) else { return Err(UCS_ERR_INVALID_PARAM) };
+    if !ud_probe(ib) {
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    Ok(ib.ports.iter().filter(|(port, info)| {
+        match port_unusable(&ib.ctx, *port, info, 0) {
+            Some(why) => {
+                crate::debug!("ud_verbs: {}:{} is not usable: {}", ib.name, port, why);
+                false
+            }
+            None => true,
+        }
+    }).map(|(port, _)| TlDevice { name: format!("{}:{}", ib.name, port), dev_type: UCT_DEVICE_TYPE_NET,
+                                  sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }).collect())
+}
+
+fn set_nonblock(fd: i32) {
+    // SAFETY: plain fcntl calls on a descriptor libibverbs owns; only the
+    // O_NONBLOCK status flag changes.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+    }
+}
+
+fn qp_setup(qp: &Qp, port: u8) -> Result<(), String> {
+    // SAFETY: all-zero is a valid attribute struct.
+    let mut a: raw::ibv_qp_attr = unsafe { std::mem::zeroed() };
+    a.qp_state = QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = port;
+    a.qkey = QKEY;
+    qp.modify(&mut a, mask::STATE | mask::PKEY_INDEX | mask::PORT | mask::QKEY)
+        .map_err(|e| format!("Failed to modify UD QP to INIT: {}", e))?;
+    a.qp_state = QPS_RTR;
+    qp.modify(&mut a, mask::STATE).map_err(|e| format!("Failed to modify UD QP to RTR: {}", e))?;
+    a.qp_state = QPS_RTS;
+    a.sq_psn = 0;
+    qp.modify(&mut a, mask::STATE | mask::SQ_PSN).map_err(|e| format!("Failed to modify UD QP to RTS: {}", e))
+}
+
+pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsIfaceConfig)
+            -> Result<uct_iface_h, ucs_status_t> {
+    let Some(ib) = IbMd::of(md.imp.as_ref()) else {
+        crate::error!("ud_verbs: memory domain {} is not an ib memory domain", md.name);
+        return Err(UCS_ERR_INVALID_PARAM);
+    };
+    if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
+        crate::error!("ud_verbs: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    if worker.async_ctx.is_null() {
+        crate::error!("ud_verbs: the worker has no async context");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    if worker.thread_mode == UCS_THREAD_MODE_MULTI {
+        crate::error!("ud_verbs: multi-threaded workers are not supported");
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    let ud = cfg.ud();
+    let p = ud.params()?;
+    ud.warn_small_rx_batch();
+    let ibc = cfg.ib();
+    ibc.check_pools()?;
+    let port = params.dev_name.rsplit_once(':').filter(|(d, _)| *d == ib.name).and_then(|(_, p)| p.parse::<u8>().ok());
+    let Some((port, info)) = port.and_then(|n| ib.ports.iter().find(|(q, _)| *q == n).copied()) else {
+        crate::error!("ud_verbs: no device {} on memory domain {}", params.dev_name, ib.name);
+        return Err(UCS_ERR_NO_DEVICE);
+    };
+    if let Some(why) = port_unusable(&ib.ctx, port, &info, 0) {
+        crate::error!("ud_verbs: {} is not usable: {}", params.dev_name, why);
+        return Err(UCS_ERR_NO_DEVICE);
+    }
+    if info.link_layer == LINK_LAYER_ETHERNET {
+        crate::error!("ud_verbs: {}: RoCE ports are not supported yet", params.dev_name);
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    let seg_size = super::release::seg_size(ud.seg_size(mtu_bytes(info.active_mtu)));
+    let io = |what: &str, e: crate::sys::verbs::Errno| {
+        crate::error!("ud_verbs: {} on {} failed: {}", what, params.dev_name, e);
+        UCS_ERR_IO_ERROR
+    };
+    let channel = CompChannel::create(&ib.ctx).map_err(|e| io("ibv_create_comp_channel", e))?;
+    set_nonblock(channel.fd());
+    let (tx_len, rx_len) = cfg.cq_lens();
+    let tx_cq = Cq::create(&ib.ctx, tx_len as i32, Some(&channel)).map_err(|e| io("ibv_create_cq(tx)", e))?;
+    let rx_cq = Cq::create(&ib.ctx, rx_len as i32, Some(&channel)).map_err(|e| io("ibv_create_cq(rx)", e))?;
+    let caps = QpCaps { max_send_wr: p.tx_qp_len, max_recv_wr: p.rx_queue_len, max_send_sge: ibc.tx_min_sge() + 1,
+                        max_recv_sge: 1, max_inline_data: ibc.tx_min_inline().min(u32::MAX as usize) as u32 };
+    let qp = Qp::create(&ib.pd, QPT_UD, &tx_cq, &rx_cq, None, caps, false).map_err(|e| io("ibv_create_qp(UD)", e))?;
+    if let Err(e) = qp_setup(&qp, port) {
+        crate::error!("ud_verbs: {}", e);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    let granted = qp.caps();
+    let zcopy_sge = (granted.max_send_sge as usize).saturating_sub(1).min(MAX_ZCOPY_SGE);
+    let gid = ib.ctx.query_gid(port, 0).map_err(|e| io("ibv_query_gid", e))?;
+    let mut prefix = [0u8; 8];
+    prefix.copy_from_slice(&gid[..8]);
+    let mut if_id = [0u8; 8];
+    if_id.copy_from_slice(&gid[8..]);
+    let dev_addr = IbDevAddr { lid: info.lid, subnet_prefix: prefix, if_id: ibc.force_global().then_some(if_id),
+                               path_mtu: info.active_mtu as u8, pkey: 0xffff, gid_index: None };
+    let rx_pool = Box::new(BufPool::new(&ib.pd, params.rx_headroom + 8, neth::GRH_LEN + seg_size,
+                                        p.rx_queue_len as usize, "ud receive buffers"));
+    let tx_pool = BufPool::new(&ib.pd, 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
+                               "ud send buffers");
+    let release = Box::new(RxRelease { base: uct_recv_desc_t { cb: Some(iface::release_rx_desc) },
+                                       pool: &*rx_pool, headroom: params.rx_headroom });
+    let hdr = IfaceHeader::new(md, worker, params, &ibc.base, super::internal());
+    let qpn = qp.qp_num();
+    let tl = UdIface {
+        qp, tx_cq, rx_cq, channel, rx_pool, tx_pool, release, md: ib, port, port_info: info,
+        max_inline: granted.max_inline_data as usize, zcopy_sge, seg_size, dev_addr, qpn,
+        rx_queue_len: p.rx_queue_len, rx_batch: ibc.rx_max_batch().clamp(1, 16), rx_max_poll: ibc.rx_max_poll(),
+        tx_max_poll: ibc.tx_max_poll(), p,
+        max_num_eps: iface::units(ibc.max_num_eps()),
+        rx_posted: Cell::new(0), tx_available: Cell::new(p.tx_qp_len as i32), tx_sn: Cell::new(0),
+        tx_done_sn: Cell::new(0), tx_unsignaled: Cell::new(0), ctl_out: RefCell::new(VecDeque::new()),
+        eps: RefCell::new(Vec::new()), ahs: RefCell::new(HashMap::new()), arb: RefCell::new(VecDeque::new()),
+        owed: RefCell::new(VecDeque::new()), conn: RefCell::new(HashMap::new()), polls: Cell::new(0),
+        rx_headroom: params.rx_headroom, async_timer: Cell::new(None), async_fd: Cell::new(None), async_cb: (params.async_event_cb,
+        params.async_event_arg), in_async: Cell::new(false), timeouts: RefCell::new(Vec::new()),
+        done: RefCell::new(Vec::new()),
+    };
+    iface::refill(&tl);
+    crate::debug!("ud_verbs: opened {} qpn 0x{:x} (inline {}, sge {}, lid {}, seg {})", params.dev_name, qpn,
+                  tl.max_inline, zcopy_sge, info.lid, seg_size);
+    let h = Iface::into_handle(hdr, tl);
+    // SAFETY: the handle was just made from an Iface<UdIface>.
+    let iface = unsafe { &*(h as *const Iface<UdIface>) };
+    super::timer::start(iface);
+    Ok(h)
+}
+
+/// Bandwidth (bytes/s) and base latency (s) of the port, as UCX models
+/// them, with ud's transport headers (DETH and the network header, 16
+/// bytes, below the larger RC headers the model counts).
+pub fn port_perf(info: &PortInfo, seg: usize) -> (f64, f64) {
+    let width = match info.active_width {
+        1 => 1.0,
+        2 => 4.0,
+        4 => 8.0,
+        8 => 12.0,
+        16 => 2.0,
+        _ => 1.0,
+    };
+    let (lat, rate, enc) = match info.active_speed {
+        2 => (2500e-9, 5.0e9, 0.8),
+        4 => (1300e-9, 10.0e9, 0.8),
+        8 => (700e-9, 10.3125e9, 64.0 / 66.0),
+        16 => (700e-9, 14.0625e9, 64.0 / 66.0),
+        32 => (600e-9, 25.78125e9, 64.0 / 66.0),
+        64 => (600e-9, 25.78125e9 * 2.0, 64.0 / 66.0),
+        128 => (600e-9, 100e9, 64.0 / 66.0),
+        _ => (5000e-9, 2.5e9, 0.8),
+    };
+    let wire = width * rate * enc / 8.0;
+    let mtu = mtu_bytes(info.active_mtu).min(seg) as f64;
+    // BTH 12, the larger extended header 16, ICRC 4, VCRC 2, delimiter 2,
+    // LRH 8.
+    let extra = (12 + 16 + 4 + 2 + 2 + 8) as f64;
+    (wire * mtu / (mtu + extra), lat)
+}
+
+pub fn query(s: &UdIface, a: &mut uct_iface_attr_t) {
+    let inl = s.max_inline;
+    let seg = s.seg_size;
+    let align_mtu = mtu_bytes(s.port_info.active_mtu);
+    a.cap.am.max_short = inl.saturating_sub(8);
+    a.cap.am.max_bcopy = super::release::payload_max(seg);
+    a.cap.am.min_zcopy = 0;
+    a.cap.am.max_zcopy = super::release::payload_max(seg);
+    a.cap.am.max_hdr = super::release::max_hdr(seg);
+    a.cap.am.max_iov = s.zcopy_sge;
+    a.cap.am.opt_zcopy_align = 512;
+    a.cap.am.align_mtu = align_mtu;
+    // Computed as the original does, but put_short is not offered.
+    a.cap.put.max_short = inl.saturating_sub(16);
+    a.cap.flags = UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_EP
+        | UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_EP_CHECK
+        | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_CB_ASYNC | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE
+        | super::release::EXTRA_CAP_FLAGS;
+    if a.cap.am.max_short > 0 {
+        a.cap.flags |= UCT_IFACE_FLAG_AM_SHORT;
+    }
+    a.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_ASYNC_CB;
+    a.device_addr_len = s.dev_addr.pack().len();
+    a.iface_addr_len = neth::IFACE_ADDR_LEN;
+    a.ep_addr_len = neth::EP_ADDR_LEN;
+    a.max_conn_priv = 0;
+    a.max_num_eps = s.max_num_eps;
+    a.dev_num_paths = 1;
+    let (bw, lat) = port_perf(&s.port_info, seg);
+    a.latency.c = lat + EXTRA_LATENCY;
+    a.latency.m = 0.0;
+    a.overhead = OVERHEAD;
+    a.bandwidth.shared = bw;
+    a.bandwidth.dedicated = 0.0;
+    a.priority = 0;
+}
+
+pub fn estimate_perf(iface: &Iface<UdIface>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+    let status = crate::core::iface::default_estimate_perf(iface, perf);
+    crate::core::release::perf_fill_extra(perf);
+    status
+}

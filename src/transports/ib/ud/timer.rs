@@ -1,0 +1,221 @@
+//! Time-driven work: the retransmission timers of the endpoints, swept
+//! from progress and from a libucs async timer on the worker's async
+//! context (so that a peer is acknowledged, asked for acks, and timed out
+//! even while the user does not progress).
+//!
+//! Locking: the async timer runs with the worker's async context blocked
+//! by libucs (a handler that cannot take it is deferred); every entry
+//! point of the transport holds the same block ([`Guard`]), so the
+//! interface state is never touched by two threads at once. The timer
+//! only posts packets and marks endpoints; user callbacks (completions,
+//! error handlers, AM handlers) run from progress only.
+
+use super::iface::UdIface;
+use super::proto;
+use super::xfer;
+use crate::abi::*;
+use crate::core::iface::Iface;
+use crate::ucs::async_block::{mode_of, AsyncBlock};
+use libc::{c_int, c_uint, c_void};
+
+/// The worker's async context blocked for the duration of an entry point.
+pub struct Guard(#[allow(dead_code)] Option<AsyncBlock>);
+
+pub fn guard(iface: &Iface<UdIface>) -> Guard {
+    Guard(AsyncBlock::new(iface.hdr.worker().async_ctx))
+}
+
+/// # Safety
+/// `arg` is the interface the timer was added for; the timer is removed
+/// (synchronously) before the interface is freed.
+unsafe extern "C" fn on_timer(_id: c_int, _events: c_uint, arg: *mut c_void) {
+    // SAFETY: see the function contract.
+    let iface = unsafe { &*(arg as *const Iface<UdIface>) };
+    sweep(iface, proto::now());
+    send_owed_all(iface);
+}
+
+/// The completion channel became readable (a solicited packet arrived
+/// while the user may not progress): acknowledge the events, re-arm, and
+/// tell the user through its async event callback.
+///
+/// # Safety
+/// As [`on_timer`].
+unsafe extern "C" fn on_event(_id: c_int, _events: c_uint, arg: *mut c_void) {
+    // SAFETY: see the function contract.
+    let iface = unsafe { &*(arg as *const Iface<UdIface>) };
+    let s = &iface.tl;
+    let (mut tx, mut rx) = (0, 0);
+    while let Ok(id) = s.channel.get_event() {
+        if id == s.tx_cq.id() {
+            tx += 1;
+        } else if id == s.rx_cq.id() {
+            rx += 1;
+        }
+    }
+    if tx > 0 {
+        s.tx_cq.ack_events(tx);
+    }
+    if rx > 0 {
+        s.rx_cq.ack_events(rx);
+    }
+    let _ = s.rx_cq.req_notify(true);
+    if let (Some(cb), arg) = s.async_cb {
+        // SAFETY: the user's callback with the argument it gave at open.
+        unsafe { cb(arg, 0) };
+    }
+}
+
+pub fn start(iface: &Iface<UdIface>) {
+    let ctx = iface.hdr.worker().async_ctx;
+    if let (Some(mode), Some(_)) = (mode_of(ctx), iface.tl.async_cb.0) {
+        let fd = iface.tl.channel.fd();
+        // SAFETY: the interface outlives the handler (removed in `stop`);
+        // the descriptor is the interface's completion channel.
+        let status = unsafe {
+            crate::ucs::ucs_async_set_event_handler(mode, fd, 1, Some(on_event), iface as *const _ as *mut c_void,
+                                                    ctx)
+        };
+        if status == UCS_OK {
+            iface.tl.async_fd.set(Some(fd));
+            let _ = iface.tl.rx_cq.req_notify(true);
+        } else {
+            crate::debug!("ud_verbs: ucs_async_set_event_handler failed ({})", status);
+        }
+    }
+    start_timer(iface);
+}
+
+fn start_timer(iface: &Iface<UdIface>) {
+    let ctx = iface.hdr.worker().async_ctx;
+    let Some(mode) = mode_of(ctx) else {
+        crate::debug!("ud_verbs: no usable async context: timers run from progress only");
+        return;
+    };
+    // SAFETY: a plain libucs query.
+    let ticks = (iface.tl.p.async_tick * unsafe { crate::ucs::ucs_get_cpu_clocks_per_sec() }) as u64;
+    let mut id: c_int = -1;
+    // SAFETY: the interface outlives the timer (removed in `stop`).
+    let status = unsafe {
+        crate::ucs::ucs_async_add_timer(mode, ticks.max(1), Some(on_timer), iface as *const _ as *mut c_void, ctx,
+                                        &mut id)
+    };
+    if status != UCS_OK {
+        crate::debug!("ud_verbs: ucs_async_add_timer failed ({}): timers run from progress only", status);
+        return;
+    }
+    iface.tl.async_timer.set(Some(id));
+}
+
+pub fn stop(iface: &Iface<UdIface>) {
+    if let Some(fd) = iface.tl.async_fd.take() {
+        // SAFETY: our handler; sync waits for a running callback.
+        unsafe { crate::ucs::ucs_async_remove_handler(fd, 1) };
+    }
+    if let Some(id) = iface.tl.async_timer.take() {
+        // SAFETY: our timer; sync waits for a running callback.
+        unsafe { crate::ucs::ucs_async_remove_handler(id, 1) };
+    }
+}
+
+/// Run every endpoint's retransmission timer; drop closed endpoints whose
+/// linger time is over.
+pub fn sweep(iface: &Iface<UdIface>, t: f64) {
+    let s = &iface.tl;
+    let eps: Vec<_> = s.eps.borrow().iter().flatten().cloned().collect();
+    for ep in eps {
+        let mut st = ep.borrow_mut();
+        proto::check_timer(iface, &mut st, t);
+        if let Some(c) = st.closed_at {
+            if st.window.is_empty() && t - c > s.p.linger_timeout {
+                let id = st.id;
+                drop(st);
+                forget(s, id);
+            }
+        }
+    }
+}
+
+/// Remove an endpoint from the table and from connection matching.
+pub fn forget(s: &UdIface, id: u32) {
+    s.remove_ep(id);
+    for e in s.conn.borrow_mut().values_mut() {
+        e.eps.retain(|_, v| *v != id);
+    }
+}
+
+/// Send the control packets endpoints owe (requests, replies, acks).
+pub fn send_owed_all(iface: &Iface<UdIface>) {
+    let s = &iface.tl;
+    let n = s.owed.borrow().len();
+    for _ in 0..n {
+        let Some(id) = s.owed.borrow_mut().pop_front() else { break };
+        let Some(ep) = s.ep(id) else { continue };
+        let mut st = ep.borrow_mut();
+        st.owed_queued = false;
+        let mut ok = true;
+        if st.owed.creq && !st.connected() {
+            ok &= super::conn::send_creq(s, &mut st).is_ok();
+        }
+        if ok && st.owed.crep {
+            ok &= super::conn::send_crep(s, &mut st).is_ok();
+        }
+        if ok {
+            ok &= proto::send_owed(s, &mut st);
+        }
+        if !ok {
+            s.queue_owed(&mut st);
+        }
+    }
+}
+
+/// Report the endpoints whose peer timed out (from progress).
+pub fn report_timeouts(iface: &Iface<UdIface>) {
+    let s = &iface.tl;
+    let ids: Vec<u32> = std::mem::take(&mut *s.timeouts.borrow_mut());
+    for id in ids {
+        let Some(ep) = s.ep(id) else { continue };
+        let (handle, private, closed) = {
+            let st = ep.borrow();
+            (st.ep, st.private, st.closed_at.is_some())
+        };
+        if closed || (private && handle.is_null()) {
+            crate::debug!("ud_verbs: ep {} timed out after close", id);
+            continue;
+        }
+        if handle.is_null() {
+            continue;
+        }
+        if iface.hdr.err_handler.is_none() {
+            crate::error!("ud_verbs: ep {:p}: the peer did not acknowledge for {:.1} s; no error handler, \
+                           the endpoint fails", handle, s.p.peer_timeout);
+            continue;
+        }
+        crate::debug!("ud_verbs: ep {:p}: timeout of {:.1} s", handle, s.p.peer_timeout);
+        iface.hdr.schedule_ep_err_status(handle, UCS_ERR_ENDPOINT_TIMEOUT);
+    }
+}
+
+/// `iface_progress`.
+pub fn progress(iface: &Iface<UdIface>) -> u32 {
+    let s = &iface.tl;
+    let mut count = super::iface::rx_progress(iface, s.rx_max_poll as usize);
+    if count == 0 {
+        count += super::iface::tx_progress(iface);
+    }
+    send_owed_all(iface);
+    let polls = s.polls.get().wrapping_add(1);
+    s.polls.set(polls);
+    if count == 0 || polls % 16 == 0 {
+        sweep(iface, proto::now());
+        send_owed_all(iface);
+    }
+    if !s.timeouts.borrow().is_empty() {
+        report_timeouts(iface);
+    }
+    if !s.arb.borrow().is_empty() {
+        xfer::dispatch_pending(iface);
+    }
+    proto::run_done(s);
+    count
+}
