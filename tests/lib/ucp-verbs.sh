@@ -21,6 +21,10 @@
 #                           with the device visible (tests/softrdma/run.sh)
 #   ucpv_lanes FILE...      the ep_cfg lines of an info log (UCX_LOG_LEVEL=
 #                           info), without time and pid, sorted
+#   ucpv_string_in SIZE FILE [END], ucpv_string_count SIZE FILE END
+#                           the examples' string (test_string) in FILE
+#   ucpv_prog_pid PID NAME, ucpv_stop PID NAME [SIG]
+#                           the program below run_watch/run.sh; stop it
 #   ucpv_end                the registry empty, nothing left in /dev/shm; finish
 #   ucpv_record LINE        appends LINE to $UCPV_RECORD when that is set
 #                           (how tests/softrdma/expected/ucp-verbs.c-original.txt
@@ -111,15 +115,80 @@ ucpv_system_only() {
     fi
 }
 
+# ucpv_prog_pid PID NAME: the process called NAME below PID (run_watch,
+# run.sh, unshare, the program): signals meant for the program go to it, so
+# that run.sh outlives it and tidies the registry (run_watch, stopped, would
+# SIGKILL the whole group)
+_ucpv_descendants() {
+    local c
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        echo "$c"
+        _ucpv_descendants "$c"
+    done
+}
+ucpv_prog_pid() {
+    local c comm=${2:0:15}
+    for c in $(_ucpv_descendants "$1"); do
+        [ "$(cat /proc/"$c"/comm 2>/dev/null)" = "$comm" ] && { echo "$c"; return; }
+    done
+}
+
+# ucpv_stop PID NAME [SIG]: SIG (TERM) to the program NAME below PID (to PID
+# when it is not found), then wait for PID, 10 s at most (then SIGKILL)
+ucpv_stop() {
+    local pid=$1 prog sig=${3:-TERM}
+    prog=$(ucpv_prog_pid "$pid" "$2")
+    kill -"$sig" "${prog:-$pid}" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+}
+
 # ucpv_end: the registry directory is empty (then removed) and no /dev/shm
-# file or SysV segment is left over; the summary
+# file or SysV segment is left over (removed unless SHM_KEEP_LEFTOVERS=1);
+# the summary
 ucpv_end() {
+    # users killed on a timeout (run_watch SIGKILLs run.sh too) are reaped
+    # as the next run.sh would
+    "$SOFTRDMA_BUILD/softrdma-gc" "$SOFTRDMA_BUILD/libsoftrdma-rdmav34.so" >/dev/null 2>&1
     if shm_dir_empty; then
         pass "the device's registry directory is empty at the end"
     else
         fail "the device's registry directory is empty at the end" "left: $(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
     fi
     rm -rf "$SOFTRDMA_SHM_DIR"
-    shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before"
+    # directories are left out: other suites running beside this one make
+    # their private registry directories there (this suite's own is gone)
+    local left path
+    left=$(shm_leftovers "$T_WORK/shm.before" | while read -r kind path; do
+        path=${path%% (*}
+        [ "$kind" = file ] && [ -d "$path" ] && continue
+        echo "$kind $path"
+    done)
+    if [ -z "$left" ]; then
+        pass "no /dev/shm file or SysV segment left over"
+    else
+        fail "no /dev/shm file or SysV segment left over" "$(printf '%s\n' "$left" | wc -l) new leftover(s)"
+        printf '%s\n' "$left" | sed 's/^/      leftover: /'
+        [ "${SHM_KEEP_LEFTOVERS:-0}" = 1 ] || shm_remove "$left"
+    fi
     finish
+}
+
+# ucpv_string_in SIZE FILE [END]: true when a line of FILE is exactly the
+# examples' string for SIZE ('A' + i % 26, SIZE - 1 letters) followed by END
+# (test_string, written once per size and linear: a megabyte is common here)
+ucpv_string_in() {
+    local size=$1 file=$2 end=${3:-} want
+    want=$T_WORK/want.$size${end:+.e}
+    [ -f "$want" ] || awk -v n="$size" -v end="$end" \
+        'BEGIN { for (i = 0; i < n - 1; i++) printf "%c", 65 + i % 26; print end }' >"$want"
+    awk -v n=$((size - 1 + ${#end})) 'length($0) == n' "$file" | grep -a -qxFf "$want"
+}
+
+# ucpv_string_count SIZE FILE END: how many lines of FILE are that string
+ucpv_string_count() {
+    local size=$1 file=$2 end=${3:-}
+    ucpv_string_in "$size" /dev/null "$end"
+    awk -v n=$((size - 1 + ${#end})) 'length($0) == n' "$file" | grep -a -cxFf "$T_WORK/want.$size${end:+.e}"
 }
