@@ -11,9 +11,15 @@
 #   modes     tag read+write 1 B-300 KB; AM read+write 1 B-300 KB;
 #             tag -z window 8 1 KB-1 MB; AM -z write 1 B-1 MB in 64 KB chunks
 #   -i        ITERS (200; UCPV_FULL=1: 1000)
+#   tiers     CI: the AM read+write mode only over rc_verbs,ud_verbs (on the
+#             original it gives up after some 50 s over ud_verbs: its
+#             libucp hands ud_verbs active messages over the transport's
+#             limits, "Invalid am_short length: 280 (expected: <= 64)");
+#             UCPV_FULL=1: every mode over every set
 #
 # A case passes as on the original: the client exits 0 with "Client exit
-# with status 'OK'", the server is still serving at the end and exits 0 on
+# with status 'OK'" and without giving up on the server's replies (it
+# says OK after "timeout waiting for N replies ... disconnecting" too), the server is still serving at the end and exits 0 on
 # SIGINT (sent to io_demo itself, below run.sh); the lanes (info log) are
 # the original's.  Each case runs on the original first; LIBDIR may print
 # no UCX warning or error line the original does not.
@@ -76,6 +82,10 @@ run_case() {
         case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
     elif ! grep -a -q "Client exit with status 'OK'" "$T_WORK/cli.out"; then
         R_WHY="the client did not report status OK: $(tail -n 1 "$T_WORK/cli.out")"
+    elif grep -a -q 'timeout waiting for .* replies\|disconnecting .* due to' "$T_WORK/cli.out"; then
+        # it still says OK when it gave up waiting for the server's replies
+        R_WHY="the client gave up: $(grep -a -m 1 'disconnecting .* due to\|timeout waiting for .* replies' "$T_WORK/cli.out" |
+            sed -E 's/^\[[0-9.]+\] \[DEMO\] //; s/0x[0-9a-f]+/0xX/; s/127\.0\.0\.1:[0-9]+/127.0.0.1:PORT/')"
     elif [ -n "$srv" ]; then
         R_WHY="$srv: $(grep -a -h -m 1 'Assert\|ERROR\|signal' "$T_WORK/srv.out" | head -n 1)"
         R_BAD=1
@@ -116,6 +126,7 @@ modes=(
 for set in $UCPV_SETS; do
     tls=$set,tcp
     for m in "${modes[@]}"; do
+        [ "$m" = "${modes[1]}" ] && [ "$set" != rc_verbs,ud_verbs ] && ! ucpv_full && continue
         # shellcheck disable=SC2086 # the mode is a list of options
         ab "io_demo UCX_TLS=$tls $m -i $ITERS" "$tls" $m
     done
