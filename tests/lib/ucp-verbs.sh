@@ -26,9 +26,11 @@
 #   ucpv_prog_pid PID NAME, ucpv_stop PID NAME [SIG]
 #                           the program below run_watch/run.sh; stop it
 #   ucpv_end                the registry empty, nothing left in /dev/shm; finish
-#   ucpv_record LINE        appends LINE to $UCPV_RECORD when that is set
-#                           (how tests/softrdma/expected/ucp-verbs.c-original.txt
-#                           is made: UCPV_RECORD=FILE with no LIBDIR)
+#   ucpv_record LINE        appends LINE to $UCPV_RECORD when that is set (a
+#                           sanity run, no LIBDIR, records the original's
+#                           result per case there: UCPV_RECORD=FILE;
+#                           tests/softrdma/expected/ucp-verbs.c-original.txt
+#                           holds such results)
 #
 # PAIR_TIMEOUT defaults to 45 s here: every case is short, a hang is found
 # sooner.
