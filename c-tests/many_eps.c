@@ -65,6 +65,7 @@ static char g_role = 0;
 static int g_eps = 256;
 static int g_msgs = 8;
 static int g_timeout = 90;
+static int g_idle_ms;    /* -I: side b sleeps this long without progress before it sends */
 
 static ucs_async_context_t *g_async;
 static uct_worker_h g_worker;
@@ -480,7 +481,7 @@ static void flush_all(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: many_eps --role a|b --dir DIR [-t TL] [-m ep|iface] [-n EPS] "
-                    "[-k MSGS] [-d DEV] [-T SECONDS]\n");
+                    "[-k MSGS] [-d DEV] [-T SECONDS] [-I IDLE_MS]\n");
     exit(2);
 }
 
@@ -498,7 +499,7 @@ int main(int argc, char **argv)
     uint32_t h[4];
     size_t plen;
 
-    while ((c = getopt_long(argc, argv, "t:m:n:k:d:T:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:m:n:k:d:T:I:", opts, NULL)) != -1) {
         switch (c) {
         case 'r': g_role = optarg[0]; break;
         case 'D': g_dir = optarg; break;
@@ -508,6 +509,7 @@ int main(int argc, char **argv)
         case 'k': g_msgs = atoi(optarg); break;
         case 'd': g_dev = optarg; break;
         case 'T': g_timeout = atoi(optarg); break;
+        case 'I': g_idle_ms = atoi(optarg); break;
         default: usage();
         }
     }
@@ -573,9 +575,20 @@ int main(int argc, char **argv)
     snprintf(peer_name, sizeof(peer_name), "%c.conn", g_role == 'a' ? 'b' : 'a');
     free(wait_file(peer_name, NULL, "waiting for the peer to connect"));
 
+    if (g_idle_ms > 0 && g_role == 'b') {
+        /* an idle peer: only the transport's own async context runs here
+         * while side a sends and flushes (a reliable protocol over UD must
+         * still acknowledge, or a's flush stalls and a's peer times out) */
+        usleep((useconds_t)g_idle_ms * 1000);
+    }
     if (sender) {
+        int64_t t0 = now_ms();
+
         send_all();
         flush_all();
+        if (g_idle_ms > 0) {
+            printf("# flush done after %lld ms (peer idle %d ms)\n", (long long)(now_ms() - t0), g_idle_ms);
+        }
     }
     want = receiver ? (long)g_eps * g_msgs : 0;
     while (g_received < want) {

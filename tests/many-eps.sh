@@ -48,13 +48,20 @@ OURS=$UCT_LIBDIR
 # row A_LIB B_LIB TL MODE OUTPREFIX: runs both sides; prints "ok" or the
 # reasons; the outputs stay in OUTPREFIX.a / OUTPREFIX.b
 row() {
-    local alib=$1 blib=$2 tl=$3 mode=$4 out=$5 d pa ra rb
+    local alib=$1 blib=$2 tl=$3 mode=$4 out=$5 d pa ra rb n=$N extra=()
+    # MODE "ep-idle": 4 endpoints, side b idle (no progress) for 3 s while a
+    # sends and flushes, with a 1 s ud peer timeout: only b's async context
+    # can acknowledge
+    if [ "$mode" = ep-idle ]; then
+        mode=ep n=4 extra=(-I 3000)
+        set -- "$@" UCX_UD_VERBS_TIMEOUT=1s
+    fi
     d=$(mktemp -d "$T_WORK/x.XXXXXX")
-    timeout -k 5 90 "$SR/run.sh" env $(lib_env "$alib") "$T_WORK/many_eps" --role a --dir "$d" \
-        -t "$tl" -m "$mode" -n "$N" -k "$K" -T 60 > "$out.a" 2>&1 &
+    timeout -k 5 90 "$SR/run.sh" env $(lib_env "$alib") "${@:6}" "$T_WORK/many_eps" --role a --dir "$d" \
+        -t "$tl" -m "$mode" -n "$n" -k "$K" -T 60 "${extra[@]}" > "$out.a" 2>&1 &
     pa=$!
-    timeout -k 5 90 "$SR/run.sh" env $(lib_env "$blib") "$T_WORK/many_eps" --role b --dir "$d" \
-        -t "$tl" -m "$mode" -n "$N" -k "$K" -T 60 > "$out.b" 2>&1
+    timeout -k 5 90 "$SR/run.sh" env $(lib_env "$blib") "${@:6}" "$T_WORK/many_eps" --role b --dir "$d" \
+        -t "$tl" -m "$mode" -n "$n" -k "$K" -T 60 "${extra[@]}" > "$out.b" 2>&1
     rb=$?
     wait "$pa"
     ra=$?
@@ -80,14 +87,16 @@ memline() { # OUTFILE LABEL
     sed -n "s/^# mem\/ep \(.*\)$/# mem\/ep $2: \1/p" "$1"
 }
 
-rows="ud_verbs:ep ud_verbs:iface rc_verbs:ep"
+rows="ud_verbs:ep ud_verbs:iface rc_verbs:ep ud_verbs:ep-idle"
 for r in $rows; do
     tl=${r%%:*}
     mode=${r#*:}
     name="$tl connect to $mode, $N endpoints x $K messages"
+    [ "$mode" = ep-idle ] && name="$tl connect to ep, 4 endpoints, the receiver idle 3 s (1 s peer timeout)"
     o=$(row "" "" "$tl" "$mode" "$T_WORK/orig-$tl-$mode")
     memline "$T_WORK/orig-$tl-$mode.a" "original"
     memline "$T_WORK/orig-$tl-$mode.b" "original"
+    grep -h '^# flush done' "$T_WORK/orig-$tl-$mode.a" | sed 's/^# /# original: /'
     if [ -z "$OURS" ]; then
         if [ "$o" = ok ]; then pass "original: $name"; else fail "original: $name" "$o"; fi
         continue

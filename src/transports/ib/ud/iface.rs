@@ -100,6 +100,12 @@ pub struct UdIface {
     pub timeouts: RefCell<Vec<u32>>,
     /// User completions due, called once no endpoint state is borrowed.
     pub done: RefCell<Vec<(crate::core::ops::Completion, ucs_status_t)>>,
+    /// Active messages received by the async timer, in arrival order,
+    /// delivered by the next progress: (buffer, length after the network
+    /// header, AM id).
+    pub rx_queued: RefCell<VecDeque<(Buf, usize, u8)>>,
+    /// Most receive completions one async timer run polls.
+    pub rx_async_max_poll: u32,
 }
 
 pub fn units(v: libc::c_ulong) -> usize {
@@ -376,18 +382,47 @@ fn rx_packet(iface: &Iface<UdIface>, b: Buf, len: usize) -> bool {
         }
         n.am_id()
     };
+    if s.in_async.get() {
+        // The user's handlers run from its own progress: keep the packet
+        // (it is already acknowledged and in order) for the next progress.
+        s.rx_queued.borrow_mut().push_back((b, len - neth::NETH_LEN, deliver));
+        return true;
+    }
+    deliver_am(iface, b, len - neth::NETH_LEN, deliver)
+}
+
+/// Hand one active message (`len` bytes after the network header of
+/// buffer `b`) to its handler. Returns whether the handler kept the buffer.
+fn deliver_am(iface: &Iface<UdIface>, b: Buf, len: usize, id: u8) -> bool {
+    let s = &iface.tl;
     let data = b.addr.wrapping_add(RX_DATA);
-    // SAFETY: `len - 8` bytes of AM data follow the network header, with
-    // our headroom before them; they live until released.
-    let status = unsafe {
-        iface.hdr.invoke_am_raw(deliver, data as *mut c_void, len - neth::NETH_LEN, UCT_CB_PARAM_FLAG_DESC)
-    };
+    // SAFETY: `len` bytes of AM data follow the network header, with our
+    // headroom before them; they live until released.
+    let status = unsafe { iface.hdr.invoke_am_raw(id, data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
     if status == UCS_INPROGRESS {
         // SAFETY: the 8 bytes before the headroom are ours (pool lead + GRH).
         unsafe { release_slot(data, s.rx_headroom).write_unaligned(&s.release.base) };
         return true;
     }
     false
+}
+
+/// Deliver up to `max` active messages the async timer received, oldest
+/// first. Returns how many were delivered.
+pub fn rx_queued_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
+    let s = &iface.tl;
+    let mut n = 0;
+    while n < max {
+        let Some((b, len, id)) = s.rx_queued.borrow_mut().pop_front() else { break };
+        if !deliver_am(iface, b, len, id) {
+            s.rx_pool.put(b);
+        }
+        n += 1;
+    }
+    if n > 0 {
+        refill(s);
+    }
+    n as u32
 }
 
 fn wc_status_str(status: u32) -> String {
@@ -480,6 +515,10 @@ pub fn close(iface: &mut Iface<UdIface>) {
     for ep in eps {
         super::proto::purge(s, &mut ep.borrow_mut(), UCS_ERR_CANCELED);
     }
+    let queued: Vec<(Buf, usize, u8)> = s.rx_queued.borrow_mut().drain(..).collect();
+    for (b, _, _) in queued {
+        s.rx_pool.put(b);
+    }
     let out: Vec<(u64, Buf)> = s.ctl_out.borrow_mut().drain(..).collect();
     for (_, b) in out {
         s.tx_pool.put(b);
@@ -515,7 +554,8 @@ pub fn event_arm(iface: &Iface<UdIface>, events: u32) -> ucs_status_t {
     if rx_ev > 0 {
         s.rx_cq.ack_events(rx_ev);
     }
-    if tx_ev + rx_ev > 0 || !s.done.borrow().is_empty() || !s.owed.borrow().is_empty() {
+    if tx_ev + rx_ev > 0 || !s.done.borrow().is_empty() || !s.owed.borrow().is_empty()
+        || !s.rx_queued.borrow().is_empty() || !s.timeouts.borrow().is_empty() {
         return UCS_ERR_BUSY;
     }
     if events & UCT_EVENT_SEND_COMP != 0 {

@@ -179,6 +179,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         owed: RefCell::new(VecDeque::new()), conn: RefCell::new(HashMap::new()), polls: Cell::new(0),
         rx_headroom: params.rx_headroom, async_timer: Cell::new(None), async_fd: Cell::new(None), async_cb: (params.async_event_cb,
         params.async_event_arg), in_async: Cell::new(false), timeouts: RefCell::new(Vec::new()),
+        rx_queued: RefCell::new(VecDeque::new()), rx_async_max_poll: p.rx_async_max_poll.clamp(1, 64),
         done: RefCell::new(Vec::new()),
     };
     iface::refill(&tl);

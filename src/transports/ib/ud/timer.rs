@@ -31,6 +31,18 @@ pub fn guard(iface: &Iface<UdIface>) -> Guard {
 unsafe extern "C" fn on_timer(_id: c_int, _events: c_uint, arg: *mut c_void) {
     // SAFETY: see the function contract.
     let iface = unsafe { &*(arg as *const Iface<UdIface>) };
+    async_progress(iface);
+}
+
+/// The async side's share of progress, while the user may not progress:
+/// receive (acknowledging the peer and keeping active messages for the
+/// user's next progress), reap send completions, run the timers.
+fn async_progress(iface: &Iface<UdIface>) {
+    let s = &iface.tl;
+    s.in_async.set(true);
+    super::iface::rx_progress(iface, s.rx_async_max_poll as usize);
+    super::iface::tx_progress(iface);
+    s.in_async.set(false);
     sweep(iface, proto::now());
     send_owed_all(iface);
 }
@@ -199,7 +211,11 @@ pub fn report_timeouts(iface: &Iface<UdIface>) {
 /// `iface_progress`.
 pub fn progress(iface: &Iface<UdIface>) -> u32 {
     let s = &iface.tl;
-    let mut count = super::iface::rx_progress(iface, s.rx_max_poll as usize);
+    let mut count = if s.rx_queued.borrow().is_empty() {
+        super::iface::rx_progress(iface, s.rx_max_poll as usize)
+    } else {
+        super::iface::rx_queued_progress(iface, s.rx_max_poll as usize)
+    };
     if count == 0 {
         count += super::iface::tx_progress(iface);
     }
