@@ -145,7 +145,9 @@ judge() {
 }
 # ab LABEL ONLY MIXED [VAR=VALUE...]: the rows matching ONLY on the
 # original, then on LIBDIR both sides, then (MIXED=mixed) C server +
-# LIBDIR client and LIBDIR server + C client; MIXED=srvC: that direction only
+# LIBDIR client and LIBDIR server + C client; MIXED=srvC: that direction
+# only; MIXED=mixonly: both mixed directions, not LIBDIR<->LIBDIR (rows an
+# earlier call ran)
 ab() {
     local label=$1 only=$2 mixed=$3 tag
     shift 3
@@ -157,15 +159,17 @@ ab() {
         fail "$label: LIBDIR" "no ud_verbs"
         return
     fi
-    matrix "$T_WORK/$tag-l.txt" "$OURS" "$OURS" SOFTRDMA_ONLY="$only" "$@"
-    judge "$T_WORK/$tag-o.txt" "$T_WORK/$tag-l.txt" "$label, LIBDIR<->LIBDIR" "$label"
+    if [ "$mixed" != mixonly ]; then
+        matrix "$T_WORK/$tag-l.txt" "$OURS" "$OURS" SOFTRDMA_ONLY="$only" "$@"
+        judge "$T_WORK/$tag-o.txt" "$T_WORK/$tag-l.txt" "$label, LIBDIR<->LIBDIR" "$label"
+    fi
     case $mixed in
-    mixed|srvC)
+    mixed|mixonly|srvC)
         matrix "$T_WORK/$tag-sc.txt" "" "$OURS" SOFTRDMA_ONLY="$only" "$@"
         judge "$T_WORK/$tag-o.txt" "$T_WORK/$tag-sc.txt" "$label, server C, client LIBDIR" "$label" ;;
     esac
     case $mixed in
-    mixed)
+    mixed|mixonly)
         matrix "$T_WORK/$tag-sl.txt" "$OURS" "" SOFTRDMA_ONLY="$only" "$@"
         judge "$T_WORK/$tag-o.txt" "$T_WORK/$tag-sl.txt" "$label, server LIBDIR, client C" "$label" ;;
     esac
@@ -186,7 +190,7 @@ if [ -n "$FULL" ]; then
     ab "perftest ud_verbs" "$ONLY" mixed SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
 else
     ab "perftest ud_verbs" "$ONLY" no SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
-    ab "perftest ud_verbs mixed" "$MIX_ONLY" mixed SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
+    ab "perftest ud_verbs mixed" "$MIX_ONLY" mixonly SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
 fi
 
 # lossy rows: only the sizes the original takes
