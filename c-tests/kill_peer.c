@@ -4,7 +4,7 @@
  *
  *   kill_peer -t TL [-d DEV] [-m short|bcopy|put] [-v sender|receiver]
  *             [-c check|peercheck|none] [-n MSGS] [-s SIZE] [-T SECONDS]
- *             [-i CHECK_MS] [-z REAP_DELAY_MS]
+ *             [-i CHECK_MS] [-z REAP_DELAY_MS] [-W WITNESS_MSGS]
  *
  * Three processes: this controller forks a receiver and a sender.  The two
  * children open TL/DEV with an error handler (UCT_IFACE_PARAM_FIELD_ERR_
@@ -37,6 +37,14 @@
  * survivor hung, 3 the survivor crashed (or exited oddly), 4 setup failed
  * (e.g. no such transport; both children exited cleanly before the kill),
  * 5 usage or controller error.
+ *
+ * -W N (AM modes only): a fourth process, the witness, is a second live peer
+ * of the survivor: the survivor connects an endpoint to it (over a second
+ * socketpair) before the stream starts, and once it has noticed the kill
+ * (or given up) sends N AM messages to the witness on that endpoint; the
+ * witness counts them.  Reported: "witness rx=.. want=.. sent=.. ok=0|1
+ * err_calls=.. handler_wep_calls=..": the messages must all arrive and
+ * neither the witness nor the survivor's endpoint to it may see an error.
  *
  * Only anonymous shared memory (MAP_SHARED|MAP_ANONYMOUS, created before
  * fork) is used between the controller and its children, so any /dev/shm
@@ -76,9 +84,9 @@ static const char *mode_names[] = { "short", "bcopy", "put" };
 
 /* Controller <-> children, in anonymous shared memory. */
 typedef struct {
-    volatile int      connected[2];   /* 0 receiver, 1 sender */
-    volatile int      setup_failed[2];
-    char              setup_msg[2][200];
+    volatile int      connected[3];   /* 0 receiver, 1 sender, 2 witness */
+    volatile int      setup_failed[3];
+    char              setup_msg[3][200];
     volatile uint64_t rx_count;
     volatile uint64_t tx_count;
     volatile uint64_t tx_no_resource;
@@ -96,6 +104,12 @@ typedef struct {
     volatile int      check_ret;      /* last uct_ep_check return value */
     volatile int      teardown_done;
     volatile int      put_comp_status; /* first failed put completion */
+    /* the witness (-W) */
+    volatile uint64_t witness_rx;      /* counted by the witness */
+    volatile uint64_t witness_sent;    /* by the survivor, after the kill */
+    volatile int      witness_err_calls; /* the witness's error handler */
+    volatile int      handler_wep_calls; /* survivor's handler, witness ep */
+    volatile int      witness_stop;
 } shared_t;
 
 static struct {
@@ -109,13 +123,16 @@ static struct {
     double      timeout;
     int         check_ms;
     int         reap_delay_ms;
-} opt = { NULL, "memory", MODE_BCOPY, 1, "check", 2000, 0, 10.0, 10, 0 };
+    uint64_t    witness_msgs;
+} opt = { NULL, "memory", MODE_BCOPY, 1, "check", 2000, 0, 10.0, 10, 0, 0 };
 
 static shared_t *sh;
 
 /* child state */
-static int         g_role;      /* 0 receiver, 1 sender */
+static int         g_role;      /* 0 receiver, 1 sender, 2 witness */
 static uct_ep_h    g_ep;
+static uct_ep_h    g_wep;       /* the survivor's endpoint to the witness */
+static int         g_wfd = -1;  /* survivor <-> witness socket */
 static volatile int g_err_fired;
 static volatile int g_put_done;    /* put completion callback ran */
 static volatile int g_put_status;
@@ -147,6 +164,10 @@ static void setup_fail(const char *fmt, const char *arg, ucs_status_t st)
 static ucs_status_t err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
 {
     (void)arg;
+    if ((ep == g_wep) && (g_wep != NULL)) {
+        sh->handler_wep_calls++;
+        return UCS_OK;
+    }
     sh->handler_calls++;
     if (!g_err_fired) {
         g_err_fired       = 1;
@@ -164,6 +185,22 @@ static ucs_status_t am_handler(void *arg, void *data, size_t length,
 {
     (void)arg; (void)data; (void)length; (void)flags;
     sh->rx_count++;
+    return UCS_OK;
+}
+
+static ucs_status_t witness_err_handler(void *arg, uct_ep_h ep,
+                                        ucs_status_t status)
+{
+    (void)arg; (void)ep; (void)status;
+    sh->witness_err_calls++;
+    return UCS_OK;
+}
+
+static ucs_status_t witness_am_handler(void *arg, void *data, size_t length,
+                                       unsigned flags)
+{
+    (void)arg; (void)data; (void)length; (void)flags;
+    sh->witness_rx++;
     return UCS_OK;
 }
 
@@ -286,6 +323,104 @@ static ucs_status_t open_md(uct_component_h *cmpt_p, uct_md_h *md_p)
     return found ? UCS_OK : UCS_ERR_NO_DEVICE;
 }
 
+/* the witness link: swap addresses over fd, create (and, endpoint to
+ * endpoint, connect) an endpoint to the peer, then a barrier */
+static ucs_status_t connect_peer(int fd, uct_iface_h iface,
+                                 const uct_iface_attr_t *attr, int to_ep,
+                                 uct_ep_h *ep_p)
+{
+    void *dev = calloc(1, attr->device_addr_len + 1);
+    void *ifa = calloc(1, attr->iface_addr_len + 1);
+    void *epa = calloc(1, attr->ep_addr_len + 1);
+    void *pdev = NULL, *pifa = NULL, *pepa = NULL;
+    uct_ep_params_t ep_params;
+    ucs_status_t st = UCS_ERR_IO_ERROR;
+    char sync = 'w';
+
+    *ep_p = NULL;
+    if (dev == NULL || ifa == NULL || epa == NULL ||
+        uct_iface_get_device_address(iface, dev) != UCS_OK ||
+        uct_iface_get_address(iface, ifa) != UCS_OK ||
+        (pdev = swap_blob(fd, dev, attr->device_addr_len)) == NULL ||
+        (pifa = swap_blob(fd, ifa, attr->iface_addr_len)) == NULL) {
+        goto out;
+    }
+    if (!uct_iface_is_reachable(iface, pdev, pifa)) {
+        st = UCS_ERR_UNREACHABLE;
+        goto out;
+    }
+    memset(&ep_params, 0, sizeof(ep_params));
+    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    ep_params.iface      = iface;
+    if (!to_ep) {
+        ep_params.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.dev_addr    = pdev;
+        ep_params.iface_addr  = pifa;
+    }
+    st = uct_ep_create(&ep_params, ep_p);
+    if (st != UCS_OK) {
+        *ep_p = NULL;
+        goto out;
+    }
+    if (to_ep) {
+        st = uct_ep_get_address(*ep_p, epa);
+        if (st != UCS_OK) {
+            goto out;
+        }
+        pepa = swap_blob(fd, epa, attr->ep_addr_len);
+        if (pepa == NULL) {
+            st = UCS_ERR_IO_ERROR;
+            goto out;
+        }
+        st = uct_ep_connect_to_ep(*ep_p, pdev, pepa);
+        if (st != UCS_OK) {
+            goto out;
+        }
+    }
+    st = (xfer(fd, &sync, 1, 1) || xfer(fd, &sync, 1, 0)) ? UCS_ERR_IO_ERROR :
+                                                            UCS_OK;
+out:
+    free(dev);
+    free(ifa);
+    free(epa);
+    free(pdev);
+    free(pifa);
+    free(pepa);
+    return st;
+}
+
+/* the survivor, after the kill: opt.witness_msgs AM messages to the
+ * witness on its other endpoint, within 10 seconds */
+static void witness_phase(uct_worker_h worker, const char *payload)
+{
+    int64_t deadline = now_ns() + 10LL * 1000000000LL;
+    uint64_t seq = 0;
+    ucs_status_t st;
+    ssize_t r;
+    int i;
+
+    while ((sh->witness_rx < opt.witness_msgs) && (now_ns() < deadline)) {
+        if (seq < opt.witness_msgs) {
+            if (opt.mode == MODE_BCOPY) {
+                r  = uct_ep_am_bcopy(g_wep, AM_ID, pack_cb, (void*)payload, 0);
+                st = (r >= 0) ? UCS_OK : (ucs_status_t)r;
+            } else {
+                st = uct_ep_am_short(g_wep, AM_ID, seq, payload + 8,
+                                     (unsigned)(opt.size - 8));
+            }
+            if (st == UCS_OK) {
+                sh->witness_sent = ++seq;
+            }
+        }
+        uct_worker_progress(worker);
+    }
+    /* let the last acknowledgements and a late error handler through */
+    for (i = 0; i < 1000; i++) {
+        uct_worker_progress(worker);
+    }
+}
+
 static int child_main(int fd)
 {
     ucs_async_context_t *async = NULL;
@@ -313,7 +448,7 @@ static int child_main(int fd)
     int ret = EXIT_SETUP, survivor;
     uint64_t seq = 0;
 
-    survivor = (g_role == 1) != opt.victim_is_sender;
+    survivor = (g_role == 2) || ((g_role == 1) != opt.victim_is_sender);
 
     st = ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async);
     if (st != UCS_OK) {
@@ -345,7 +480,8 @@ static int child_main(int fd)
     ip.open_mode                   = UCT_IFACE_OPEN_MODE_DEVICE;
     ip.mode.device.tl_name         = opt.tl;
     ip.mode.device.dev_name        = opt.dev;
-    ip.err_handler                 = err_handler;
+    ip.err_handler                 = (g_role == 2) ? witness_err_handler :
+                                                     err_handler;
     ip.err_handler_arg             = NULL;
     ip.err_handler_flags           = 0;
     st = uct_iface_open(md, worker, &ip, icfg, &iface);
@@ -360,7 +496,9 @@ static int child_main(int fd)
         setup_fail("uct_iface_query(%s): %s", opt.tl, st);
         goto out;
     }
-    sh->cap_flags[g_role] = attr.cap.flags;
+    if (g_role < 2) {
+        sh->cap_flags[g_role] = attr.cap.flags;
+    }
     put_zcopy = !!(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
     /* endpoint-to-endpoint only when the transport cannot connect to an
      * iface (a transport with both keeps the iface path, as before) */
@@ -392,13 +530,40 @@ static int child_main(int fd)
         opt.size = sizeof(uint64_t);
     }
     if (opt.mode != MODE_PUT) {
-        st = uct_iface_set_am_handler(iface, AM_ID, am_handler, NULL, 0);
+        st = uct_iface_set_am_handler(iface, AM_ID, (g_role == 2) ?
+                                      witness_am_handler : am_handler, NULL, 0);
         if (st != UCS_OK) {
             setup_fail("set am handler%s: %s", "", st);
             goto out;
         }
     }
     uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (g_role == 2) {
+        /* the witness: connect to the survivor, count its messages */
+        uct_ep_h wep;
+
+        st = connect_peer(fd, iface, &attr, to_ep, &wep);
+        if (st != UCS_OK) {
+            setup_fail("witness link%s: %s", "", st);
+            if (wep != NULL) {
+                uct_ep_destroy(wep);
+            }
+            goto out;
+        }
+        sh->connected[2] = 1;
+        while (!sh->witness_stop) {
+            uct_worker_progress(worker);
+            if (sh->witness_sent == 0) {
+                sleep_ms(1); /* idle until the survivor sends: leave the CPU */
+            }
+        }
+        for (int i = 0; i < 1000; i++) {
+            uct_worker_progress(worker);
+        }
+        uct_ep_destroy(wep);
+        ret = 0;
+        goto out;
+    }
 
     dev = calloc(1, attr.device_addr_len + 1);
     ifa = calloc(1, attr.iface_addr_len + 1);
@@ -501,6 +666,13 @@ static int child_main(int fd)
         goto out;
     }
     sh->connected[g_role] = 1;
+    if (survivor && (g_wfd >= 0)) {
+        st = connect_peer(g_wfd, iface, &attr, to_ep, &g_wep);
+        if (st != UCS_OK) {
+            setup_fail("link to the witness%s: %s", "", st);
+            goto out;
+        }
+    }
 
     payload = calloc(1, opt.size);
     if (payload == NULL) {
@@ -636,10 +808,19 @@ static int child_main(int fd)
          i++) {
         uct_worker_progress(worker);
     }
+    if (g_wep != NULL) {
+        witness_phase(worker, payload);
+    }
 
 out:
+    if (g_role != 2) {
+        sh->witness_stop = 1;
+    }
     if (rkey_ok) {
         uct_rkey_release(cmpt, &rkey);
+    }
+    if (g_wep != NULL) {
+        uct_ep_destroy(g_wep);
     }
     if (g_ep != NULL) {
         uct_ep_destroy(g_ep);
@@ -669,6 +850,9 @@ out:
     free(rkey_buf);
     free(peer_rkey);
     close(fd);
+    if (g_wfd >= 0) {
+        close(g_wfd);
+    }
     if (ret != EXIT_SETUP || survivor) {
         sh->teardown_done = 1;
     }
@@ -714,19 +898,42 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s -t TL [-d DEV] [-m short|bcopy|put] [-v sender|receiver]\n"
             "          [-c check|peercheck|none] [-n MSGS] [-s SIZE] [-T SECONDS]\n"
-            "          [-i CHECK_MS] [-z REAP_DELAY_MS]\n", prog);
+            "          [-i CHECK_MS] [-z REAP_DELAY_MS] [-W WITNESS_MSGS]\n", prog);
+}
+
+/* the witness (-W): tell it to stop, reap it (killed after 10 s), report */
+static void stop_witness(pid_t pid, int reaped, int reaped_status)
+{
+    char b[32];
+    int st = reaped_status;
+
+    sh->witness_stop = 1;
+    if (!reaped && !wait_until(pid, now_ns() + 10LL * 1000000000LL, &st)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        printf("witness pid=%d: did not stop within 10 s (killed)\n", (int)pid);
+    } else {
+        printf("witness pid=%d: %s\n", (int)pid, describe(st, b, sizeof(b)));
+    }
+    printf("witness rx=%llu want=%llu sent=%llu ok=%d err_calls=%d "
+           "handler_wep_calls=%d\n", (unsigned long long)sh->witness_rx,
+           (unsigned long long)opt.witness_msgs,
+           (unsigned long long)sh->witness_sent,
+           sh->witness_rx >= opt.witness_msgs, sh->witness_err_calls,
+           sh->handler_wep_calls);
 }
 
 int main(int argc, char **argv)
 {
-    int sv[2], c, st_victim = 0, st_surv = 0, st_other;
-    pid_t pid[2], victim, surv;
+    int sv[2], sw[2] = { -1, -1 }, c, st_victim = 0, st_surv = 0, st_other;
+    int nproc, w_reaped = 0, st_w = 0;
+    pid_t pid[3] = { -1, -1, -1 }, victim, surv;
     int64_t deadline;
     char b1[32], b2[32];
     int vi, si, result;
     const char *word;
 
-    while ((c = getopt(argc, argv, "t:d:m:v:c:n:s:T:i:z:h")) != -1) {
+    while ((c = getopt(argc, argv, "t:d:m:v:c:n:s:T:i:z:W:h")) != -1) {
         switch (c) {
         case 't': opt.tl = optarg; break;
         case 'd': opt.dev = optarg; break;
@@ -742,19 +949,25 @@ int main(int argc, char **argv)
         case 'T': opt.timeout = atof(optarg); break;
         case 'i': opt.check_ms = atoi(optarg); break;
         case 'z': opt.reap_delay_ms = atoi(optarg); break;
+        case 'W': opt.witness_msgs = strtoull(optarg, NULL, 0); break;
         default: usage(argv[0]); return EXIT_USAGE;
         }
     }
     if (opt.tl == NULL || opt.mode < 0 || (strcmp(opt.check, "check") &&
-        strcmp(opt.check, "peercheck") && strcmp(opt.check, "none"))) {
+        strcmp(opt.check, "peercheck") && strcmp(opt.check, "none")) ||
+        (opt.witness_msgs && (opt.mode == MODE_PUT))) {
         usage(argv[0]);
         return EXIT_USAGE;
     }
+    vi    = opt.victim_is_sender ? 1 : 0;
+    si    = !vi;
+    nproc = opt.witness_msgs ? 3 : 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED || socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+    if (sh == MAP_FAILED || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+        (opt.witness_msgs && socketpair(AF_UNIX, SOCK_STREAM, 0, sw))) {
         perror("kill_peer setup");
         return EXIT_USAGE;
     }
@@ -764,7 +977,7 @@ int main(int argc, char **argv)
            opt.victim_is_sender ? "sender" : "receiver", opt.check,
            (unsigned long long)opt.msgs, opt.timeout);
 
-    for (g_role = 0; g_role < 2; g_role++) {
+    for (g_role = 0; g_role < nproc; g_role++) {
         pid[g_role] = fork();
         if (pid[g_role] < 0) {
             perror("fork");
@@ -776,16 +989,36 @@ int main(int argc, char **argv)
             if (getppid() == 1) {
                 _exit(EXIT_SETUP);
             }
+            if (g_role == 2) {
+                /* the witness talks to the survivor only */
+                close(sv[0]);
+                close(sv[1]);
+                close(sw[0]);
+                _exit(child_main(sw[1]));
+            }
             close(sv[!g_role]);
+            if (opt.witness_msgs) {
+                close(sw[1]);
+                if (g_role == si) {
+                    g_wfd = sw[0];
+                } else {
+                    close(sw[0]);
+                }
+            }
             _exit(child_main(sv[g_role]));
         }
     }
     close(sv[0]);
     close(sv[1]);
-    printf("pids receiver=%d sender=%d\n", (int)pid[0], (int)pid[1]);
+    if (opt.witness_msgs) {
+        close(sw[0]);
+        close(sw[1]);
+        printf("pids receiver=%d sender=%d witness=%d\n", (int)pid[0],
+               (int)pid[1], (int)pid[2]);
+    } else {
+        printf("pids receiver=%d sender=%d\n", (int)pid[0], (int)pid[1]);
+    }
 
-    vi     = opt.victim_is_sender ? 1 : 0;
-    si     = !vi;
     victim = pid[vi];
     surv   = pid[si];
 
@@ -794,8 +1027,12 @@ int main(int argc, char **argv)
     while (((opt.mode == MODE_PUT) ? sh->tx_count : sh->rx_count) < opt.msgs) {
         int ended = waitpid(-1, &st_other, WNOHANG);
 
+        if ((ended > 0) && (ended == pid[2])) {
+            w_reaped = 1;
+            st_w     = st_other;
+        }
         if (ended > 0 || sh->setup_failed[0] || sh->setup_failed[1] ||
-            now_ns() > deadline) {
+            sh->setup_failed[2] || now_ns() > deadline) {
             /* setup failed or stalled: stop both, report */
             int64_t d = now_ns() + 10LL * 1000000000LL;
             int st0 = 0, st1 = 0, e0, e1;
@@ -826,6 +1063,11 @@ int main(int argc, char **argv)
                    sh->setup_failed[1] ? ": " : "", (char*)sh->setup_msg[1]);
             printf("rx_count=%llu tx_count=%llu\n", (unsigned long long)sh->rx_count,
                    (unsigned long long)sh->tx_count);
+            if (opt.witness_msgs) {
+                printf("setup witness%s%s\n", sh->setup_failed[2] ? ": " : "",
+                       (char*)sh->setup_msg[2]);
+                stop_witness(pid[2], w_reaped, st_w);
+            }
             if (!e0 || !e1) {
                 printf("RESULT setup-hang\n");
                 return EXIT_HANG;
@@ -865,6 +1107,9 @@ int main(int argc, char **argv)
         printf("survivor %s pid=%d: did not exit within %g s after the kill "
                "(teardown_done=%d detected=%d)\n", si ? "sender" : "receiver",
                (int)surv, opt.timeout + 10.0, sh->teardown_done, sh->detected);
+        if (opt.witness_msgs) {
+            stop_witness(pid[2], w_reaped, st_w);
+        }
         printf("RESULT hang\n");
         return EXIT_HANG;
     }
@@ -885,6 +1130,10 @@ int main(int argc, char **argv)
     if (opt.mode == MODE_PUT) {
         printf("failed_put_completion=%d (%s)\n", sh->put_comp_status,
                ucs_status_string((ucs_status_t)sh->put_comp_status));
+    }
+
+    if (opt.witness_msgs) {
+        stop_witness(pid[2], w_reaped, st_w);
     }
 
     if (!WIFEXITED(st_surv)) {

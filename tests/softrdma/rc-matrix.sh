@@ -8,17 +8,20 @@
 #   rc    (default) UCT rc_verbs: am_lat/am_bw/put_lat/put_bw short (8 B),
 #         bcopy and zcopy (8 B, 4 KiB, 64 KiB, 1 MiB); get bcopy/zcopy;
 #         add_lat, add_mr, fadd, swap, cswap (8 B)
-#   ud    UCT ud_verbs: am_lat/am_bw short, bcopy, zcopy
+#   ud    UCT ud_verbs: am_lat/am_bw short, bcopy, zcopy (8 B, 4 KiB; with
+#         SOFTRDMA_UD_SIZES="8 1024 4000 4096" those sizes, short included)
 #   ucp   UCP tag_lat/tag_bw 8 B and 1 MiB, UCX_TLS=rc_verbs,tcp and
 #         UCX_TLS=rc_verbs,ud_verbs
-#   hello uct_hello_world -t rc_verbs, -i/-b/-z (built from the Debian
-#         examples with gcc -luct -lucs)
+#   hello uct_hello_world -t rc_verbs (SOFTRDMA_HELLO_TL: another
+#         transport), -i/-b/-z (built from the Debian examples with gcc
+#         -luct -lucs)
 # One line per row: PASS (with the figures), FAIL, or UNSUP (the library
 # refused the row: size over its limit, operation not supported). Exit
 # status: number of FAIL rows, plus 1 if the registry segment was left
 # behind in its private directory (SOFTRDMA_SHM_DIR, made under /dev/shm
 # unless given). Each row is bounded by SOFTRDMA_ROW_TIMEOUT seconds (60).
-# Ports come from build/freeport; nothing fixed.
+# Ports come from build/freeport; nothing fixed. SOFTRDMA_WARMUP: warm-up
+# iterations of each perftest row (1000).
 # SOFTRDMA_ONLY=REGEX keeps only the rows whose name ("rc_verbs am_lat short
 # 8") matches. SOFTRDMA_NETNS="NS_SERVER NS_CLIENT" runs the sides in those network
 # namespaces (they must exist and reach each other at SOFTRDMA_SERVER_ADDR).
@@ -29,6 +32,7 @@ cli_lib=${2:-}
 matrix=${SOFTRDMA_MATRIX:-rc}
 dev=${SOFTRDMA_DEV:-softrdma0:1}
 iters=${SOFTRDMA_ITERS:-10000}
+warmup=${SOFTRDMA_WARMUP:-1000}
 tmo=${SOFTRDMA_ROW_TIMEOUT:-60}
 addr=${SOFTRDMA_SERVER_ADDR:-127.0.0.1}
 read -r ns_srv ns_cli <<< "${SOFTRDMA_NETNS:-}"
@@ -71,6 +75,7 @@ run_pair() {
         if [ $seen = 0 ]; then cmd+=("$a"); else cargs+=("$a"); fi
     done
     sout=$tmp/server.out cout=$tmp/client.out
+    t_start=$(date +%s%N)
     side "$srv_lib" "$ns_srv" "${cmd[@]}" > "$sout" 2>&1 &
     local spid=$! i=0
     while [ $i -lt 100 ] && ! listening "$port" "$ns_srv"; do
@@ -82,16 +87,18 @@ run_pair() {
     wait $spid
     src=$?
     [ $rc -eq 0 ] && rc=$src
+    t_row=$(( ($(date +%s%N) - t_start) / 100000000 ))
+    t_row="[$((t_row / 10)).$((t_row % 10)) s]"
 }
 
 report() { # NAME OKFIGURE
     local name=$1 fig=$2
     if [ $rc -eq 0 ] && [ -n "$fig" ]; then
-        echo "PASS $name | $fig"
+        echo "PASS $name | $fig $t_row"
     elif grep -Eqi "$unsup_re" "$cout" "$sout"; then
         echo "UNSUP $name | $(grep -Ehi "$unsup_re" "$cout" "$sout" | head -1 | tr -s ' ' | cut -c1-120)"
     else
-        echo "FAIL $name (rc=$rc)"
+        echo "FAIL $name (rc=$rc) $t_row"
         grep -Ehi 'error|fail|assert|timeout|killed' "$cout" "$sout" | head -4 | sed 's/^/    /'
         fails=$((fails + 1))
     fi
@@ -103,7 +110,7 @@ perf() { # TEST LAYOUT SIZE [ENV...]: one ucx_perftest row
     port=$("$out/freeport")
     local name="$t ${lay:--} $size"
     if [ -n "${SOFTRDMA_ONLY:-}" ] && ! [[ "$tl $name" =~ $SOFTRDMA_ONLY ]]; then return; fi
-    local args=(ucx_perftest -p "$port" -t "$t" -n "$iters" -w 1000 -s "$size")
+    local args=(ucx_perftest -p "$port" -t "$t" -n "$iters" -w "$warmup" -s "$size")
     case $t in
         tag_*) ;;
         *) args+=(-x "$tl" -d "$dev") ;;
@@ -127,12 +134,14 @@ hello() { # MODE (-i/-b/-z)
             2>"$tmp/cc.err" || { echo "FAIL hello: build"; cat "$tmp/cc.err"; fails=$((fails + 1)); return; }
     fi
     port=$("$out/freeport")
-    run_pair "hello $1" "$bin" "$1" -t rc_verbs -d "$dev" -p "$port" -- -n "$addr"
+    local htl=${SOFTRDMA_HELLO_TL:-rc_verbs}
+    if [ -n "${SOFTRDMA_ONLY:-}" ] && ! [[ "uct_hello_world $1 $htl" =~ $SOFTRDMA_ONLY ]]; then return; fi
+    run_pair "hello $1" "$bin" "$1" -t "$htl" -d "$dev" -p "$port" -- -n "$addr"
     local fig=""
     if grep -q 'UCT TEST SUCCESS' "$sout" "$cout"; then
         fig="$(grep -h 'sent' "$cout" "$sout" | head -1 | tr -s ' ' | cut -c1-80); UCT TEST SUCCESS"
     fi
-    report "uct_hello_world $1 rc_verbs" "$fig"
+    report "uct_hello_world $1 $htl" "$fig"
 }
 
 case $matrix in
@@ -152,6 +161,12 @@ rc)
 ud)
     tl=ud_verbs
     for t in am_lat am_bw; do
+        if [ -n "${SOFTRDMA_UD_SIZES:-}" ]; then
+            for lay in short bcopy zcopy; do
+                for s in $SOFTRDMA_UD_SIZES; do perf $t $lay $s; done
+            done
+            continue
+        fi
         perf $t short 8
         for lay in bcopy zcopy; do
             for s in 8 4096; do perf $t $lay $s; done
