@@ -13,7 +13,11 @@
 #
 # Usage: bench/ucp-compare.sh LIBDIR [ROUNDS]     (ROUNDS default 5)
 # Env: BENCH_CSV=FILE, BENCH_ROWS="TLS:TEST:SIZE ..." (replaces the rows),
-#      PAIR_TIMEOUT (per process, default 120 s).
+#      PAIR_TIMEOUT (per process, default 120 s), BENCH_WRAP="CMD..." (each
+#      ucx_perftest runs under CMD, e.g. tests/softrdma/run.sh for the
+#      soft RDMA device: rows "rc_verbs,ud_verbs:tag_lat:8"),
+#      BENCH_LATENCY=median (the typical latency of each run instead of its
+#      average).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
@@ -27,6 +31,8 @@ rounds=${2:-5}
 command -v ucx_perftest >/dev/null || { echo "needs ucx_perftest (apt-get install ucx-utils)"; exit 2; }
 make_workdir
 build_run_watch
+# shellcheck disable=SC2206 # a command line
+WRAP=(${BENCH_WRAP:-})
 
 rows=${BENCH_ROWS:-"posix,self:tag_lat:8 tcp:tag_lat:8 posix,self:tag_bw:65536 tcp:tag_bw:65536 \
 posix,self:tag_bw:1048576 tcp:tag_bw:1048576 posix,self:ucp_am_lat:8 tcp:ucp_am_lat:8 \
@@ -34,7 +40,7 @@ posix,self:stream_bw:65536 tcp:stream_bw:65536"}
 
 iters_for() { # tls size
     local base=200000
-    [ "$1" = tcp ] && base=50000
+    case $1 in tcp | *verbs*) base=50000 ;; esac
     awk -v b="$base" -v s="$2" 'BEGIN { n = int(b * 8 / (s < 8 ? 8 : s) * 64); if (n > b) n = b; if (n < 2000) n = 2000; print n }'
 }
 
@@ -55,7 +61,7 @@ run_one() {
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
     pin_cmd 1
     env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
-        "${PIN[@]}" ucx_perftest "${args[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
+        "${PIN[@]}" "${WRAP[@]}" ucx_perftest "${args[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
     spid=$!
     T_CHILDREN=$spid
     if ! wait_listening "$spid" "$port"; then
@@ -66,7 +72,7 @@ run_one() {
     fi
     pin_cmd 0
     env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
-        "${PIN[@]}" ucx_perftest 127.0.0.1 "${args[@]}" >"$T_WORK/cli.out" 2>&1 </dev/null &
+        "${PIN[@]}" "${WRAP[@]}" ucx_perftest 127.0.0.1 "${args[@]}" >"$T_WORK/cli.out" 2>&1 </dev/null &
     cpid=$!
     T_CHILDREN="$spid $cpid"
     wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
@@ -75,7 +81,11 @@ run_one() {
     if [ "$(status_of "$T_WORK/srv.st")" = "exit 0" ] && [ "$(status_of "$T_WORK/cli.st")" = "exit 0" ] &&
        [ -n "$final" ]; then
         # Final: iters typical avg overhead bw_typ bw_avg rate_typ rate_avg
-        awk '{ print $4, $7 }' <<<"$final"
+        if [ "${BENCH_LATENCY:-}" = median ]; then
+            awk '{ print $3, $7 }' <<<"$final"
+        else
+            awk '{ print $4, $7 }' <<<"$final"
+        fi
     else
         echo "fail server $(status_of "$T_WORK/srv.st"), client $(status_of "$T_WORK/cli.st")"
     fi

@@ -46,6 +46,13 @@ dump() {
     grep -v -E '^# *(memory: |create time: )|^# UCP worker ' "$out.raw" |
         grep -v -E 'UCX +(WARN|ERROR|INFO|DEBUG)' |
         sed -E 's/0x[0-9a-fA-F]+/0xX/g; s/pid[ =:]+[0-9]+/pid N/g' >"$out"
+    # With posix in the set: our posix/sysv have put/get zcopy, beyond the
+    # original (README), so libucp lists "<zcopy>" where the original lists
+    # "<bcopy>" on the shared-memory RMA lanes (as tests/ucx-info.sh
+    # normalises); the verbs lanes are compared exactly by the other sets.
+    case $tls in
+    *posix*) sed -i -E '/^# +(put|get)\[[0-9]+\]:/s/<zcopy>/<bcopy>/' "$out" ;;
+    esac
     DUMP_ST=$(status_of "$T_WORK/dump.st")
 }
 

@@ -32,7 +32,11 @@ fn bad_id(id: u8) -> ucs_status_t {
 
 /// Whether a new window packet may go out now.
 pub fn check_tx(s: &UdIface, st: &EpState) -> Result<(), ucs_status_t> {
-    if st.failed.is_some() || st.closed_at.is_some() {
+    if let Some(e) = st.failed {
+        // the peer timed out: every later operation reports it
+        return Err(e);
+    }
+    if st.closed_at.is_some() {
         return Err(UCS_ERR_NO_RESOURCE);
     }
     if !st.connected() || (!st.pending.is_empty() && !st.in_pending) || !st.tx.can_send() || !s.has_tx() {
@@ -190,6 +194,9 @@ pub fn am_zcopy(iface: &Iface<UdIface>, ep: &E, id: u8, header: &[u8], iov: &[uc
 pub fn ep_check(iface: &Iface<UdIface>, ep: &E) -> ucs_status_t {
     let s = &iface.tl;
     let mut st = state(ep).borrow_mut();
+    if let Some(e) = st.failed {
+        return e;
+    }
     if !st.connected() || !st.window.is_empty() || check_tx(s, &st).is_err() {
         return UCS_OK;
     }
@@ -208,6 +215,9 @@ pub fn ep_check(iface: &Iface<UdIface>, ep: &E) -> ucs_status_t {
 
 /// The flush state of an endpoint: OK, NO_RESOURCE or INPROGRESS.
 pub fn flush_state(s: &UdIface, st: &mut EpState, cancel: bool) -> ucs_status_t {
+    if let Some(e) = st.failed {
+        return if cancel { UCS_OK } else { e };
+    }
     if !st.connected() {
         return if st.owed.creq || !st.window.is_empty() { UCS_ERR_NO_RESOURCE } else { UCS_OK };
     }
@@ -263,16 +273,18 @@ pub fn iface_flush(iface: &Iface<UdIface>) -> ucs_status_t {
     let mut result = UCS_OK;
     for ep in eps {
         let mut st = ep.borrow_mut();
-        if st.closed_at.is_some() {
+        if st.closed_at.is_some() || st.failed.is_some() {
             continue;
         }
         match flush_state(s, &mut st, false) {
-            UCS_OK => {}
             UCS_INPROGRESS => {
                 proto::send_owed(s, &mut st);
                 result = UCS_INPROGRESS;
             }
-            e => return e,
+            // An endpoint still connecting, or out of send resources, is
+            // not flushed yet: the interface is in progress, not failed.
+            UCS_ERR_NO_RESOURCE => result = UCS_INPROGRESS,
+            _ => {}
         }
     }
     result
@@ -281,6 +293,9 @@ pub fn iface_flush(iface: &Iface<UdIface>) -> ucs_status_t {
 pub fn pending_add(iface: &Iface<UdIface>, ep: &E, req: PendingReq, flags: u32) -> ucs_status_t {
     let s = &iface.tl;
     let mut st = state(ep).borrow_mut();
+    if let Some(e) = st.failed {
+        return e;
+    }
     if st.pending.is_empty() && check_tx(s, &st).is_ok() {
         return UCS_ERR_BUSY;
     }
