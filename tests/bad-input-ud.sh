@@ -83,9 +83,16 @@ delivered() {
     sed -n 's/^CASE \(.*\) rt=[a-zA-Z]* fresh=.* delivered=\([0-9]*\) .*/\1|\2/p' "$1" | sort
 }
 
+if [ "$UCX_ABI" != 1.13 ]; then
+    # the reference of this ABI has no verbs transports: ours alone, every
+    # case judged strictly (the victim survives and keeps working)
+    echo "# the UCX $UCX_ABI reference has no verbs transports: our library alone"
+    run_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt"
+else
 run_table "original" "" "$T_WORK/orig.txt"
 sed -n 's/^\(# crash: .*\)$/\1/p; s/^PASS  \(.*\): the original crashed.*$/# the original crashes: \1/p' "$T_WORK/orig.txt"
-if [ -n "$UCT_LIBDIR" ] && ! testing_original; then
+fi
+if [ "$UCX_ABI" = 1.13 ] && [ -n "$UCT_LIBDIR" ] && ! testing_original; then
     run_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt"
     join -t '|' <(delivered "$T_WORK/orig.txt") <(delivered "$T_WORK/ours.txt") > "$T_WORK/both.txt"
     n=0
