@@ -25,7 +25,7 @@ pub mod queue;
 
 pub use device::{AsyncEvent, Context, DeviceInfo, DeviceList, PortInfo};
 pub use mem::{Mr, Pd};
-pub use queue::{Ah, CompChannel, Cq, Qp, QpCaps, Srq};
+pub use queue::{wc_status_str, Ah, CompChannel, Cq, Qp, QpCaps, Srq};
 pub use nix::errno::Errno;
 
 /// The raw bindings, for the types the transports fill in (work requests,

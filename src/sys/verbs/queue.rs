@@ -327,3 +327,14 @@ impl Drop for Ah {
         }
     }
 }
+
+/// libibverbs' name of a work completion status.
+pub fn wc_status_str(status: u32) -> String {
+    // SAFETY: returns a static string for any value.
+    let p = unsafe { raw::ibv_wc_status_str(status) };
+    if p.is_null() {
+        return format!("status {}", status);
+    }
+    // SAFETY: NUL-terminated static string.
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}

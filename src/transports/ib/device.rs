@@ -96,3 +96,57 @@ pub fn port_unusable(ctx: &Context, port: u8, info: &PortInfo, gid_index: i32) -
         Err(e) => Some(format!("ibv_query_gid({}) failed: {}", gid_index, e)),
     }
 }
+
+/// `ibv_mtu` values 1..5 are 256..4096 bytes.
+pub fn mtu_bytes(mtu: u32) -> usize {
+    if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
+}
+
+/// The devices (`<ib device>:<port>`) a transport `tl` offers on an ib
+/// md: none (UNSUPPORTED) when the device cannot create a minimal QP of
+/// type `qp_type`, else every usable port.
+pub fn tl_devices(md: &crate::core::md::MdObj, qp_type: u32, tl: &str)
+                  -> Result<Vec<crate::core::component::TlDevice>, crate::abi::ucs_status_t> {
+    use crate::abi::*;
+    use crate::sys::verbs::{Cq, Qp, QpCaps};
+    let Some(ib) = super::md::IbMd::of(md.imp.as_ref()) else { return Err(UCS_ERR_INVALID_PARAM) };
+    let probe = || {
+        let Ok(cq) = Cq::create(&ib.ctx, 1, None) else { return false };
+        let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        match Qp::create(&ib.pd, qp_type, &cq, &cq, None, caps, false) {
+            Ok(_qp) => true,
+            Err(e) => {
+                crate::debug!("{}: {}: a QP of type {} cannot be created ({}), no {} devices", tl, ib.name, qp_type,
+                              e, tl);
+                false
+            }
+        }
+    };
+    if !probe() {
+        return Err(UCS_ERR_UNSUPPORTED);
+    }
+    Ok(ib.ports.iter().filter(|(port, info)| match port_unusable(&ib.ctx, *port, info, 0) {
+        Some(why) => {
+            crate::debug!("{}: {}:{} is not usable: {}", tl, ib.name, port, why);
+            false
+        }
+        None => true,
+    }).map(|(port, _)| crate::core::component::TlDevice {
+        name: format!("{}:{}", ib.name, port),
+        dev_type: UCT_DEVICE_TYPE_NET,
+        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN,
+    }).collect())
+}
+
+/// Make a descriptor libibverbs owns non-blocking (completion channels,
+/// the async event fd).
+pub fn set_nonblock(fd: i32) {
+    // SAFETY: plain fcntl calls on a descriptor libibverbs owns; only the
+    // O_NONBLOCK status flag changes.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+    }
+}

@@ -14,6 +14,7 @@
 //! - [`rdmacm`]: the `rdmacm` component (its connection manager is not
 //!   implemented: opening it fails, as it fails without RDMA CM).
 
+pub mod bufs;
 pub mod config;
 pub mod device;
 pub mod md;

@@ -8,7 +8,7 @@
 //! unsignalled ones before it): their QP slots and CQ credits come back,
 //! and the operations recorded with a sequence number up to W complete.
 
-use super::bufs::Buf;
+use crate::transports::ib::bufs::Buf;
 use super::fc::{self, Fc};
 use super::iface::RcIface;
 use super::params::FenceMode;

@@ -4,7 +4,7 @@
 //! completions, as UCX 1.13.1 polls them).
 
 use super::addr::{self, IbDevAddr};
-use super::bufs::{Buf, BufPool};
+use crate::transports::ib::bufs::{self, BufPool};
 use super::ep::*;
 use super::fc::{self, FcConfig};
 use super::params::{Derived, RcParams};
@@ -39,7 +39,7 @@ const QPS_INIT: u32 = 1;
 const QPS_RTR: u32 = 2;
 const QPS_RTS: u32 = 3;
 const QPS_ERR: u32 = 6;
-const QPT_RC: u32 = 2;
+pub const QPT_RC: u32 = 2;
 /// Most scatter/gather entries UCX uses per work request.
 const MAX_SGE: usize = 8;
 /// Software overhead (seconds).
@@ -215,33 +215,11 @@ pub fn refill(s: &RcIface, all: bool) {
             return;
         }
         let n = missing.min(batch).min(16);
-        // SAFETY: all-zero is valid for these plain structs.
-        let mut wrs: [raw::ibv_recv_wr; 16] = unsafe { std::mem::zeroed() };
-        let mut sgs = [sge(std::ptr::null(), 0, 0); 16];
-        let mut got = 0;
-        while got < n {
-            let Some(b) = s.rx_pool.get() else { break };
-            sgs[got] = sge(b.addr, s.p.seg_size, b.lkey);
-            wrs[got].wr_id = b.addr as u64;
-            wrs[got].num_sge = 1;
-            got += 1;
-        }
-        if got == 0 {
-            return;
-        }
-        for i in 0..got {
-            wrs[i].sg_list = &mut sgs[i];
-            wrs[i].next = if i + 1 < got { &mut wrs[i + 1] } else { std::ptr::null_mut() };
-        }
-        // SAFETY: the buffers are ours, registered, and not used until their
-        // completion is polled.
-        if let Err(e) = unsafe { s.srq.post_recv(wrs.as_mut_ptr()) } {
-            crate::error!("rc_verbs: ibv_post_srq_recv failed: {}", e);
-            for sg in &sgs[..got] {
-                s.rx_pool.put(Buf { addr: sg.addr as *mut u8, lkey: sg.lkey });
-            }
-            return;
-        }
+        let got = bufs::post_recv_batch(&s.rx_pool, n, s.p.seg_size, "rc_verbs: ibv_post_srq_recv", |wr| {
+            // SAFETY: the chain holds our registered buffers, not used
+            // until their completions are polled.
+            unsafe { s.srq.post_recv(wr) }
+        });
         s.rx_posted.set(s.rx_posted.get() + got as u32);
         if got < n {
             return;
@@ -249,15 +227,6 @@ pub fn refill(s: &RcIface, all: bool) {
     }
 }
 
-fn wc_status_str(status: u32) -> String {
-    // SAFETY: returns a static string for any value.
-    let p = unsafe { raw::ibv_wc_status_str(status) };
-    if p.is_null() {
-        return format!("status {}", status);
-    }
-    // SAFETY: NUL-terminated static string.
-    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
-}
 
 /// Flow-control bits of a received message; false when it is not to be
 /// delivered (a pure grant).
@@ -313,7 +282,7 @@ fn rx_progress(iface: &Iface<RcIface>) -> u32 {
                 && wc.status != raw::ibv_wc_status::IBV_WC_REM_ABORT_ERR
             {
                 crate::error!("rc_verbs: receive completion with error: {} [qpn 0x{:x} vendor_err 0x{:x}]",
-                              wc_status_str(wc.status), wc.qp_num, wc.vendor_err);
+                              verbs::wc_status_str(wc.status), wc.qp_num, wc.vendor_err);
             }
             s.rx_pool.put(b);
             continue;
@@ -375,7 +344,7 @@ fn handle_failure(iface: &Iface<RcIface>, ep: &EpRef, wc: &raw::ibv_wc) {
     if first {
         let level = if iface.hdr.err_handler.is_some() { crate::core::log::LEVEL_DIAG } else { crate::core::log::LEVEL_ERROR };
         crate::log_at!(level, "send completion with error: {} [qpn 0x{:x} wrid 0x{:x} vendor_err 0x{:x}]",
-                       wc_status_str(wc.status), wc.qp_num, wc.wr_id, wc.vendor_err);
+                       verbs::wc_status_str(wc.status), wc.qp_num, wc.wr_id, wc.vendor_err);
         let report = if status == UCS_ERR_ENDPOINT_TIMEOUT { status } else { UCS_ERR_CONNECTION_RESET };
         iface.hdr.schedule_ep_err_status(handle, report);
     }

@@ -13,7 +13,6 @@
 //!   per-release differences.
 
 pub mod addr;
-pub mod bufs;
 pub mod ep;
 pub mod fc;
 pub mod iface;

@@ -2,7 +2,7 @@
 //! creation and connection, iface flush and the performance estimate.
 
 use super::addr::{self, IbDevAddr};
-use super::bufs::BufPool;
+use crate::transports::ib::bufs::BufPool;
 use super::ep::{EpState, RcEp};
 use super::fc::{Fc, FcConfig};
 use super::iface::{self, RcIface, RxRelease, OVERHEAD};
@@ -15,57 +15,16 @@ use crate::core::md::MdObj;
 use crate::core::ops::PeerAddr;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
-use crate::transports::ib::device::{port_unusable, LINK_LAYER_ETHERNET};
+use crate::transports::ib::device::{mtu_bytes, port_unusable, set_nonblock, tl_devices, LINK_LAYER_ETHERNET};
 use crate::transports::ib::md::IbMd;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
-const QPT_RC: u32 = 2;
-/// `ibv_mtu` values 1..5 are 256..4096 bytes.
-fn mtu_bytes(mtu: u32) -> usize {
-    if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
-}
-
-/// Whether the device can run RC at all: a 1-entry CQ and a minimal RC QP.
-fn rc_probe(md: &IbMd) -> bool {
-    let Ok(cq) = Cq::create(&md.ctx, 1, None) else { return false };
-    let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-    match Qp::create(&md.pd, QPT_RC, &cq, &cq, None, caps, false) {
-        Ok(_qp) => true,
-        Err(e) => {
-            crate::debug!("rc_verbs: {}: an RC QP cannot be created ({}), no rc_verbs devices", md.name, e);
-            false
-        }
-    }
-}
-
+use super::iface::QPT_RC;
+const QPT: u32 = QPT_RC;
 pub fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
-    let Some(ib) = IbMd::of(md.imp.as_ref()) else { return Err(UCS_ERR_INVALID_PARAM) };
-    if !rc_probe(ib) {
-        return Err(UCS_ERR_UNSUPPORTED);
-    }
-    Ok(ib.ports.iter().filter(|(port, info)| {
-        match port_unusable(&ib.ctx, *port, info, 0) {
-            Some(why) => {
-                crate::debug!("rc_verbs: {}:{} is not usable: {}", ib.name, port, why);
-                false
-            }
-            None => true,
-        }
-    }).map(|(port, _)| TlDevice { name: format!("{}:{}", ib.name, port), dev_type: UCT_DEVICE_TYPE_NET,
-                                  sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }).collect())
-}
-
-fn set_nonblock(fd: i32) {
-    // SAFETY: plain fcntl calls on a descriptor libibverbs owns; only the
-    // O_NONBLOCK status flag changes.
-    unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFL);
-        if fl >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-    }
+    tl_devices(md, QPT, "rc_verbs")
 }
 
 pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfaceConfig, p: RcParams)

@@ -1,7 +1,7 @@
 //! The data path of `rc_verbs`: active messages, put, get, atomics, flush
 //! and ep_check, each one work request on the endpoint's QP.
 
-use super::bufs::Buf;
+use crate::transports::ib::bufs::Buf;
 use super::ep::*;
 use super::fc;
 use super::iface::RcIface;

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use crate::transports::ib::rc::bufs::Buf;
+use crate::transports::ib::bufs::Buf;
 
 /// The user memory of an am_zcopy packet (kept for retransmission) and
 /// its completion, which fires when the packet is acknowledged.

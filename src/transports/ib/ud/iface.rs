@@ -8,11 +8,11 @@ use super::neth::{self, Neth, QKEY};
 use super::window::RxClass;
 use crate::abi::*;
 use crate::core::iface::Iface;
-use crate::sys::verbs::{raw, Ah, CompChannel, Cq, PortInfo, Qp};
+use crate::sys::verbs::{self, raw, Ah, CompChannel, Cq, PortInfo, Qp};
 use crate::transports::ib::config::UdParams;
 use crate::transports::ib::md::IbMd;
 use crate::transports::ib::rc::addr::IbDevAddr;
-use crate::transports::ib::rc::bufs::{Buf, BufPool};
+use crate::transports::ib::bufs::{self, Buf, BufPool};
 use libc::c_void;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -279,34 +279,14 @@ pub fn refill(s: &UdIface) {
         if missing == 0 {
             return;
         }
-        let n = missing.min(batch);
-        // SAFETY: all-zero is valid for these plain structs.
-        let mut wrs: [raw::ibv_recv_wr; 16] = unsafe { std::mem::zeroed() };
-        let mut sgs = [sge(std::ptr::null(), 0, 0); 16];
-        let mut got = 0;
-        while got < n {
-            let Some(b) = s.rx_pool.get() else { break };
-            sgs[got] = sge(b.addr, neth::GRH_LEN + s.seg_size, b.lkey);
-            wrs[got].wr_id = b.addr as u64;
-            wrs[got].num_sge = 1;
-            got += 1;
-        }
-        if got == 0 {
-            return;
-        }
-        for i in 0..got {
-            wrs[i].sg_list = &mut sgs[i];
-            wrs[i].next = if i + 1 < got { &mut wrs[i + 1] } else { std::ptr::null_mut() };
-        }
-        // SAFETY: the buffers are ours, registered, and not used until
-        // their completion is polled.
-        if let Err(e) = unsafe { s.qp.post_recv(wrs.as_mut_ptr()) } {
-            crate::error!("ud_verbs: ibv_post_recv failed: {}", e);
-            for sg in &sgs[..got] {
-                s.rx_pool.put(Buf { addr: sg.addr as *mut u8, lkey: sg.lkey });
-            }
-            return;
-        }
+        let n = missing.min(batch).min(16);
+        // every receive starts with the GRH area, the datagram follows it
+        let got = bufs::post_recv_batch(&s.rx_pool, n, neth::GRH_LEN + s.seg_size, "ud_verbs: ibv_post_recv",
+                                        |wr| {
+            // SAFETY: the chain holds our registered buffers, not used
+            // until their completions are polled.
+            unsafe { s.qp.post_recv(wr) }
+        });
         s.rx_posted.set(s.rx_posted.get() + got as u32);
         if got < n {
             return;
@@ -425,15 +405,6 @@ pub fn rx_queued_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
     n as u32
 }
 
-fn wc_status_str(status: u32) -> String {
-    // SAFETY: returns a static string for any value.
-    let p = unsafe { raw::ibv_wc_status_str(status) };
-    if p.is_null() {
-        return format!("status {}", status);
-    }
-    // SAFETY: NUL-terminated static string.
-    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
-}
 
 pub fn rx_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
     let s = &iface.tl;
@@ -454,7 +425,7 @@ pub fn rx_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
         };
         if wc.status != raw::ibv_wc_status::IBV_WC_SUCCESS {
             if wc.status != raw::ibv_wc_status::IBV_WC_WR_FLUSH_ERR {
-                crate::error!("ud_verbs: receive completion with error: {}", wc_status_str(wc.status));
+                crate::error!("ud_verbs: receive completion with error: {}", verbs::wc_status_str(wc.status));
             }
             s.rx_pool.put(b);
             continue;
@@ -488,7 +459,7 @@ pub fn tx_progress(iface: &Iface<UdIface>) -> u32 {
     let n = wcs.len();
     for wc in wcs {
         if wc.status != raw::ibv_wc_status::IBV_WC_SUCCESS {
-            crate::error!("ud_verbs: send completion with error: {} [wr_id {}]", wc_status_str(wc.status), wc.wr_id);
+            crate::error!("ud_verbs: send completion with error: {} [wr_id {}]", verbs::wc_status_str(wc.status), wc.wr_id);
         }
         let sn = wc.wr_id;
         if sn > s.tx_done_sn.get() && sn <= s.tx_sn.get() {

@@ -10,14 +10,15 @@ use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{raw, CompChannel, Cq, PortInfo, Qp, QpCaps};
 use crate::transports::ib::config::UdVerbsIfaceConfig;
-use crate::transports::ib::device::{port_unusable, LINK_LAYER_ETHERNET};
+use crate::transports::ib::device::{mtu_bytes, port_unusable, set_nonblock, tl_devices, LINK_LAYER_ETHERNET};
 use crate::transports::ib::md::IbMd;
 use crate::transports::ib::rc::addr::IbDevAddr;
-use crate::transports::ib::rc::bufs::BufPool;
+use crate::transports::ib::bufs::BufPool;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
 pub const QPT_UD: u32 = 4;
+const QPT: u32 = QPT_UD;
 const QPS_INIT: u32 = 1;
 const QPS_RTR: u32 = 2;
 const QPS_RTS: u32 = 3;
@@ -37,48 +38,8 @@ const EXTRA_LATENCY: f64 = 30e-9;
 /// descriptor); it bounds the header.
 pub const ZCOPY_DESC_LEN: usize = 136;
 
-pub fn mtu_bytes(mtu: u32) -> usize {
-    if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
-}
-
-fn ud_probe(md: &IbMd) -> bool {
-    let Ok(cq) = Cq::create(&md.ctx, 1, None) else { return false };
-    let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-    match Qp::create(&md.pd, QPT_UD, &cq, &cq, None, caps, false) {
-        Ok(_qp) => true,
-        Err(e) => {
-            crate::debug!("ud_verbs: {}: a UD QP cannot be created ({}), no ud_verbs devices", md.name, e);
-            false
-        }
-    }
-}
-
 pub fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
-    let Some(ib) = IbMd::of(md.imp.as_ref()) else { return Err(UCS_ERR_INVALID_PARAM) };
-    if !ud_probe(ib) {
-        return Err(UCS_ERR_UNSUPPORTED);
-    }
-    Ok(ib.ports.iter().filter(|(port, info)| {
-        match port_unusable(&ib.ctx, *port, info, 0) {
-            Some(why) => {
-                crate::debug!("ud_verbs: {}:{} is not usable: {}", ib.name, port, why);
-                false
-            }
-            None => true,
-        }
-    }).map(|(port, _)| TlDevice { name: format!("{}:{}", ib.name, port), dev_type: UCT_DEVICE_TYPE_NET,
-                                  sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }).collect())
-}
-
-fn set_nonblock(fd: i32) {
-    // SAFETY: plain fcntl calls on a descriptor libibverbs owns; only the
-    // O_NONBLOCK status flag changes.
-    unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFL);
-        if fl >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-    }
+    tl_devices(md, QPT, "ud_verbs")
 }
 
 fn qp_setup(qp: &Qp, port: u8) -> Result<(), String> {

@@ -9,7 +9,7 @@
 //! the thread that progresses it (UCX refuses multi-threaded workers for
 //! IB interfaces), hence no locking.
 
-use crate::sys::verbs::{access, Mr, Pd};
+use crate::sys::verbs::{access, raw, Errno, Mr, Pd};
 use std::alloc::Layout;
 use std::cell::RefCell;
 
@@ -140,4 +140,39 @@ impl BufPool {
         let inner = self.inner.borrow();
         (inner.total, inner.free.len())
     }
+}
+
+/// Post up to `n` free buffers of `pool` as receives of `len` bytes each,
+/// in one chain of at most 16, through `post` (a QP's or an SRQ's
+/// `post_recv`). Returns how many were posted; on a failed post the
+/// buffers go back to the pool and 0 is returned (logged as `what`).
+pub fn post_recv_batch(pool: &BufPool, n: usize, len: usize, what: &str,
+                       post: impl FnOnce(*mut raw::ibv_recv_wr) -> Result<(), Errno>) -> usize {
+    let n = n.min(16);
+    // SAFETY: all-zero is valid for these plain structs.
+    let mut wrs: [raw::ibv_recv_wr; 16] = unsafe { std::mem::zeroed() };
+    let mut sgs = [raw::ibv_sge { addr: 0, length: 0, lkey: 0 }; 16];
+    let mut got = 0;
+    while got < n {
+        let Some(b) = pool.get() else { break };
+        sgs[got] = raw::ibv_sge { addr: b.addr as u64, length: len as u32, lkey: b.lkey };
+        wrs[got].wr_id = b.addr as u64;
+        wrs[got].num_sge = 1;
+        got += 1;
+    }
+    if got == 0 {
+        return 0;
+    }
+    for i in 0..got {
+        wrs[i].sg_list = &mut sgs[i];
+        wrs[i].next = if i + 1 < got { &mut wrs[i + 1] } else { std::ptr::null_mut() };
+    }
+    if let Err(e) = post(wrs.as_mut_ptr()) {
+        crate::error!("{} failed: {}", what, e);
+        for sg in &sgs[..got] {
+            pool.put(Buf { addr: sg.addr as *mut u8, lkey: sg.lkey });
+        }
+        return 0;
+    }
+    got
 }
