@@ -89,6 +89,8 @@ pub struct UdIface {
     pub owed: RefCell<VecDeque<u32>>,
     pub conn: RefCell<HashMap<PeerKey, ConnPeer>>,
     pub polls: Cell<u32>,
+    /// When progress sweeps the endpoints' timers next.
+    pub next_sweep: Cell<f64>,
     pub rx_headroom: usize,
     pub async_timer: Cell<Option<i32>>,
     /// The completion channel's descriptor while it has an async handler.
@@ -276,7 +278,9 @@ pub fn refill(s: &UdIface) {
     let batch = s.rx_batch as usize;
     loop {
         let missing = (s.rx_queue_len - s.rx_posted.get()) as usize;
-        if missing == 0 {
+        // whole batches only (a post per received packet costs more than
+        // the packet), as long as a batch is still posted
+        if missing == 0 || (missing < batch && s.rx_posted.get() as usize >= batch) {
             return;
         }
         let n = missing.min(batch).min(16);

@@ -137,7 +137,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         rx_posted: Cell::new(0), tx_available: Cell::new(p.tx_qp_len as i32), tx_sn: Cell::new(0),
         tx_done_sn: Cell::new(0), tx_unsignaled: Cell::new(0), ctl_out: RefCell::new(VecDeque::new()),
         eps: RefCell::new(Vec::new()), ahs: RefCell::new(HashMap::new()), arb: RefCell::new(VecDeque::new()),
-        owed: RefCell::new(VecDeque::new()), conn: RefCell::new(HashMap::new()), polls: Cell::new(0),
+        owed: RefCell::new(VecDeque::new()), conn: RefCell::new(HashMap::new()), polls: Cell::new(0), next_sweep: Cell::new(0.0),
         rx_headroom: params.rx_headroom, async_timer: Cell::new(None), async_fd: Cell::new(None), async_cb: (params.async_event_cb,
         params.async_event_arg), in_async: Cell::new(false), timeouts: RefCell::new(Vec::new()),
         rx_queued: RefCell::new(VecDeque::new()), rx_async_max_poll: p.rx_async_max_poll.clamp(1, 64),

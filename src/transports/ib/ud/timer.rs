@@ -220,11 +220,18 @@ pub fn progress(iface: &Iface<UdIface>) -> u32 {
         count += super::iface::tx_progress(iface);
     }
     send_owed_all(iface);
+    // The timers have a resolution of a quarter tick: look at the clock
+    // every 16th progress, sweep when a quarter tick has passed (an empty
+    // poll must stay cheap, it is the latency of the next packet).
     let polls = s.polls.get().wrapping_add(1);
     s.polls.set(polls);
-    if count == 0 || polls % 16 == 0 {
-        sweep(iface, proto::now());
-        send_owed_all(iface);
+    if polls % 16 == 0 {
+        let t = proto::now();
+        if t >= s.next_sweep.get() {
+            s.next_sweep.set(t + s.p.timer_tick / 4.0);
+            sweep(iface, t);
+            send_owed_all(iface);
+        }
     }
     if !s.timeouts.borrow().is_empty() {
         report_timeouts(iface);
