@@ -56,6 +56,13 @@ row() {
         mode=ep n=4 extra=(-I 3000)
         set -- "$@" UCX_UD_VERBS_TIMEOUT=1s
     fi
+    # MODE "iface-lossy": 64 endpoints connect to an iface with 10 % of the
+    # UD datagrams dropped: lost connection requests and replies must be
+    # sent again
+    if [ "$mode" = iface-lossy ]; then
+        mode=iface n=64
+        set -- "$@" SOFTRDMA_UD_DROP=10 SOFTRDMA_UD_SEED=3
+    fi
     d=$(mktemp -d "$T_WORK/x.XXXXXX")
     timeout -k 5 90 "$SR/run.sh" env $(lib_env "$alib") "${@:6}" "$T_WORK/many_eps" --role a --dir "$d" \
         -t "$tl" -m "$mode" -n "$n" -k "$K" -T 60 "${extra[@]}" > "$out.a" 2>&1 &
@@ -87,12 +94,13 @@ memline() { # OUTFILE LABEL
     sed -n "s/^# mem\/ep \(.*\)$/# mem\/ep $2: \1/p" "$1"
 }
 
-rows="ud_verbs:ep ud_verbs:iface rc_verbs:ep ud_verbs:ep-idle"
+rows="ud_verbs:ep ud_verbs:iface rc_verbs:ep ud_verbs:ep-idle ud_verbs:iface-lossy"
 for r in $rows; do
     tl=${r%%:*}
     mode=${r#*:}
     name="$tl connect to $mode, $N endpoints x $K messages"
     [ "$mode" = ep-idle ] && name="$tl connect to ep, 4 endpoints, the receiver idle 3 s (1 s peer timeout)"
+    [ "$mode" = iface-lossy ] && name="$tl connect to iface, 64 endpoints x $K messages, 10 % of the datagrams dropped"
     o=$(row "" "" "$tl" "$mode" "$T_WORK/orig-$tl-$mode")
     memline "$T_WORK/orig-$tl-$mode.a" "original"
     memline "$T_WORK/orig-$tl-$mode.b" "original"

@@ -168,9 +168,9 @@ pub fn resend(iface: &Iface<UdIface>, st: &mut EpState) {
 /// Send the next batch of the retransmission round.
 fn resend_batch(iface: &Iface<UdIface>, st: &mut EpState) {
     let s = &iface.tl;
+    // Not `dest_id`: a connection request is resent before the peer's id
+    // is known (the copies carry the original headers).
     let Some(peer) = st.peer.clone() else { return };
-    let Some(dest) = st.dest_id else { return };
-    let _ = dest;
     let from = if psn_lt(st.resent_psn, st.tx.acked_psn) { st.tx.acked_psn } else { st.resent_psn };
     let mut sent = 0;
     let total = st.window.len();
