@@ -32,6 +32,9 @@ pub struct RxRelease {
     pub base: uct_recv_desc_t,
     pub pool: *const BufPool,
     pub headroom: usize,
+    /// The worker's async context: the async side receives into the same
+    /// pool, so a release (from any user context) holds its block.
+    pub async_ctx: *mut ucs_async_context_t,
 }
 
 /// What identifies a peer interface for connection matching: its packed
@@ -265,6 +268,7 @@ pub unsafe extern "C" fn release_rx_desc(self_: *mut uct_recv_desc_t, desc: *mut
     // SAFETY: see the function contract.
     let r = unsafe { &*(self_ as *const RxRelease) };
     let area = (desc as *mut u8).wrapping_add(r.headroom).wrapping_sub(RX_DATA);
+    let _block = crate::ucs::async_block::AsyncBlock::new(r.async_ctx);
     // SAFETY: the pool lives as long as the interface.
     let pool = unsafe { &*r.pool };
     match pool.find(area) {

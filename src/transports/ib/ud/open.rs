@@ -125,7 +125,8 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
     let tx_pool = BufPool::new(&ib.pd, 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
                                "ud send buffers");
     let release = Box::new(RxRelease { base: uct_recv_desc_t { cb: Some(iface::release_rx_desc) },
-                                       pool: &*rx_pool, headroom: params.rx_headroom });
+                                       pool: &*rx_pool, headroom: params.rx_headroom,
+                                       async_ctx: worker.async_ctx });
     let hdr = IfaceHeader::new(md, worker, params, &ibc.base, super::internal());
     let qpn = qp.qp_num();
     let tl = UdIface {
