@@ -150,3 +150,31 @@ pub fn set_nonblock(fd: i32) {
         }
     }
 }
+
+/// Take every pending event of a completion channel shared by a send and
+/// a receive CQ, acknowledge them, and return how many each CQ had (the
+/// first step of `uct_iface_event_arm`). A failure is logged as `tl`'s.
+pub fn drain_cq_events(channel: &crate::sys::verbs::CompChannel, tx: &crate::sys::verbs::Cq,
+                       rx: &crate::sys::verbs::Cq, tl: &str) -> Option<(u32, u32)> {
+    use crate::sys::verbs::Errno;
+    let (mut tx_ev, mut rx_ev) = (0u32, 0u32);
+    loop {
+        match channel.get_event() {
+            Ok(id) if id == tx.id() => tx_ev += 1,
+            Ok(id) if id == rx.id() => rx_ev += 1,
+            Ok(_) => {}
+            Err(Errno::EAGAIN) => break,
+            Err(e) => {
+                crate::error!("{}: ibv_get_cq_event failed: {}", tl, e);
+                return None;
+            }
+        }
+    }
+    if tx_ev > 0 {
+        tx.ack_events(tx_ev);
+    }
+    if rx_ev > 0 {
+        rx.ack_events(rx_ev);
+    }
+    Some((tx_ev, rx_ev))
+}

@@ -423,25 +423,10 @@ pub fn progress(iface: &Iface<RcIface>) -> u32 {
 /// `uct_iface_event_arm`.
 pub fn event_arm(iface: &Iface<RcIface>, events: u32) -> ucs_status_t {
     let s = &iface.tl;
-    let (mut tx_ev, mut rx_ev) = (0u32, 0u32);
-    loop {
-        match s.channel.get_event() {
-            Ok(id) if id == s.tx_cq.id() => tx_ev += 1,
-            Ok(id) if id == s.rx_cq.id() => rx_ev += 1,
-            Ok(_) => {}
-            Err(Errno::EAGAIN) => break,
-            Err(e) => {
-                crate::error!("rc_verbs: ibv_get_cq_event failed: {}", e);
-                return UCS_ERR_IO_ERROR;
-            }
-        }
-    }
-    if tx_ev > 0 {
-        s.tx_cq.ack_events(tx_ev);
-    }
-    if rx_ev > 0 {
-        s.rx_cq.ack_events(rx_ev);
-    }
+    let Some((tx_ev, rx_ev)) = crate::transports::ib::device::drain_cq_events(&s.channel, &s.tx_cq, &s.rx_cq, "rc_verbs")
+    else {
+        return UCS_ERR_IO_ERROR;
+    };
     if tx_ev + rx_ev > 0 {
         return UCS_ERR_BUSY;
     }

@@ -512,27 +512,11 @@ pub fn close(iface: &mut Iface<UdIface>) {
 /// `uct_iface_event_arm`: BUSY while completions or owed work wait, else
 /// the CQs are armed (send completions on the send CQ; any receive).
 pub fn event_arm(iface: &Iface<UdIface>, events: u32) -> ucs_status_t {
-    use crate::sys::verbs::Errno;
     let s = &iface.tl;
-    let (mut tx_ev, mut rx_ev) = (0u32, 0u32);
-    loop {
-        match s.channel.get_event() {
-            Ok(id) if id == s.tx_cq.id() => tx_ev += 1,
-            Ok(id) if id == s.rx_cq.id() => rx_ev += 1,
-            Ok(_) => {}
-            Err(Errno::EAGAIN) => break,
-            Err(e) => {
-                crate::error!("ud_verbs: ibv_get_cq_event failed: {}", e);
-                return UCS_ERR_IO_ERROR;
-            }
-        }
-    }
-    if tx_ev > 0 {
-        s.tx_cq.ack_events(tx_ev);
-    }
-    if rx_ev > 0 {
-        s.rx_cq.ack_events(rx_ev);
-    }
+    let Some((tx_ev, rx_ev)) = crate::transports::ib::device::drain_cq_events(&s.channel, &s.tx_cq, &s.rx_cq, "ud_verbs")
+    else {
+        return UCS_ERR_IO_ERROR;
+    };
     if tx_ev + rx_ev > 0 || !s.done.borrow().is_empty() || !s.owed.borrow().is_empty()
         || !s.rx_queued.borrow().is_empty() || !s.timeouts.borrow().is_empty() {
         return UCS_ERR_BUSY;
