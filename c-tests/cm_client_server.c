@@ -190,8 +190,13 @@ static void do_disconnect(uct_ep_h ep, int first)
     if (first) {
         s = uct_ep_disconnect(ep, 0);
         if (s != UCS_OK) FAIL("uct_ep_disconnect: %s", ucs_status_string(s));
+        /* In progress until the peer's own disconnect arrives; on a loaded
+         * machine the peer can answer (through the async thread) before this
+         * second call, and then the endpoint is already not connected. */
         s = uct_ep_disconnect(ep, 0);
-        if (s != UCS_INPROGRESS) FAIL("second uct_ep_disconnect: %s (expected in progress)", ucs_status_string(s));
+        if (s != UCS_INPROGRESS && s != UCS_ERR_NOT_CONNECTED)
+            FAIL("second uct_ep_disconnect: %s (expected in progress or not connected)",
+                 ucs_status_string(s));
         wait_for(&g_disconnected, "disconnect_cb after our disconnect");
     } else {
         wait_for(&g_disconnected, "disconnect_cb from the peer");
