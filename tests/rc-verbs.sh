@@ -23,6 +23,9 @@
 #    does not crash, stops within 5 s of a SIGTERM (no hang), and the
 #    device's registry directory is empty afterwards (am_bw may instead wait
 #    for credits with no work request outstanding, as on the original);
+#  - c-tests/flush_pending.c (1.13: the original too): with the send CQ
+#    exhausted, no flush reports complete while a send waits on the
+#    pending queue;
 #  - the figures of am_lat short 8, put_bw zcopy 64 KiB and get zcopy 1 MiB,
 #    the original's (1.13: measured now; 1.18: recorded) next to ours (no
 #    timing assertions).
@@ -247,6 +250,28 @@ else
     fail "server killed: registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
 fi
 unset SOFTRDMA_SHM_DIR
+
+# ---- a flush does not overtake a send waiting on the pending queue
+# (c-tests/flush_pending.c, 80 endpoints, a send CQ of 64 entries: the
+# 64th endpoint finds no CQ credit with nothing of its own in flight)
+if build_c "$T_WORK/flush_pending" "$here/../c-tests/flush_pending.c" 2> "$T_WORK/fp-cc.txt"; then
+    sides=LIBDIR
+    ref_has_verbs && sides="original LIBDIR"
+    for side in $sides; do
+        lib=; [ $side = LIBDIR ] && lib=$OURS
+        timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") UCX_RC_VERBS_TX_CQ_LEN=64 \
+            "$T_WORK/flush_pending" rc_verbs "$DEV" 80 > "$T_WORK/fp-$side.txt" 2>&1
+        rc=$?
+        if [ $rc = 0 ]; then
+            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$T_WORK/fp-$side.txt") checks"
+        else
+            sed 's/^/      /' "$T_WORK/fp-$side.txt" | tail -12
+            fail "flush behind a pending send, $side" "exit $rc"
+        fi
+    done
+else
+    fail "build flush_pending" "$(tail -3 "$T_WORK/fp-cc.txt")"
+fi
 
 # ---- figures side by side
 FIG_ROWS='am_lat short 8|put_bw zcopy 65536|get zcopy 1048576'

@@ -7,6 +7,9 @@
 #    (live, and the recorded one in expected/ucx_info-d.softrdma0.c-original.txt);
 #  - uct_hello_world -t ud_verbs -i/-b/-z across two processes: LIBDIR
 #    both sides, C server + LIBDIR client, LIBDIR server + C client;
+#  - c-tests/flush_pending.c on both libraries: with the send queue
+#    exhausted, neither uct_ep_flush nor uct_iface_flush reports complete
+#    while a send waits on the pending queue (the flush goes behind it);
 #  - the ud_verbs ucx_perftest rows (rc-matrix.sh SOFTRDMA_MATRIX=ud):
 #    am_lat/am_bw short/bcopy/zcopy at 8, 1024, 4000 and 4096 bytes
 #    (am_short is limited to 56 bytes, bcopy/zcopy to 4088: the original
@@ -182,6 +185,30 @@ ab() {
 
 # uct_hello_world
 ab "hello ud_verbs" '.' mixed SOFTRDMA_MATRIX=hello SOFTRDMA_HELLO_TL=ud_verbs
+
+# ---- a flush does not overtake a send waiting on the pending queue
+# (c-tests/flush_pending.c: one process, two ifaces, the send queue
+# exhausted; libucp's emulated one-sided operations depend on it)
+if build_c "$T_WORK/flush_pending" "$here/../c-tests/flush_pending.c" 2> "$T_WORK/fp-cc.txt"; then
+    for side in original LIBDIR; do
+        lib=; [ $side = LIBDIR ] && lib=$OURS
+        if [ $side = LIBDIR ] && [ -z "$ours_ud" ]; then
+            fail "flush behind a pending send, $side" "no ud_verbs"
+            continue
+        fi
+        timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") "$T_WORK/flush_pending" ud_verbs softrdma0:1 \
+            > "$T_WORK/fp-$side.txt" 2>&1
+        rc=$?
+        if [ $rc = 0 ]; then
+            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$T_WORK/fp-$side.txt") checks"
+        else
+            sed 's/^/      /' "$T_WORK/fp-$side.txt" | tail -12
+            fail "flush behind a pending send, $side" "exit $rc"
+        fi
+    done
+else
+    fail "build flush_pending" "$(tail -3 "$T_WORK/fp-cc.txt")"
+fi
 
 # perftest rows
 if [ -n "$FULL" ]; then

@@ -274,12 +274,13 @@ pub fn iface_flush(iface: &Iface<RcIface>) -> ucs_status_t {
     let eps: Vec<_> = iface.tl.eps.borrow().values().cloned().collect();
     let mut result = UCS_OK;
     for st in eps {
+        // An endpoint out of send resources is not flushed yet: the
+        // interface is in progress, as in the original (not an error).
         let ep = crate::transports::ib::rc::xfer::flush_state(iface, &st);
-        if ep == UCS_ERR_NO_RESOURCE {
-            return ep;
-        }
-        if ep == UCS_INPROGRESS {
+        if ep == UCS_ERR_NO_RESOURCE || ep == UCS_INPROGRESS {
             result = UCS_INPROGRESS;
+        } else if ep != UCS_OK {
+            return ep;
         }
     }
     result

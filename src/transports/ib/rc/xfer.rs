@@ -418,6 +418,12 @@ fn flush_ep(iface: &Iface<RcIface>, st: &EpRef, flags: u32, comp: Completion) ->
             }
         }
     }
+    // As the original: no flush while a new send could not go out (send
+    // queue, completion queue, flow-control window): requests may wait
+    // on the pending queue, and NO_RESOURCE puts the flush behind them.
+    if st.failed.is_none() && !st.flush_cancel && st.qp.is_some() && !st.has_tx_res(s) {
+        return UCS_ERR_NO_RESOURCE;
+    }
     if st.pi == st.ci {
         return UCS_OK;
     }

@@ -237,11 +237,17 @@ pub fn flush_state(s: &UdIface, st: &mut EpState, cancel: bool) -> ucs_status_t 
         }
         return UCS_OK;
     }
+    // Not while a new packet could not go out (send queue, window, or
+    // requests waiting on the pending queue, unless this is the head of
+    // that queue flushing): the flush would overtake operations the user
+    // issued that are not sent yet. NO_RESOURCE makes the caller queue
+    // its flush behind them (libucp counts an emulated remote operation
+    // only once its message is out).
+    if check_tx(s, st).is_err() {
+        return UCS_ERR_NO_RESOURCE;
+    }
     if st.window.is_empty() {
         return UCS_OK;
-    }
-    if !s.has_tx() {
-        return UCS_ERR_NO_RESOURCE;
     }
     // Make sure the last packet is acknowledged soon.
     st.owed.ack_req = true;
