@@ -254,24 +254,9 @@ unset SOFTRDMA_SHM_DIR
 # ---- a flush does not overtake a send waiting on the pending queue
 # (c-tests/flush_pending.c, 80 endpoints, a send CQ of 64 entries: the
 # 64th endpoint finds no CQ credit with nothing of its own in flight)
-if build_c "$T_WORK/flush_pending" "$here/../c-tests/flush_pending.c" 2> "$T_WORK/fp-cc.txt"; then
-    sides=LIBDIR
-    ref_has_verbs && sides="original LIBDIR"
-    for side in $sides; do
-        lib=; [ $side = LIBDIR ] && lib=$OURS
-        timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") UCX_RC_VERBS_TX_CQ_LEN=64 \
-            "$T_WORK/flush_pending" rc_verbs "$DEV" 80 > "$T_WORK/fp-$side.txt" 2>&1
-        rc=$?
-        if [ $rc = 0 ]; then
-            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$T_WORK/fp-$side.txt") checks"
-        else
-            sed 's/^/      /' "$T_WORK/fp-$side.txt" | tail -12
-            fail "flush behind a pending send, $side" "exit $rc"
-        fi
-    done
-else
-    fail "build flush_pending" "$(tail -3 "$T_WORK/fp-cc.txt")"
-fi
+sides=LIBDIR
+ref_has_verbs && sides="original LIBDIR"
+flush_pending_case "$sides" UCX_RC_VERBS_TX_CQ_LEN=64 -- rc_verbs 80
 
 # ---- figures side by side
 FIG_ROWS='am_lat short 8|put_bw zcopy 65536|get zcopy 1048576'

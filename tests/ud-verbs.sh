@@ -189,25 +189,11 @@ ab "hello ud_verbs" '.' mixed SOFTRDMA_MATRIX=hello SOFTRDMA_HELLO_TL=ud_verbs
 # ---- a flush does not overtake a send waiting on the pending queue
 # (c-tests/flush_pending.c: one process, two ifaces, the send queue
 # exhausted; libucp's emulated one-sided operations depend on it)
-if build_c "$T_WORK/flush_pending" "$here/../c-tests/flush_pending.c" 2> "$T_WORK/fp-cc.txt"; then
-    for side in original LIBDIR; do
-        lib=; [ $side = LIBDIR ] && lib=$OURS
-        if [ $side = LIBDIR ] && [ -z "$ours_ud" ]; then
-            fail "flush behind a pending send, $side" "no ud_verbs"
-            continue
-        fi
-        timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") "$T_WORK/flush_pending" ud_verbs softrdma0:1 \
-            > "$T_WORK/fp-$side.txt" 2>&1
-        rc=$?
-        if [ $rc = 0 ]; then
-            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$T_WORK/fp-$side.txt") checks"
-        else
-            sed 's/^/      /' "$T_WORK/fp-$side.txt" | tail -12
-            fail "flush behind a pending send, $side" "exit $rc"
-        fi
-    done
+if [ -n "$ours_ud" ]; then
+    flush_pending_case "original LIBDIR" -- ud_verbs 1024
 else
-    fail "build flush_pending" "$(tail -3 "$T_WORK/fp-cc.txt")"
+    flush_pending_case original -- ud_verbs 1024
+    fail "flush behind a pending send, LIBDIR" "no ud_verbs"
 fi
 
 # perftest rows

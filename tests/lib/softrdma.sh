@@ -18,6 +18,11 @@
 #                           against the original's statuses
 #   ucx_tool NAME           the path of a UCX tool of the installation
 #                           under test (the wheel's for UCX_PREFIX)
+#   flush_pending_case SIDES [VAR=VALUE...] -- TL EPS
+#                           c-tests/flush_pending.c on TL (softrdma0:1,
+#                           EPS endpoints) for each of SIDES ("original",
+#                           "LIBDIR": $OURS), with the variables set; a pass
+#                           or fail per side
 
 SR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../softrdma" && pwd)
 SR_EXPECTED=$SR/expected/rc-matrix.c-original.txt
@@ -97,4 +102,29 @@ judge_matrix() {
         fi
     done < "$file"
     [ "$n" -gt 0 ] || fail "$label" "no rows ran"
+}
+
+flush_pending_case() {
+    local sides=$1 envs=() side lib rc out
+    shift
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    if [ ! -x "$T_WORK/flush_pending" ] &&
+        ! build_c "$T_WORK/flush_pending" "$SR/../../c-tests/flush_pending.c" 2> "$T_WORK/fp-cc.txt"; then
+        fail "build flush_pending" "$(tail -3 "$T_WORK/fp-cc.txt")"
+        return
+    fi
+    for side in $sides; do
+        lib=; [ "$side" = LIBDIR ] && lib=$OURS
+        out=$T_WORK/fp-$side.txt
+        timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") "${envs[@]}" "$T_WORK/flush_pending" "$1" softrdma0:1 "$2" \
+            > "$out" 2>&1
+        rc=$?
+        if [ $rc = 0 ]; then
+            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$out") checks"
+        else
+            sed 's/^/      /' "$out" | tail -12
+            fail "flush behind a pending send, $side" "exit $rc"
+        fi
+    done
 }
