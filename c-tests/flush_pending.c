@@ -27,8 +27,9 @@
  * completing while the message waits in the pending queue reports an
  * operation complete before it was even sent.
  *
- * Prints "PASS ..."/"FAIL ..." lines and "N passed, M failed"; exit status
- * 0 when nothing failed, 77 when TL/DEV is not there.
+ * Prints "PASS ..."/"FAIL ..." lines and "N passed, M failed" before the
+ * teardown (endpoints, ifaces, md, worker), then "# teardown done"; exit
+ * status 0 when nothing failed, 77 when TL/DEV is not there.
  */
 #define _GNU_SOURCE
 #include <uct/api/uct.h>
@@ -383,6 +384,8 @@ int main(int argc, char **argv)
         snprintf(d, sizeof(d), "received %ld of %ld, %ld out of order or malformed", g_received, want, g_bad);
         check(g_received == want && g_bad == 0, "B received every message, each endpoint's in order", d);
     }
+    /* the verdict comes before the teardown, which is reported apart */
+    printf("%d passed, %d failed\n", g_pass, g_fail);
 
     for (unsigned i = 0; i < g_eps; i++) {
         uct_ep_destroy(g_ep[i]);
@@ -403,6 +406,6 @@ int main(int argc, char **argv)
     free(g_sent);
     free(dev_addr);
     free(iface_addr);
-    printf("%d passed, %d failed\n", g_pass, g_fail);
+    printf("# teardown done\n");
     return g_fail ? 1 : 0;
 }

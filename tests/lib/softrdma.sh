@@ -22,7 +22,8 @@
 #                           c-tests/flush_pending.c on TL (softrdma0:1,
 #                           EPS endpoints) for each of SIDES ("original",
 #                           "LIBDIR": $OURS), with the variables set; a pass
-#                           or fail per side
+#                           or fail per side (LIBDIR must also tear down;
+#                           the original's hang after its checks is noted)
 
 SR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../softrdma" && pwd)
 SR_EXPECTED=$SR/expected/rc-matrix.c-original.txt
@@ -120,8 +121,12 @@ flush_pending_case() {
         timeout -k 5 120 "$SR/run.sh" env $(lib_env "$lib") "${envs[@]}" "$T_WORK/flush_pending" "$1" softrdma0:1 "$2" \
             > "$out" 2>&1
         rc=$?
-        if [ $rc = 0 ]; then
+        if [ $rc = 0 ] && grep -q '^# teardown done' "$out"; then
             pass "flush behind a pending send, $side: $(grep -c '^PASS' "$out") checks"
+        elif [ $rc = 124 ] && [ "$side" = original ] && grep -q '^[1-9][0-9]* passed, 0 failed$' "$out"; then
+            # The checks are what this case is about; the original's rc
+            # teardown on the soft device has hung once in CI after them.
+            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$out") checks (then hung in teardown: killed)"
         else
             sed 's/^/      /' "$out" | tail -12
             fail "flush behind a pending send, $side" "exit $rc"
