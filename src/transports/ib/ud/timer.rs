@@ -57,20 +57,8 @@ unsafe extern "C" fn on_event(_id: c_int, _events: c_uint, arg: *mut c_void) {
     // SAFETY: see the function contract.
     let iface = unsafe { &*(arg as *const Iface<UdIface>) };
     let s = &iface.tl;
-    let (mut tx, mut rx) = (0, 0);
-    while let Ok(id) = s.channel.get_event() {
-        if id == s.tx_cq.id() {
-            tx += 1;
-        } else if id == s.rx_cq.id() {
-            rx += 1;
-        }
-    }
-    if tx > 0 {
-        s.tx_cq.ack_events(tx);
-    }
-    if rx > 0 {
-        s.rx_cq.ack_events(rx);
-    }
+    // A failure is logged there; the user is told either way.
+    let _ = crate::transports::ib::device::drain_cq_events(&s.channel, &s.tx_cq, &s.rx_cq, "ud_verbs");
     let _ = s.rx_cq.req_notify(true);
     if let (Some(cb), arg) = s.async_cb {
         // SAFETY: the user's callback with the argument it gave at open.
