@@ -136,7 +136,6 @@ static void flush_comp_cb(uct_completion_t *c)
 }
 
 static uct_completion_t g_flush_comp;
-static int g_flush_queued;
 
 static ucs_status_t flush_req_cb(uct_pending_req_t *req)
 {
@@ -344,7 +343,6 @@ int main(int argc, char **argv)
     if (s == UCS_ERR_NO_RESOURCE) {
         ucs_status_t p = uct_ep_pending_add(g_ep[g_x], &fr, 0);
         check(p == UCS_OK, "uct_ep_pending_add of the flush", ucs_status_string(p));
-        g_flush_queued = p == UCS_OK;
     } else if (s == UCS_OK) {
         g_flush_done = 1;
         g_flush_before_r = 1;
