@@ -123,10 +123,6 @@ flush_pending_case() {
         rc=$?
         if [ $rc = 0 ] && grep -q '^# teardown done' "$out"; then
             pass "flush behind a pending send, $side: $(grep -c '^PASS' "$out") checks"
-        elif [ $rc = 124 ] && [ "$side" = original ] && grep -q '^[1-9][0-9]* passed, 0 failed$' "$out"; then
-            # The checks are what this case is about; the original's rc
-            # teardown on the soft device has hung once in CI after them.
-            pass "flush behind a pending send, $side: $(grep -c '^PASS' "$out") checks (then hung in teardown: killed)"
         else
             sed 's/^/      /' "$out" | tail -12
             fail "flush behind a pending send, $side" "exit $rc"

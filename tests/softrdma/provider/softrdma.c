@@ -71,6 +71,7 @@ struct sr_mr {
 struct sr_cq {
 	struct ibv_cq cq;
 	uint32_t idx;
+	uint32_t comp_read; /* completion events handed out (cq_event) */
 };
 
 struct sr_srq {
@@ -567,6 +568,13 @@ static int sr_destroy_cq(struct ibv_cq *ibcq)
 		}
 		reg_unlock();
 	}
+	/* As the kernel path: completion events handed out must be
+	 * acknowledged (ibv_ack_cq_events) before the CQ goes. */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed <
+	       __atomic_load_n(&cq->comp_read, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
 	free(cq);
 	return 0;
 }
@@ -649,8 +657,9 @@ static int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-static void sr_cq_event(struct ibv_cq *cq)
+static void sr_cq_event(struct ibv_cq *ibcq)
 {
+	__atomic_add_fetch(&to_cq(ibcq)->comp_read, 1, __ATOMIC_RELEASE);
 }
 
 /* --------------------------------------------------------- receive queues */
@@ -1146,6 +1155,15 @@ static int sr_destroy_qp(struct ibv_qp *ibqp)
 			*pp = qp->next_pending;
 			break;
 		}
+	/* Events already handed to the application must be acknowledged
+	 * before the QP goes: ibv_ack_async_event locks the QP's mutex and
+	 * counts events_completed. The kernel provider's destroy waits the
+	 * same way, for the events it reported. */
+	pthread_mutex_lock(&qp->qp.mutex);
+	while (qp->qp.events_completed <
+	       __atomic_load_n(&qp->ev_read, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&qp->qp.cond, &qp->qp.mutex);
+	pthread_mutex_unlock(&qp->qp.mutex);
 	pthread_mutex_lock(&g_dead_lock);
 	if (__atomic_load_n(&qp->ev_read, __ATOMIC_ACQUIRE) < qp->ev_posted) {
 		qp->next_dead = g_dead_qps;
