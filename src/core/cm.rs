@@ -54,6 +54,13 @@ impl CmObj {
         registry::is(cm, Kind::Cm).then(|| unsafe { &*(cm as *const CmObj) })
     }
 
+    /// The worker the CM was opened on.
+    pub fn worker(&self) -> &WorkerObj {
+        // SAFETY: a live worker handle was given to uct_cm_open, and the
+        // worker outlives its CMs (uct_cm_close before uct_worker_destroy).
+        unsafe { &*self.worker }
+    }
+
     /// Close a handle: false (and nothing done) when it is not a live CM.
     ///
     /// # Safety
@@ -63,7 +70,9 @@ impl CmObj {
             return false;
         }
         // SAFETY: it was live, so it is our box, now owned by this call.
-        drop(unsafe { Box::from_raw(cm as *mut CmObj) });
+        let b = unsafe { Box::from_raw(cm as *mut CmObj) };
+        b.worker().order_all();
+        drop(b);
         true
     }
 }
@@ -132,5 +141,8 @@ pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
         crate::error!("uct_ep_create: cm {:p} {}", params.cm, registry::why_not(params.cm, Kind::Cm));
         return Err(UCS_ERR_INVALID_PARAM);
     };
+    // A client endpoint sends its private data, a server one its answer:
+    // held messages of the worker go first.
+    cm.worker().order_all();
     cm.imp.ep_create(params)
 }

@@ -9,13 +9,32 @@
 use crate::abi::*;
 use crate::core::registry::{self, Kind};
 use crate::ucs;
-use std::cell::UnsafeCell;
+use libc::c_void;
+use std::cell::{Cell, UnsafeCell};
+
+/// Messages an endpoint of the worker holds back (a transport coalescing
+/// back-to-back sends), and how to send them.
+#[derive(Clone, Copy)]
+struct Held {
+    /// The endpoint holding them: its own later sends may join them.
+    ep: *const c_void,
+    /// Sends what is held (called with `arg`, on the worker's thread).
+    release: unsafe fn(*const c_void),
+    arg: *const c_void,
+}
 
 #[repr(C)]
 pub struct WorkerObj {
     base: UnsafeCell<uct_worker_t>,
     pub async_ctx: *mut ucs_async_context_t,
     pub thread_mode: ucs_thread_mode_t,
+    /// The ordering rule of held messages: at most one endpoint of the
+    /// worker holds messages back, and they are on the wire before any
+    /// other operation of the worker that can send (another endpoint, any
+    /// transport, a connection manager, a flush, progress, event arm, a
+    /// close) does its work. The vtable trampolines and the CM entry points
+    /// check it first (`order_before` / `order_all`).
+    held: Cell<Option<Held>>,
 }
 
 impl WorkerObj {
@@ -23,8 +42,8 @@ impl WorkerObj {
         // SAFETY: all-zero is a valid (not yet initialised) callback queue;
         // ucs_callbackq_init sets it up in place, inside the box, which
         // never moves afterwards.
-        let w = Box::new(WorkerObj { base: UnsafeCell::new(unsafe { std::mem::zeroed() }), 
-                                     async_ctx, thread_mode });
+        let w = Box::new(WorkerObj { base: UnsafeCell::new(unsafe { std::mem::zeroed() }),
+                                     async_ctx, thread_mode, held: Cell::new(None) });
         // SAFETY: see above; the box is ours alone until it is handed out.
         let status = unsafe { ucs::ucs_callbackq_init(w.progress_q()) };
         if status != UCS_OK {
@@ -50,6 +69,63 @@ impl WorkerObj {
     pub fn progress_q(&self) -> *mut ucs_callbackq_t {
         // SAFETY: projecting a field of the cell's contents; nothing is read.
         unsafe { std::ptr::addr_of_mut!((*self.base.get()).progress_q) }
+    }
+
+    /// An operation of endpoint `ep` (any transport) is about to run: what
+    /// another endpoint holds back goes out first.
+    #[inline(always)]
+    pub fn order_before(&self, ep: *const c_void) {
+        if let Some(h) = self.held.get() {
+            if h.ep != ep {
+                self.release_held();
+            }
+        }
+    }
+
+    /// An operation not tied to one endpoint (progress, flush, event arm,
+    /// close, a connection manager's) is about to run: everything held goes
+    /// out first.
+    #[inline(always)]
+    pub fn order_all(&self) {
+        if self.held.get().is_some() {
+            self.release_held();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn release_held(&self) {
+        // Taken first: the release may run callbacks that come back here.
+        if let Some(h) = self.held.take() {
+            // SAFETY: the holder registered this function with this
+            // argument, alive until it calls `unhold` (its close does).
+            unsafe { (h.release)(h.arg) };
+        }
+    }
+
+    /// Endpoint `ep` starts holding messages back; `release(arg)` sends
+    /// them. The caller came through `order_before(ep)`, so nothing else is
+    /// held; should something be, it goes out now.
+    ///
+    /// # Safety
+    /// `arg` stays valid for `release` until `unhold(ep)` is called.
+    pub unsafe fn hold(&self, ep: *const c_void, release: unsafe fn(*const c_void), arg: *const c_void) {
+        if self.held.get().is_some_and(|h| h.ep != ep) {
+            self.release_held();
+        }
+        self.held.set(Some(Held { ep, release, arg }));
+    }
+
+    /// What `ep` held went out (or was dropped with its connection).
+    pub fn unhold(&self, ep: *const c_void) {
+        if self.held.get().is_some_and(|h| h.ep == ep) {
+            self.held.set(None);
+        }
+    }
+
+    /// Whether `ep` is the endpoint holding messages back.
+    pub fn holds(&self, ep: *const c_void) -> bool {
+        self.held.get().is_some_and(|h| h.ep == ep)
     }
 
     /// Destroy a handle: false (and nothing done) when it is not a live

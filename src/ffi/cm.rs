@@ -124,6 +124,10 @@ entry! {
         // during the call.
         let l = live_or!(unsafe { ListenerObj::from_handle(listener) }, listener, Kind::Listener, "listener",
                          UCS_ERR_INVALID_PARAM);
+        // SAFETY: the listener's CM, open while its listener lives.
+        if let Some(cm) = unsafe { CmObj::from_handle(l.base.cm) } {
+            cm.worker().order_all();
+        }
         match l.imp() {
             Some(imp) => imp.reject(conn_request),
             None => {

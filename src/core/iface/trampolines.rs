@@ -79,6 +79,17 @@ macro_rules! iface {
     }};
 }
 
+/// The worker's ordering rule (see `WorkerObj::order_before`): messages
+/// another endpoint holds back go out before this endpoint's operation.
+macro_rules! ordered {
+    ($i:expr, $ep:expr) => {
+        $i.hdr.worker().order_before($ep as *const c_void)
+    };
+    ($i:expr) => {
+        $i.hdr.worker().order_all()
+    };
+}
+
 /// The caller's buffer of `len` bytes, for the call.
 macro_rules! bytes {
     ($p:expr, $len:expr) => {{
@@ -109,6 +120,7 @@ unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_vo
                                                remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::put_short(i, e, bytes!(buffer, length as usize), Remote::new(remote_addr, rkey))
     })
 }
@@ -117,6 +129,7 @@ unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_c
                                                remote_addr: u64, rkey: uct_rkey_t) -> isize {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
             None => UCS_ERR_INVALID_PARAM as isize,
@@ -132,6 +145,7 @@ unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
             return null_iov();
         }
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::put_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
     })
 }
@@ -144,6 +158,7 @@ unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov
             return null_iov();
         }
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::get_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
     })
 }
@@ -156,6 +171,7 @@ unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *con
             return null_iov();
         }
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::am_zcopy(i, e, id, bytes!(header, header_length as usize), iovs!(iov, iovcnt), flags, comp!(comp))
     })
 }
@@ -165,6 +181,7 @@ unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpa
                                                comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match Unpack::new(unpack_cb, arg) {
             Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp!(comp)),
             None => UCS_ERR_INVALID_PARAM,
@@ -176,6 +193,7 @@ unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64,
                                               length: c_uint) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::am_short(i, e, id, header, bytes!(payload, length as usize))
     })
 }
@@ -187,6 +205,7 @@ unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *co
             return null_iov();
         }
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::am_short_iov(i, e, id, iovs!(iov, iovcnt))
     })
 }
@@ -195,6 +214,7 @@ unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct
                                               flags: c_uint) -> isize {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match Pack::new(pack_cb, arg) {
             Some(p) => T::am_bcopy(i, e, id, p, flags),
             None => UCS_ERR_INVALID_PARAM as isize,
@@ -207,6 +227,7 @@ unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u
                                              comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
                         FetchResult::U64(result), comp!(comp))
     })
@@ -217,6 +238,7 @@ unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u
                                              comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
                         Remote::new(remote_addr, rkey), FetchResult::U32(result), comp!(comp))
     })
@@ -226,6 +248,7 @@ unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
             None => bad_opcode(opcode),
@@ -237,6 +260,7 @@ unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint,
                                                    rkey: uct_rkey_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match AtomicOp::post(opcode) {
             Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
             None => bad_opcode(opcode),
@@ -249,6 +273,7 @@ unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
                                        FetchResult::U32(result), comp!(comp)),
@@ -262,6 +287,7 @@ unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint
                                                     comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         match AtomicOp::fetch(opcode) {
             Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
                                        FetchResult::U64(result), comp!(comp)),
@@ -310,6 +336,7 @@ unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending
 unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::ep_flush(i, e, flags, comp!(comp))
     })
 }
@@ -317,6 +344,7 @@ unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp:
 unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
     hot!({
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::ep_fence(i, e, flags)
     })
 }
@@ -324,6 +352,7 @@ unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> uc
 unsafe extern "C" fn t_ep_check<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::ep_check(i, e, flags, comp!(comp))
     })
 }
@@ -336,6 +365,7 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         // SAFETY: checked non-NULL; the caller's parameters, for the call.
         let p = unsafe { &*params };
         let iface = iface!(p.iface);
+        ordered!(iface);
         let m = p.field_mask;
         let lens = iface.hdr.addr_lens();
         // The caller's lengths of the peer's addresses where it gives them
@@ -371,6 +401,7 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
 unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
     guard!((), {
         let (iface, _) = parts!(ep);
+        ordered!(iface, ep);
         // A peer-failure report still queued for this endpoint must not
         // run after it is gone.
         iface.hdr.cancel_ep_err(ep);
@@ -383,6 +414,7 @@ unsafe extern "C" fn t_ep_destroy<T: Transport>(ep: uct_ep_h) {
 unsafe extern "C" fn t_ep_connect<T: Transport>(ep: uct_ep_h, params: *const uct_ep_connect_params_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         // SAFETY: NULL or the caller's parameters, valid for the call.
         T::ep_connect(i, e, unsafe { params.as_ref() })
     })
@@ -391,6 +423,7 @@ unsafe extern "C" fn t_ep_connect<T: Transport>(ep: uct_ep_h, params: *const uct
 unsafe extern "C" fn t_ep_disconnect<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::ep_disconnect(i, e, flags)
     })
 }
@@ -398,6 +431,7 @@ unsafe extern "C" fn t_ep_disconnect<T: Transport>(ep: uct_ep_h, flags: c_uint) 
 unsafe extern "C" fn t_cm_ep_conn_notify<T: Transport>(ep: uct_ep_h) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         T::cm_ep_conn_notify(i, e)
     })
 }
@@ -423,6 +457,7 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
                                                       ep_addr: *const uct_ep_addr_t) -> ucs_status_t {
     guard!(UCS_ERR_IO_ERROR, {
         let (i, e) = parts!(ep);
+        ordered!(i, ep);
         let lens = i.hdr.addr_lens();
         // SAFETY: the peer's addresses of this transport, valid for the call.
         let (dev, ep_addr) = unsafe {
@@ -434,11 +469,19 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
 
 unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
                                                  comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!(T::iface_flush(iface!(iface), flags, comp!(comp)))
+    hot!({
+        let i = iface!(iface);
+        ordered!(i);
+        T::iface_flush(i, flags, comp!(comp))
+    })
 }
 
 unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
-    hot!(T::iface_fence(iface!(iface), flags))
+    hot!({
+        let i = iface!(iface);
+        ordered!(i);
+        T::iface_fence(i, flags)
+    })
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
@@ -450,7 +493,11 @@ unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags:
 }
 
 unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
-    hot!(T::progress(iface!(iface)))
+    hot!({
+        let i = iface!(iface);
+        ordered!(i);
+        T::progress(i)
+    })
 }
 
 unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {
@@ -470,13 +517,18 @@ unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut
 }
 
 unsafe extern "C" fn t_event_arm<T: Transport>(iface: uct_iface_h, events: c_uint) -> ucs_status_t {
-    guard!(UCS_ERR_IO_ERROR, T::event_arm(iface!(iface), events))
+    guard!(UCS_ERR_IO_ERROR, {
+        let i = iface!(iface);
+        ordered!(i);
+        T::event_arm(i, events)
+    })
 }
 
 unsafe extern "C" fn t_iface_close<T: Transport>(iface: uct_iface_h) {
     guard!((), {
         // SAFETY: boxed by Iface::into_handle, closed once.
         let mut b = unsafe { Box::from_raw(iface as *mut Iface<T>) };
+        ordered!(b);
         // Remove the progress callback at once (not deferred): the next
         // worker progress must not call into the freed interface.
         let flags = b.hdr.progress_flags();

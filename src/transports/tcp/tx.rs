@@ -16,6 +16,25 @@ use crate::sys::socket::Io;
 use libc::c_void;
 use std::rc::Rc;
 
+/// Who holds messages back, for the worker's ordering rule: the endpoint
+/// that owns the connection (its own later sends may join them), else the
+/// connection itself (no endpoint operation matches it).
+fn hold_token(conn: &Rc<Conn>) -> *const c_void {
+    let ep = conn.owner.get();
+    if ep.is_null() { Rc::as_ptr(conn) as *const c_void } else { ep as *const c_void }
+}
+
+/// The worker's call to send what a tcp interface holds back (another
+/// endpoint or transport of the worker is about to send).
+///
+/// # Safety
+/// `arg` is the live interface that registered it (see `send_buffered`).
+unsafe fn release_for_worker(arg: *const c_void) {
+    // SAFETY: see the function contract.
+    let iface = unsafe { &*(arg as *const I) };
+    iface.tl.release_all_held(iface);
+}
+
 /// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
 const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
 /// Free send buffers the interface keeps for reuse.
@@ -159,6 +178,11 @@ impl TcpIface {
             tx.held = end;
             if at == 0 {
                 self.holding.borrow_mut().push(conn.clone());
+                // SAFETY: the interface unregisters (`unhold`) whenever
+                // what it holds goes out, and before it closes.
+                unsafe {
+                    iface.hdr.worker().hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void)
+                };
             }
             return UCS_OK;
         }
@@ -182,6 +206,7 @@ impl TcpIface {
 
     /// Send the messages `conn` holds back.
     pub(super) fn release_held(&self, iface: &I, conn: &Rc<Conn>) {
+        iface.hdr.worker().unhold(hold_token(conn));
         if !conn.alive.get() {
             return;
         }
