@@ -187,12 +187,13 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend(release::keepalive_fields(rel));
     t.extend([
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"TX_COALESCE", c"0", c"Active messages sent back to back (between two progress calls) are\n\
-                held back, up to this many bytes, and go out together in one system call\n\
-                at the next progress, flush or event arm; the first message after a\n\
-                progress call is always sent at once. Off (0) by default: a held message\n\
-                can reach the peer after traffic the application sent later on another\n\
-                channel (uct-rs extension).",
+        field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
+                endpoint are held back, up to this many bytes, and go out together in one\n\
+                system call; the first message after a progress call is always sent at\n\
+                once. Held messages are on the wire before any other operation of the\n\
+                worker that can send (another endpoint or transport, the connection\n\
+                manager, progress, flush, event arm, endpoint destroy). 0: off (uct-rs\n\
+                extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.
         field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to send the magic number and its\n\
