@@ -22,13 +22,16 @@ struct World {
     worker: uct_worker_h,
     md: uct_md_h,
     ifaces: Vec<(uct_iface_h, *mut uct_iface_config_t)>,
+    /// A second worker (a peer that is not held up by the first worker's
+    /// ordering rule), made by `open_peer_with`.
+    peer: Option<(*mut ucs_async_context_t, uct_worker_h)>,
 }
 
 impl World {
     fn new(n: usize) -> World {
         let (async_, worker) = new_worker();
         let md = open_md(c"tcp", &[]);
-        let mut w = World { async_, worker, md, ifaces: Vec::new() };
+        let mut w = World { async_, worker, md, ifaces: Vec::new(), peer: None };
         for _ in 0..n {
             w.open();
         }
@@ -41,6 +44,16 @@ impl World {
 
     /// An interface with some `UCX_TCP_*` settings changed.
     fn open_with(&mut self, settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> uct_iface_h {
+        self.open_on(self.worker, settings)
+    }
+
+    /// As `open_with`, on the World's second worker.
+    fn open_peer_with(&mut self, settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> uct_iface_h {
+        let worker = self.peer.get_or_insert_with(new_worker).1;
+        self.open_on(worker, settings)
+    }
+
+    fn open_on(&mut self, worker: uct_worker_h, settings: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> uct_iface_h {
         // SAFETY: the World's md is open until it drops.
         let config = unsafe { iface_config(self.md, c"tcp", settings) };
         let mut p = device_params(c"tcp", c"lo");
@@ -51,7 +64,7 @@ impl World {
         // SAFETY: md and worker are the World's, open; the configuration was
         // just read; the parameters point at static names and a handler that
         // ignores its (NULL) argument; the out-pointer is a local.
-        assert_eq!(unsafe { uct_iface_open(self.md, self.worker, &p, config, &mut iface) }, UCS_OK);
+        assert_eq!(unsafe { uct_iface_open(self.md, worker, &p, config, &mut iface) }, UCS_OK);
         self.ifaces.push((iface, config));
         self.set_progress(self.ifaces.len() - 1, true);
         iface
@@ -94,6 +107,10 @@ impl World {
         // SAFETY: the World's worker is live until it drops; the tests use
         // it from one thread.
         unsafe { worker_progress(self.worker) };
+        if let Some((_, w)) = self.peer {
+            // SAFETY: as above, for the second worker.
+            unsafe { worker_progress(w) };
+        }
     }
 
     #[track_caller]
@@ -191,6 +208,10 @@ impl Drop for World {
             uct_md_close(self.md);
             uct_worker_destroy(self.worker);
             ucs_async_context_destroy(self.async_);
+            if let Some((a, w)) = self.peer {
+                uct_worker_destroy(w);
+                ucs_async_context_destroy(a);
+            }
         }
     }
 }
@@ -454,13 +475,13 @@ fn pending_queue_and_peer_failure() {
 /// back and go out together (`UCX_TCP_TX_COALESCE`): the first one at once,
 /// the others (small zero-copy ones copied in) at the next flush, event arm,
 /// progress, large zero-copy send or endpoint destruction, in order and
-/// intact.
+/// intact. The receiver is on a worker of its own: progress of the sender's
+/// worker (any of its interfaces) sends what is held.
 #[test]
 fn back_to_back_messages_coalesce_in_order() {
     let mut w = World::new(0);
-    for _ in 0..2 {
-        w.open_with(&[(c"TX_COALESCE", c"64k")]);
-    }
+    w.open_with(&[(c"TX_COALESCE", c"64k")]);
+    w.open_peer_with(&[(c"TX_COALESCE", c"64k")]);
     let got = Got::default();
     // SAFETY: `got` lives to the end of the test, past the last progress
     // call of `w`.
