@@ -460,13 +460,18 @@ impl TcpIface {
         if let Err(e) = checks::am_id(id) {
             return e;
         }
-        // Back to back with other messages and small enough for the send
-        // buffer: copied and held back with them (coalescing), complete now.
-        if self.cfg.coalesce > 0 && total <= self.cfg.tx_seg_size - wire::HDR_LEN && self.check_tx(conn) == UCS_OK {
+        // Back to back with other messages and within the coalescing bound:
+        // copied and held back with them (coalescing), complete now. A copy
+        // of up to UCX_TCP_TX_COALESCE bytes costs less than the system call
+        // it saves.
+        if total + wire::HDR_LEN <= self.cfg.coalesce && self.check_tx(conn) == UCS_OK {
             if let Ok(mut tx) = conn.tx.try_borrow_mut() {
                 self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
                 let at = tx.held + wire::HDR_LEN;
                 if self.may_hold(conn, at + total) {
+                    // Room for the held messages and one more of the
+                    // largest (see send_buffered).
+                    self.tx_ensure(&mut tx, self.cfg.tx_seg_size + self.cfg.coalesce);
                     tx.buf[at..at + header.len()].copy_from_slice(header);
                     let n = iov_gather(iov, &mut tx.buf[at + header.len()..at + total]);
                     debug_assert_eq!(header.len() + n, total);
