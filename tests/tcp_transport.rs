@@ -496,7 +496,7 @@ fn back_to_back_messages_coalesce_in_order() {
         uct_iov_t { buffer: part1.as_ptr() as *mut c_void, length: 300, memh: null_mut(), stride: 0, count: 1 },
         uct_iov_t { buffer: part2.as_ptr() as *mut c_void, length: 700, memh: null_mut(), stride: 0, count: 1 },
     ];
-    let big: Vec<u8> = (0..20_000u32).map(|k| (k % 251) as u8).collect();
+    let big: Vec<u8> = (0..60_000u32).map(|k| (k % 251) as u8).collect();
     let big_iov = [uct_iov_t { buffer: big.as_ptr() as *mut c_void, length: big.len(), memh: null_mut(), stride: 0,
                                count: 1 }];
     for release in ["flush", "arm", "progress", "zcopy", "destroy"] {
@@ -551,8 +551,9 @@ fn back_to_back_messages_coalesce_in_order() {
             "arm" => assert_eq!(unsafe { w.iface_ops(0).iface_event_arm.unwrap()(w.iface(0), UCT_EVENT_RECV) }, UCS_OK),
             "progress" => sender_progress(true),
             "zcopy" => {
-                // larger than the send buffer: a real zero-copy send, which
-                // takes the held messages along ahead of it
+                // too large to join the held messages within the 64 KiB
+                // bound: a real zero-copy send, which takes the held
+                // messages along ahead of it
                 // SAFETY: a live endpoint; `zhdr`, `big` and `comp` live until
                 // the completion is waited for below.
                 let s = unsafe {

@@ -11,6 +11,21 @@ use crate::core::registry::{self, Kind};
 use crate::ucs;
 use libc::c_void;
 use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Workers of the process holding messages back: while none does (every
+/// workload but a tcp stream), the data path's ordering check is one load
+/// of this counter, without following the interface to its worker. Each
+/// worker counts itself here while it holds (its own thread sees its own
+/// increment; other workers' holds only send it to the exact check).
+static HOLDING_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any worker of the process may hold messages back (the data
+/// path's first check; `WorkerObj::order_before` is the exact one).
+#[inline(always)]
+pub fn any_holding() -> bool {
+    HOLDING_WORKERS.load(Ordering::Relaxed) != 0
+}
 
 /// Messages an endpoint of the worker holds back (a transport coalescing
 /// back-to-back sends), and how to send them.
@@ -75,10 +90,16 @@ impl WorkerObj {
     /// another endpoint holds back goes out first.
     #[inline(always)]
     pub fn order_before(&self, ep: *const c_void) {
-        if let Some(h) = self.held.get() {
-            if h.ep != ep {
-                self.release_held();
-            }
+        if any_holding() {
+            self.order_before_slow(ep);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn order_before_slow(&self, ep: *const c_void) {
+        if self.held.get().is_some_and(|h| h.ep != ep) {
+            self.release_held();
         }
     }
 
@@ -87,16 +108,31 @@ impl WorkerObj {
     /// out first.
     #[inline(always)]
     pub fn order_all(&self) {
-        if self.held.get().is_some() {
+        if any_holding() && self.held.get().is_some() {
             self.release_held();
         }
+    }
+
+    /// Set what the worker holds, keeping `HOLDING_WORKERS` in step.
+    fn set_held(&self, h: Option<Held>) -> Option<Held> {
+        let old = self.held.replace(h);
+        match (old.is_some(), h.is_some()) {
+            (false, true) => {
+                HOLDING_WORKERS.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                HOLDING_WORKERS.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        old
     }
 
     #[cold]
     #[inline(never)]
     fn release_held(&self) {
         // Taken first: the release may run callbacks that come back here.
-        if let Some(h) = self.held.take() {
+        if let Some(h) = self.set_held(None) {
             // SAFETY: the holder registered this function with this
             // argument, alive until it calls `unhold` (its close does).
             unsafe { (h.release)(h.arg) };
@@ -113,13 +149,13 @@ impl WorkerObj {
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
-        self.held.set(Some(Held { ep, release, arg }));
+        self.set_held(Some(Held { ep, release, arg }));
     }
 
     /// What `ep` held went out (or was dropped with its connection).
     pub fn unhold(&self, ep: *const c_void) {
         if self.held.get().is_some_and(|h| h.ep == ep) {
-            self.held.set(None);
+            self.set_held(None);
         }
     }
 
@@ -139,6 +175,8 @@ impl WorkerObj {
         }
         // SAFETY: it was live, so it is our box, now owned by this call.
         let b = unsafe { Box::from_raw(w as *mut WorkerObj) };
+        // Its interfaces are closed (each sent or dropped what it held).
+        b.set_held(None);
         // SAFETY: the queue was initialised by `create`.
         unsafe { ucs::ucs_callbackq_cleanup(b.progress_q()) };
         true

@@ -90,6 +90,50 @@ macro_rules! ordered {
     };
 }
 
+/// A data-path trampoline under the ordering rule, as two functions of the
+/// same signature: the trampoline checks whether any worker holds messages
+/// (one load) and runs the body; when one does, it tail-calls the cold twin,
+/// which first sends what this worker holds (for an endpoint operation: what
+/// another endpoint holds), then runs the same body. Neither needs a stack
+/// frame for the check.
+macro_rules! ordered_op {
+    (ep fn $name:ident / $cold:ident ($ep:ident : uct_ep_h $(, $a:ident : $t:ty)* $(,)?) -> $ret:ty $body:block) => {
+        unsafe extern "C" fn $name<T: Transport>($ep: uct_ep_h $(, $a: $t)*) -> $ret {
+            if crate::core::worker::any_holding() {
+                // SAFETY: the same function contract, the same arguments.
+                return unsafe { $cold::<T>($ep $(, $a)*) };
+            }
+            $body
+        }
+
+        #[cold]
+        #[inline(never)]
+        unsafe extern "C" fn $cold<T: Transport>($ep: uct_ep_h $(, $a: $t)*) -> $ret {
+            {
+                let (i, _) = parts!($ep);
+                ordered!(i, $ep);
+            }
+            $body
+        }
+    };
+    (iface fn $name:ident / $cold:ident ($if_:ident : uct_iface_h $(, $a:ident : $t:ty)* $(,)?) -> $ret:ty $body:block) => {
+        unsafe extern "C" fn $name<T: Transport>($if_: uct_iface_h $(, $a: $t)*) -> $ret {
+            if crate::core::worker::any_holding() {
+                // SAFETY: the same function contract, the same arguments.
+                return unsafe { $cold::<T>($if_ $(, $a)*) };
+            }
+            $body
+        }
+
+        #[cold]
+        #[inline(never)]
+        unsafe extern "C" fn $cold<T: Transport>($if_: uct_iface_h $(, $a: $t)*) -> $ret {
+            ordered!(iface!($if_));
+            $body
+        }
+    };
+}
+
 /// The caller's buffer of `len` bytes, for the call.
 macro_rules! bytes {
     ($p:expr, $len:expr) => {{
@@ -116,184 +160,199 @@ macro_rules! comp {
     }};
 }
 
-unsafe extern "C" fn t_put_short<T: Transport>(ep: uct_ep_h, buffer: *const c_void, length: c_uint,
-                                               remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::put_short(i, e, bytes!(buffer, length as usize), Remote::new(remote_addr, rkey))
-    })
+ordered_op! { ep
+    fn t_put_short / cold_put_short(ep: uct_ep_h, buffer: *const c_void, length: c_uint,
+                                    remote_addr: u64, rkey: uct_rkey_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::put_short(i, e, bytes!(buffer, length as usize), Remote::new(remote_addr, rkey))
+        })
+    }
 }
 
-unsafe extern "C" fn t_put_bcopy<T: Transport>(ep: uct_ep_h, pack_cb: uct_pack_callback_t, arg: *mut c_void,
-                                               remote_addr: u64, rkey: uct_rkey_t) -> isize {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match Pack::new(pack_cb, arg) {
-            Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
-            None => UCS_ERR_INVALID_PARAM as isize,
-        }
-    })
+ordered_op! { ep
+    fn t_put_bcopy / cold_put_bcopy(ep: uct_ep_h, pack_cb: uct_pack_callback_t, arg: *mut c_void,
+                                    remote_addr: u64, rkey: uct_rkey_t) -> isize {
+        hot!({
+            let (i, e) = parts!(ep);
+            match Pack::new(pack_cb, arg) {
+                Some(p) => T::put_bcopy(i, e, p, Remote::new(remote_addr, rkey)),
+                None => UCS_ERR_INVALID_PARAM as isize,
+            }
+        })
+    }
 }
 
-unsafe extern "C" fn t_put_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
-                                               remote_addr: u64, rkey: uct_rkey_t,
-                                               comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        if iov.is_null() && iovcnt != 0 {
-            return null_iov();
-        }
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::put_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
-    })
+ordered_op! { ep
+    fn t_put_zcopy / cold_put_zcopy(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                    remote_addr: u64, rkey: uct_rkey_t,
+                                    comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            if iov.is_null() && iovcnt != 0 {
+                return null_iov();
+            }
+            let (i, e) = parts!(ep);
+            T::put_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
+        })
+    }
 }
 
-unsafe extern "C" fn t_get_zcopy<T: Transport>(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
-                                               remote_addr: u64, rkey: uct_rkey_t,
-                                               comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        if iov.is_null() && iovcnt != 0 {
-            return null_iov();
-        }
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::get_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
-    })
+ordered_op! { ep
+    fn t_get_zcopy / cold_get_zcopy(ep: uct_ep_h, iov: *const uct_iov_t, iovcnt: usize,
+                                    remote_addr: u64, rkey: uct_rkey_t,
+                                    comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            if iov.is_null() && iovcnt != 0 {
+                return null_iov();
+            }
+            let (i, e) = parts!(ep);
+            T::get_zcopy(i, e, iovs!(iov, iovcnt), Remote::new(remote_addr, rkey), comp!(comp))
+        })
+    }
 }
 
-unsafe extern "C" fn t_am_zcopy<T: Transport>(ep: uct_ep_h, id: u8, header: *const c_void, header_length: c_uint,
-                                              iov: *const uct_iov_t, iovcnt: usize, flags: c_uint,
+ordered_op! { ep
+    fn t_am_zcopy / cold_am_zcopy(ep: uct_ep_h, id: u8, header: *const c_void, header_length: c_uint,
+                                  iov: *const uct_iov_t, iovcnt: usize, flags: c_uint,
+                                  comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            if iov.is_null() && iovcnt != 0 {
+                return null_iov();
+            }
+            let (i, e) = parts!(ep);
+            T::am_zcopy(i, e, id, bytes!(header, header_length as usize), iovs!(iov, iovcnt), flags, comp!(comp))
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_get_bcopy / cold_get_bcopy(ep: uct_ep_h, unpack_cb: uct_unpack_callback_t, arg: *mut c_void,
+                                    length: usize, remote_addr: u64, rkey: uct_rkey_t,
+                                    comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            match Unpack::new(unpack_cb, arg) {
+                Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp!(comp)),
+                None => UCS_ERR_INVALID_PARAM,
+            }
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_am_short / cold_am_short(ep: uct_ep_h, id: u8, header: u64, payload: *const c_void,
+                                  length: c_uint) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::am_short(i, e, id, header, bytes!(payload, length as usize))
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_am_short_iov / cold_am_short_iov(ep: uct_ep_h, id: u8, iov: *const uct_iov_t,
+                                          iovcnt: usize) -> ucs_status_t {
+        hot!({
+            if iov.is_null() && iovcnt != 0 {
+                return null_iov();
+            }
+            let (i, e) = parts!(ep);
+            T::am_short_iov(i, e, id, iovs!(iov, iovcnt))
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_am_bcopy / cold_am_bcopy(ep: uct_ep_h, id: u8, pack_cb: uct_pack_callback_t, arg: *mut c_void,
+                                  flags: c_uint) -> isize {
+        hot!({
+            let (i, e) = parts!(ep);
+            match Pack::new(pack_cb, arg) {
+                Some(p) => T::am_bcopy(i, e, id, p, flags),
+                None => UCS_ERR_INVALID_PARAM as isize,
+            }
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_cswap64 / cold_cswap64(ep: uct_ep_h, compare: u64, swap: u64, remote_addr: u64,
+                                rkey: uct_rkey_t, result: *mut u64,
+                                comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
+                            FetchResult::U64(result), comp!(comp))
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_cswap32 / cold_cswap32(ep: uct_ep_h, compare: u32, swap: u32, remote_addr: u64,
+                                rkey: uct_rkey_t, result: *mut u32,
+                                comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
+                            Remote::new(remote_addr, rkey), FetchResult::U32(result), comp!(comp))
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_atomic32_post / cold_atomic32_post(ep: uct_ep_h, opcode: c_uint, value: u32, remote_addr: u64,
+                                            rkey: uct_rkey_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            match AtomicOp::post(opcode) {
+                Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
+                None => bad_opcode(opcode),
+            }
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_atomic64_post / cold_atomic64_post(ep: uct_ep_h, opcode: c_uint, value: u64, remote_addr: u64,
+                                            rkey: uct_rkey_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            match AtomicOp::post(opcode) {
+                Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
+                None => bad_opcode(opcode),
+            }
+        })
+    }
+}
+
+ordered_op! { ep
+    fn t_atomic32_fetch / cold_atomic32_fetch(ep: uct_ep_h, opcode: c_uint, value: u32, result: *mut u32,
+                                              remote_addr: u64, rkey: uct_rkey_t,
                                               comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        if iov.is_null() && iovcnt != 0 {
-            return null_iov();
-        }
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::am_zcopy(i, e, id, bytes!(header, header_length as usize), iovs!(iov, iovcnt), flags, comp!(comp))
-    })
+        hot!({
+            let (i, e) = parts!(ep);
+            match AtomicOp::fetch(opcode) {
+                Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
+                                           FetchResult::U32(result), comp!(comp)),
+                None => bad_opcode(opcode),
+            }
+        })
+    }
 }
 
-unsafe extern "C" fn t_get_bcopy<T: Transport>(ep: uct_ep_h, unpack_cb: uct_unpack_callback_t, arg: *mut c_void,
-                                               length: usize, remote_addr: u64, rkey: uct_rkey_t,
-                                               comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match Unpack::new(unpack_cb, arg) {
-            Some(u) => T::get_bcopy(i, e, u, length, Remote::new(remote_addr, rkey), comp!(comp)),
-            None => UCS_ERR_INVALID_PARAM,
-        }
-    })
-}
-
-unsafe extern "C" fn t_am_short<T: Transport>(ep: uct_ep_h, id: u8, header: u64, payload: *const c_void,
-                                              length: c_uint) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::am_short(i, e, id, header, bytes!(payload, length as usize))
-    })
-}
-
-unsafe extern "C" fn t_am_short_iov<T: Transport>(ep: uct_ep_h, id: u8, iov: *const uct_iov_t,
-                                                  iovcnt: usize) -> ucs_status_t {
-    hot!({
-        if iov.is_null() && iovcnt != 0 {
-            return null_iov();
-        }
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::am_short_iov(i, e, id, iovs!(iov, iovcnt))
-    })
-}
-
-unsafe extern "C" fn t_am_bcopy<T: Transport>(ep: uct_ep_h, id: u8, pack_cb: uct_pack_callback_t, arg: *mut c_void,
-                                              flags: c_uint) -> isize {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match Pack::new(pack_cb, arg) {
-            Some(p) => T::am_bcopy(i, e, id, p, flags),
-            None => UCS_ERR_INVALID_PARAM as isize,
-        }
-    })
-}
-
-unsafe extern "C" fn t_cswap64<T: Transport>(ep: uct_ep_h, compare: u64, swap: u64, remote_addr: u64,
-                                             rkey: uct_rkey_t, result: *mut u64,
-                                             comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W64, swap, compare, Remote::new(remote_addr, rkey),
-                        FetchResult::U64(result), comp!(comp))
-    })
-}
-
-unsafe extern "C" fn t_cswap32<T: Transport>(ep: uct_ep_h, compare: u32, swap: u32, remote_addr: u64,
-                                             rkey: uct_rkey_t, result: *mut u32,
-                                             comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::atomic_fetch(i, e, AtomicOp::Cswap, Width::W32, swap as u64, compare as u64,
-                        Remote::new(remote_addr, rkey), FetchResult::U32(result), comp!(comp))
-    })
-}
-
-unsafe extern "C" fn t_atomic32_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, remote_addr: u64,
-                                                   rkey: uct_rkey_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match AtomicOp::post(opcode) {
-            Some(o) => T::atomic_post(i, e, o, Width::W32, value as u64, Remote::new(remote_addr, rkey)),
-            None => bad_opcode(opcode),
-        }
-    })
-}
-
-unsafe extern "C" fn t_atomic64_post<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, remote_addr: u64,
-                                                   rkey: uct_rkey_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match AtomicOp::post(opcode) {
-            Some(o) => T::atomic_post(i, e, o, Width::W64, value, Remote::new(remote_addr, rkey)),
-            None => bad_opcode(opcode),
-        }
-    })
-}
-
-unsafe extern "C" fn t_atomic32_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u32, result: *mut u32,
-                                                    remote_addr: u64, rkey: uct_rkey_t,
-                                                    comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match AtomicOp::fetch(opcode) {
-            Some(o) => T::atomic_fetch(i, e, o, Width::W32, value as u64, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U32(result), comp!(comp)),
-            None => bad_opcode(opcode),
-        }
-    })
-}
-
-unsafe extern "C" fn t_atomic64_fetch<T: Transport>(ep: uct_ep_h, opcode: c_uint, value: u64, result: *mut u64,
-                                                    remote_addr: u64, rkey: uct_rkey_t,
-                                                    comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        match AtomicOp::fetch(opcode) {
-            Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
-                                       FetchResult::U64(result), comp!(comp)),
-            None => bad_opcode(opcode),
-        }
-    })
+ordered_op! { ep
+    fn t_atomic64_fetch / cold_atomic64_fetch(ep: uct_ep_h, opcode: c_uint, value: u64, result: *mut u64,
+                                              remote_addr: u64, rkey: uct_rkey_t,
+                                              comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            match AtomicOp::fetch(opcode) {
+                Some(o) => T::atomic_fetch(i, e, o, Width::W64, value, 0, Remote::new(remote_addr, rkey),
+                                           FetchResult::U64(result), comp!(comp)),
+                None => bad_opcode(opcode),
+            }
+        })
+    }
 }
 
 // Cold paths are `extern "C"` (they cannot unwind), so the trampolines need
@@ -333,20 +392,22 @@ unsafe extern "C" fn t_pending_purge<T: Transport>(ep: uct_ep_h, cb: uct_pending
     })
 }
 
-unsafe extern "C" fn t_ep_flush<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::ep_flush(i, e, flags, comp!(comp))
-    })
+ordered_op! { ep
+    fn t_ep_flush / cold_ep_flush(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::ep_flush(i, e, flags, comp!(comp))
+        })
+    }
 }
 
-unsafe extern "C" fn t_ep_fence<T: Transport>(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
-    hot!({
-        let (i, e) = parts!(ep);
-        ordered!(i, ep);
-        T::ep_fence(i, e, flags)
-    })
+ordered_op! { ep
+    fn t_ep_fence / cold_ep_fence(ep: uct_ep_h, flags: c_uint) -> ucs_status_t {
+        hot!({
+            let (i, e) = parts!(ep);
+            T::ep_fence(i, e, flags)
+        })
+    }
 }
 
 unsafe extern "C" fn t_ep_check<T: Transport>(ep: uct_ep_h, flags: c_uint, comp: *mut uct_completion_t) -> ucs_status_t {
@@ -467,21 +528,23 @@ unsafe extern "C" fn t_ep_connect_to_ep<T: Transport>(ep: uct_ep_h, dev: *const 
     })
 }
 
-unsafe extern "C" fn t_iface_flush<T: Transport>(iface: uct_iface_h, flags: c_uint,
-                                                 comp: *mut uct_completion_t) -> ucs_status_t {
-    hot!({
-        let i = iface!(iface);
-        ordered!(i);
-        T::iface_flush(i, flags, comp!(comp))
-    })
+ordered_op! { iface
+    fn t_iface_flush / cold_iface_flush(iface: uct_iface_h, flags: c_uint,
+                                        comp: *mut uct_completion_t) -> ucs_status_t {
+        hot!({
+            let i = iface!(iface);
+            T::iface_flush(i, flags, comp!(comp))
+        })
+    }
 }
 
-unsafe extern "C" fn t_iface_fence<T: Transport>(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
-    hot!({
-        let i = iface!(iface);
-        ordered!(i);
-        T::iface_fence(i, flags)
-    })
+ordered_op! { iface
+    fn t_iface_fence / cold_iface_fence(iface: uct_iface_h, flags: c_uint) -> ucs_status_t {
+        hot!({
+            let i = iface!(iface);
+            T::iface_fence(i, flags)
+        })
+    }
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
@@ -492,12 +555,13 @@ unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags:
     guard!((), iface!(iface).hdr.progress_disable(flags))
 }
 
-unsafe extern "C" fn t_progress<T: Transport>(iface: uct_iface_h) -> c_uint {
-    hot!({
-        let i = iface!(iface);
-        ordered!(i);
-        T::progress(i)
-    })
+ordered_op! { iface
+    fn t_progress / cold_progress(iface: uct_iface_h) -> c_uint {
+        hot!({
+            let i = iface!(iface);
+            T::progress(i)
+        })
+    }
 }
 
 unsafe extern "C" fn t_event_fd_get<T: Transport>(iface: uct_iface_h, fd_p: *mut c_int) -> ucs_status_t {
