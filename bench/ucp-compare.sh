@@ -100,6 +100,7 @@ printf "$fmt" "" "" "(bytes)" "(us)" "(us)" "" "(MB/s)" "(MB/s)" ""
     echo "tls,test,size,lat_ours_us,lat_ucx_us,lat_ratio,bw_ours_MBps,bw_ucx_MBps,bw_ratio" >"$BENCH_CSV"
 for row in $rows; do
     IFS=: read -r tls test size <<<"$row"
+    BENCH_ROW="ucp:$row"
     bench_cell "$rounds" "$libdir" "$tls" "$test" "$size"
     printf "$fmt" "$tls" "$test" "$size" "$mlo" "$mlu" "$rl" "$mbo" "$mbu" "$rb"
     case $o_state in fail*) echo "#   ours: $o_state" ;; esac

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# One side-by-side run of the figures issue reports are read against, as a
+# Markdown report with PNG curves (with gnuplot installed: apt-get install
+# gnuplot-nox; without it, the tables and the curves' data points):
+#
+#   shm   posix and sysv am_lat short 8 B; posix am_lat and am_bw bcopy over
+#         sizes (curves)
+#   tcp   am_lat short 8 B, am_bw short 8 B, am_bw bcopy 1-8 KiB, am_bw
+#         zcopy 16 and 64 KiB (unpinned, as users run it)
+#   ucp   tag_lat 8 B (posix,self and tcp), tag_bw and stream_bw 4-64 KiB
+#         over tcp, tag_bw 64 KiB and 1 MiB over posix,self and
+#         posix,cma,self (pinned to the two CPUs)
+#   raw   the machine's ceilings in the same run (bench/raw_ceiling.c): tcp
+#         ping-pong and one-sendmsg streams, memcpy and process_vm_readv of
+#         1 MiB
+#
+# Every row runs ROUNDS alternating rounds (ours, the original, ours, ...);
+# the report gives medians, ratios, the range of the per-round ratios and
+# the noise (interquartile range over median) of each side.
+#
+# Usage: bench/report.sh LIBDIR [ROUNDS] [OUTDIR]
+#        (ROUNDS 7; OUTDIR bench/results/report-DATE)
+# Env: REPORT_GROUPS="shm tcp ucp raw" (a subset), REPORT_TITLE.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+libdir=${1:?usage: bench/report.sh LIBDIR [ROUNDS] [OUTDIR]}
+libdir=$(cd "$libdir" && pwd -P) || exit 2
+rounds=${2:-7}
+out=${3:-$here/results/report-$(date +%F)}
+groups=${REPORT_GROUPS:-shm tcp ucp raw}
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd -P)
+rcsv=$out/rounds.csv raw=$out/raw.csv
+: >"$rcsv"
+: >"$raw"
+export BENCH_ROUNDS_CSV=$rcsv
+log=$out/runs.txt
+: >"$log"
+
+has() { case " $groups " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if has shm; then
+    echo "== shm" | tee -a "$log"
+    "$here/compare.sh" "$libdir" "$rounds" 200000 posix:memory:am_lat:short:8 sysv:memory:am_lat:short:8 \
+        posix:memory:am_lat:bcopy:64 posix:memory:am_lat:bcopy:1024 posix:memory:am_lat:bcopy:4096 \
+        posix:memory:am_lat:bcopy:8192 >>"$log" 2>&1
+    "$here/compare.sh" "$libdir" "$rounds" 50000 posix:memory:am_bw:bcopy:64 posix:memory:am_bw:bcopy:1024 \
+        posix:memory:am_bw:bcopy:4096 posix:memory:am_bw:bcopy:8192 >>"$log" 2>&1
+fi
+if has tcp; then
+    echo "== tcp" | tee -a "$log"
+    "$here/compare.sh" "$libdir" "$rounds" 20000 tcp:lo:am_lat:short:8 tcp:lo:am_bw:short:8 \
+        tcp:lo:am_bw:bcopy:1024 tcp:lo:am_bw:bcopy:4096 tcp:lo:am_bw:bcopy:8192 \
+        tcp:lo:am_bw:zcopy:16384 tcp:lo:am_bw:zcopy:65536 >>"$log" 2>&1
+fi
+if has ucp; then
+    echo "== ucp" | tee -a "$log"
+    BENCH_ROWS="posix,self:tag_lat:8 tcp:tag_lat:8 tcp:tag_bw:4096 tcp:tag_bw:16384 tcp:tag_bw:65536 \
+tcp:stream_bw:4096 tcp:stream_bw:16384 tcp:stream_bw:65536 posix,self:tag_bw:65536 \
+posix,self:tag_bw:1048576 posix,cma,self:tag_bw:65536 posix,cma,self:tag_bw:1048576" \
+        "$here/ucp-compare.sh" "$libdir" "$rounds" >>"$log" 2>&1
+fi
+if has raw; then
+    echo "== raw" | tee -a "$log"
+    bin=$out/raw_ceiling
+    if gcc -O2 -o "$bin" "$here/raw_ceiling.c"; then
+        # raw_row LABEL KIND ROW MODE SIZE COUNT: the median of 3 runs
+        raw_row() {
+            local v
+            v=$(for _ in 1 2 3; do timeout 120 "$bin" "$4" "$5" "$6"; done |
+                awk -v k="$2" '{ print (k == "lat" ? $1 : $2) }' | sort -g | sed -n 2p)
+            echo "$1${3:+=$3},$2,${v:-0}" >>"$raw"
+        }
+        raw_row "tcp ping-pong 8 B" lat uct:tcp:lo:am_lat:short:8 tcp-pingpong 8 200000
+        raw_row "tcp stream 1 KiB" bw uct:tcp:lo:am_bw:bcopy:1024 tcp-stream 1024 1073741824
+        raw_row "tcp stream 4 KiB" bw uct:tcp:lo:am_bw:bcopy:4096 tcp-stream 4096 2147483648
+        raw_row "tcp stream 8 KiB" bw uct:tcp:lo:am_bw:bcopy:8192 tcp-stream 8192 2147483648
+        raw_row "tcp stream 16 KiB" bw uct:tcp:lo:am_bw:zcopy:16384 tcp-stream 16384 2147483648
+        raw_row "tcp stream 64 KiB" bw uct:tcp:lo:am_bw:zcopy:65536 tcp-stream 65536 2147483648
+        raw_row "tcp stream 4 KiB" bw ucp:tcp:stream_bw:4096 tcp-stream 4096 2147483648
+        raw_row "tcp stream 16 KiB" bw ucp:tcp:stream_bw:16384 tcp-stream 16384 2147483648
+        raw_row "tcp stream 64 KiB" bw ucp:tcp:stream_bw:65536 tcp-stream 65536 2147483648
+        raw_row "tcp stream 256 KiB" bw "" tcp-stream 262144 2147483648
+        raw_row "memcpy 1 MiB" bw ucp:posix,self:tag_bw:1048576 memcpy 1048576 4294967296
+        raw_row "process_vm_readv 1 MiB" bw ucp:posix,cma,self:tag_bw:1048576 cma-get 1048576 4294967296
+        raw_row "memcpy 64 KiB" bw "" memcpy 65536 4294967296
+    fi
+    rm -f "$bin"
+fi
+python3 "$here/report.py" "$rcsv" "$raw" "$out" \
+    "${REPORT_TITLE:-Benchmark report $(date +%F) ($(git -C "$here" rev-parse --short HEAD 2>/dev/null))}"
+echo "report: $out/report.md"
