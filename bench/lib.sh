@@ -27,11 +27,13 @@ ratio() {
 # "fail REASON". Sets: o_state/u_state (run, n/a or fail...), the medians
 # mlo/mlu (latency) and mbo/mbu (bandwidth) and the ratios rl/rb.
 # BENCH_ROUNDS_CSV=FILE: every round is also appended to FILE as
-# "ROW,ours|ucx,ROUND,LAT,BW" (ROW: $BENCH_ROW), for bench/report.sh.
+# "ROW,ours|ucx,ROUND,LAT,BW" (ROW: $BENCH_ROW with "+" for ","), for
+# bench/report.sh.
 bench_cell() {
     local rounds=$1 libdir=$2 r side state lib res
     shift 2
     local ol=() ob=() ul=() ub=()
+    : "${BENCH_ROW:=?}"
     o_state=run u_state=run
     for ((r = 0; r < rounds; r++)); do
         for side in ours ucx; do
@@ -44,7 +46,7 @@ bench_cell() {
                     # shellcheck disable=SC2086
                     set -- $res "$@"
                     if [ $side = ours ]; then ol+=("$1"); ob+=("$2"); else ul+=("$1"); ub+=("$2"); fi
-                    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "${BENCH_ROW:-?},$side,$r,$1,$2" >>"$BENCH_ROUNDS_CSV"
+                    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "${BENCH_ROW//,/+},$side,$r,$1,$2" >>"$BENCH_ROUNDS_CSV"
                     shift 2 ;;
             esac
             if [ $side = ours ]; then o_state=$state; else u_state=$state; fi

@@ -6,7 +6,7 @@ with gnuplot installed, PNG curves.
 
 ROUNDS_CSV: "ROW,ours|ucx,ROUND,LAT_US,BW_MBPS" lines (bench/lib.sh and
 bench/compare.sh write them under BENCH_ROUNDS_CSV). ROW is
-"uct:TL:DEV:TEST:LAYOUT:SIZE" or "ucp:TLS:TEST:SIZE".
+"uct:TL:DEV:TEST:LAYOUT:SIZE" or "ucp:TLS:TEST:SIZE" (commas of TLS written as "+").
 RAW_CSV: "LABEL,KIND,VALUE" (KIND lat or bw), the machine's ceiling
 measured in the same run (bench/raw_ceiling.c), with the ROW it belongs to
 after a '=' in LABEL when there is one ("tcp-stream 4096=uct:tcp:lo:...").
@@ -97,6 +97,7 @@ def fmt(x, nd=3):
 
 def label(row):
     kind, rest = row.split(':', 1)
+    rest = rest.replace('+', ',')
     return ('`%s`' % rest) if kind == 'uct' else ('UCP `%s`' % rest)
 
 
@@ -147,14 +148,15 @@ def curve(outdir, name, title, rows, data, gnuplot):
                     if m:
                         f.write('%d %g\n' % (size, m))
                 f.write('\n\n')
-                plots.append((block, '%s %s' % (fam.split(':', 1)[1], 'ours' if side == 'ours' else 'UCX 1.13.1'),
+                plots.append((block, '%s %s' % (fam.split(':', 1)[1].replace('+', ','), 'ours' if side == 'ours' else 'UCX 1.13.1'),
                               'y1' if not lat else 'y2'))
                 block += 1
     if not gnuplot:
         return None
     png = os.path.join(outdir, name + '.png')
     gp = ['set terminal png noenhanced size 1000,600', "set output '%s'" % png, "set title '%s'" % title,
-          'set logscale x 2', "set xlabel 'message size (bytes)'", 'set key left top', 'set grid']
+          'set logscale x 2', "set format x '%.0f'", "set xlabel 'message size (bytes)'", 'set key left top',
+          'set grid']
     if any(a == 'y1' for _, _, a in plots):
         gp.append("set ylabel 'bandwidth (MB/s)'")
     if any(a == 'y2' for _, _, a in plots):
