@@ -159,11 +159,6 @@ impl WorkerObj {
         }
     }
 
-    /// Whether `ep` is the endpoint holding messages back.
-    pub fn holds(&self, ep: *const c_void) -> bool {
-        self.held.get().is_some_and(|h| h.ep == ep)
-    }
-
     /// Destroy a handle: false (and nothing done) when it is not a live
     /// worker; of two threads destroying one worker, one gets true.
     ///
