@@ -187,13 +187,13 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend(release::keepalive_fields(rel));
     t.extend([
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
-                endpoint are held back, up to this many bytes, and go out together in one\n\
-                system call; the first message after a progress call is always sent at\n\
-                once. Held messages are on the wire before any other operation of the\n\
-                worker that can send (another endpoint or transport, the connection\n\
-                manager, progress, flush, event arm, endpoint destroy). 0: off (uct-rs\n\
-                extension).",
+        field(c"TX_COALESCE", c"0", c"Active messages sent back to back (between two progress calls) on one\n\
+                endpoint are held back, up to this many bytes (64k, for example), and go\n\
+                out together in one system call; the first message after a progress call\n\
+                is always sent at once. Held messages are on the wire before any other\n\
+                operation of the worker that can send (another endpoint or transport, the\n\
+                connection manager, progress, flush, event arm, endpoint destroy). 0: off,\n\
+                the default (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.
         field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to send the magic number and its\n\
