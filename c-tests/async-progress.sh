@@ -8,6 +8,12 @@
 # headers; run on the system libuct.so.0 and on LIBDIR's, each case must
 # pass on both (three runs each: the cases race threads on purpose), with
 # identical result lines.
+# The C original of the later releases (1.18 here) emulates one-shot
+# callbacks with a proxy that frees its context while the callback queue
+# may still call it: now and then it crashes in the first case (seen:
+# SIGSEGV in uct_worker_oneshot_callback_proxy, ~1 run in 10 under load).
+# Such a run of the original is noted and run again (up to 5 times); a
+# crash of the tested library is never retried.
 # Usage: c-tests/async-progress.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/lib/common.sh"
@@ -27,8 +33,19 @@ run() {
     local label=$1 i rc
     shift
     for i in 1 2 3; do
-        "$@" timeout 120 "$T_WORK/async_progress" >"$T_WORK/$label.out" 2>&1
-        rc=$?
+        local tries=0
+        while :; do
+            "$@" timeout 120 "$T_WORK/async_progress" >"$T_WORK/$label.out" 2>&1
+            rc=$?
+            # the original's one-shot race (see above): no result line yet
+            if [ "$label" = system ] && [ "$UCX_ABI" != 1.13 ] && [ $rc -eq 139 ] &&
+               ! grep -q '^async: ' "$T_WORK/$label.out" && [ $tries -lt 5 ]; then
+                tries=$((tries + 1))
+                echo "# note: the original crashed in its one-shot callback proxy (run $i), run again"
+                continue
+            fi
+            break
+        done
         grep '^async: ' "$T_WORK/$label.out" >"$T_WORK/$label.txt"
         if [ $rc -ne 0 ]; then
             grep '^async: .*FAIL' "$T_WORK/$label.out" | sed 's/^/      /'
@@ -46,7 +63,7 @@ if [ -n "$UCT_LIBDIR" ]; then
     if [ -s "$T_WORK/system.txt" ] && diff -u "$T_WORK/system.txt" "$T_WORK/tested.txt" >"$T_WORK/diff.txt"; then
         pass "identical result lines ($(wc -l <"$T_WORK/system.txt") lines)"
     else
-        sed 's/^/      /' "$T_WORK/diff.txt"
+        [ -f "$T_WORK/diff.txt" ] && sed "s/^/      /" "$T_WORK/diff.txt"
         fail "identical result lines"
     fi
 fi
