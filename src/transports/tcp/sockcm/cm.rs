@@ -13,6 +13,7 @@ use crate::core::cm::{CmImpl, ListenerImpl};
 use crate::core::component::{CmDesc, CmOpen, Component};
 use crate::core::config::{field, parser, Table};
 use crate::core::iface::{Iface, IfaceHeader};
+use std::sync::atomic::AtomicBool;
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_char, c_int, c_ulong, c_void};
@@ -184,6 +185,7 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
         reuse_addr: cfg.reuse_addr != 0,
         handshake_timeout: handshake_timeout(cfg.handshake_timeout),
         state: Mutex::new(CmState::default()),
+        busy: AtomicBool::new(false),
     };
     let wp = worker as *const WorkerObj;
     let hdr = IfaceHeader::bare(worker, &INTERNAL);

@@ -223,6 +223,7 @@ impl SockCm {
             rx: Vec::new(),
             polled: true,
         });
+        tl.mark_busy();
         Ok(handle)
     }
 
@@ -242,6 +243,7 @@ impl SockCm {
             let moved = origin.tl.lock().eps.remove(&id);
             let Some(e) = moved else { return Err(UCS_ERR_INVALID_PARAM) };
             tl.lock().eps.insert(id, e);
+            tl.mark_busy();
             // SAFETY: the endpoint is ours; it now belongs to this CM's iface.
             unsafe { (*(handle as *mut CmEp)).base.iface = self.iface as uct_iface_h };
         }

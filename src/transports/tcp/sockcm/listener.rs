@@ -67,6 +67,7 @@ impl SockCm {
             },
             paused_until: None,
         });
+        tl.mark_busy();
         Ok(Box::new(SockListener { iface: self.iface, id }))
     }
 }
@@ -123,6 +124,7 @@ impl SockCmTl {
                 rx: Vec::new(),
                 polled: true,
             });
+            self.mark_busy();
         }
     }
 

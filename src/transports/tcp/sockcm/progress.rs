@@ -8,6 +8,7 @@ use super::wire::dev_name_array;
 use crate::abi::*;
 use crate::sys::epoll::poll_now;
 use libc::{c_uint, c_void};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 impl SockCmTl {
@@ -140,12 +141,22 @@ impl SockCmTl {
     /// One round of socket polling. Events are handled, and the user's
     /// callbacks called, with the worker's async context blocked by this
     /// thread, as UCX's CM does from its async handlers (libucp asserts it).
+    /// Whether the CM may have an endpoint or a listener: while it has
+    /// none, the worker's progress returns at once (no lock taken, and not
+    /// the stack frame of `progress`).
+    #[inline]
+    pub(super) fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    #[inline(never)]
     pub(super) fn progress(&self, async_ctx: *mut ucs_async_context_t) -> u32 {
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut keys: Vec<(bool, u64)> = Vec::new();
         {
             let mut s = self.lock();
             if s.eps.is_empty() && s.listeners.is_empty() {
+                self.busy.store(false, Ordering::Release);
                 return 0;
             }
             let mut now = None;
@@ -243,6 +254,9 @@ pub(super) unsafe extern "C" fn progress_cb(arg: *mut c_void) -> c_uint {
         // SAFETY: `arg` is the CM's iface, alive until the callback is
         // removed (when the CM closes).
         let iface = unsafe { &*(arg as *const CmIface) };
+        if !iface.tl.is_busy() {
+            return 0;
+        }
         // SAFETY: the worker outlives the CMs opened on it.
         let async_ctx = unsafe { (*iface.hdr.worker).async_ctx };
         iface.tl.progress(async_ctx)

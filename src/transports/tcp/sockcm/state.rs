@@ -16,7 +16,7 @@ use once_cell::sync::Lazy;
 use std::collections::{HashMap, VecDeque};
 use std::mem::offset_of;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,11 @@ pub struct SockCmTl {
     /// (None: forever).
     pub(super) handshake_timeout: Option<Duration>,
     pub(super) state: Mutex<CmState>,
+    /// Whether the state may hold an endpoint or a listener: set after
+    /// every insertion, cleared by the progress callback (under the lock)
+    /// when it finds none. While clear, progress returns without taking
+    /// the lock: every libucp worker has a CM, and most never use it.
+    pub(super) busy: AtomicBool,
 }
 
 /// The endpoint part of `Ep<SockCmTl>`: its key in the CM's state.
@@ -137,6 +142,11 @@ pub(super) type CmEp = Ep<SockCmTl>;
 impl SockCmTl {
     pub(super) fn lock(&self) -> MutexGuard<'_, CmState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After an endpoint or a listener went into the state.
+    pub(super) fn mark_busy(&self) {
+        self.busy.store(true, Ordering::Release);
     }
 }
 
