@@ -13,12 +13,12 @@ use crate::core::cm::{CmImpl, ListenerImpl};
 use crate::core::component::{CmDesc, CmOpen, Component};
 use crate::core::config::{field, parser, Table};
 use crate::core::iface::{Iface, IfaceHeader};
-use std::sync::atomic::AtomicBool;
 use crate::core::worker::WorkerObj;
 use crate::ucs;
 use libc::{c_char, c_int, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -138,9 +138,6 @@ impl SockCmTl {
         }
     }
 
-    /// One round of socket polling. Events are handled, and the user's
-    /// callbacks called, with the worker's async context blocked by this
-    /// thread, as UCX's CM does from its async handlers (libucp asserts it).
     /// Whether the CM may have an endpoint or a listener: while it has
     /// none, the worker's progress returns at once (no lock taken, and not
     /// the stack frame of `progress`).
@@ -149,6 +146,9 @@ impl SockCmTl {
         self.busy.load(Ordering::Acquire)
     }
 
+    /// One round of socket polling. Events are handled, and the user's
+    /// callbacks called, with the worker's async context blocked by this
+    /// thread, as UCX's CM does from its async handlers (libucp asserts it).
     #[inline(never)]
     pub(super) fn progress(&self, async_ctx: *mut ucs_async_context_t) -> u32 {
         let mut fds: Vec<libc::pollfd> = Vec::new();
