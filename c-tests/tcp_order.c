@@ -9,7 +9,9 @@
  * it a tcp interface on lo, a second tcp interface on lo, a posix interface
  * and the tcp connection manager. The sender has two endpoints to the
  * receiver's first tcp interface (two connections), one to its second tcp
- * interface and one to its posix interface. After a warm-up message on each
+ * interface and one to its posix interface; it also has a second worker
+ * (same thread) with a posix interface and an endpoint from there to the
+ * receiver's posix interface. After a warm-up message on each
  * (and, for the cm-notify and cm-disc cases, a connected CM endpoint), it
  * progresses, sends m1 and m2 back to back on the first endpoint (m2 is
  * what a coalescing transport holds back), does CASE, and then stops
@@ -32,6 +34,8 @@
  *   cm-create   a CM client endpoint to the receiver's listener
  *   cm-notify   uct_cm_client_ep_conn_notify of a connected CM endpoint
  *   cm-disc     uct_ep_disconnect of a connected CM endpoint
+ *   worker2     am_short on the endpoint of the second worker
+ *   worker2-progress  uct_worker_progress of the second worker only
  *
  * Output: "RESULT delivered" or "RESULT held". Exit status: 0 delivered,
  * 1 held, 2 setup or usage error, 3 the receiver failed.
@@ -60,7 +64,7 @@ enum { RES_DELIVERED = 0, RES_HELD = 1, RES_SETUP = 2, RES_PEER = 3 };
 
 static const char *g_side = "sender";
 static const char *g_case;
-static uct_worker_h g_worker;
+static uct_worker_h g_worker, g_worker2;
 
 #define DIE(...) do { printf("%s: error: ", g_side); printf(__VA_ARGS__); printf("\n"); exit(RES_SETUP); } while (0)
 
@@ -96,8 +100,8 @@ static uct_component_h find_component(const char *name)
     return c;
 }
 
-static void tl_open(struct tl *t, const char *comp, const char *md_name, const char *tl_name,
-                    const char *dev)
+static void tl_open_on(uct_worker_h w, struct tl *t, const char *comp, const char *md_name,
+                       const char *tl_name, const char *dev)
 {
     uct_component_h c = find_component(comp);
     uct_md_config_t *mc;
@@ -116,7 +120,7 @@ static void tl_open(struct tl *t, const char *comp, const char *md_name, const c
     p.open_mode             = UCT_IFACE_OPEN_MODE_DEVICE;
     p.mode.device.tl_name   = tl_name;
     p.mode.device.dev_name  = dev;
-    s = uct_iface_open(t->md, g_worker, &p, ic, &t->iface);
+    s = uct_iface_open(t->md, w, &p, ic, &t->iface);
     uct_config_release(ic);
     if (s != UCS_OK) DIE("uct_iface_open %s/%s: %s", tl_name, dev, ucs_status_string(s));
     if (uct_iface_query(t->iface, &a) != UCS_OK) DIE("uct_iface_query %s", tl_name);
@@ -126,6 +130,12 @@ static void tl_open(struct tl *t, const char *comp, const char *md_name, const c
     if (uct_iface_get_device_address(t->iface, (uct_device_addr_t*)t->dev) != UCS_OK ||
         uct_iface_get_address(t->iface, (uct_iface_addr_t*)t->addr) != UCS_OK) DIE("addresses of %s", tl_name);
     uct_iface_progress_enable(t->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+}
+
+static void tl_open(struct tl *t, const char *comp, const char *md_name, const char *tl_name,
+                    const char *dev)
+{
+    tl_open_on(g_worker, t, comp, md_name, tl_name, dev);
 }
 
 static void tl_close(struct tl *t)
@@ -274,15 +284,20 @@ static ucs_status_t am_cb(void *arg, void *data, size_t len, unsigned flags)
     return UCS_OK;
 }
 
-static void send_am(uct_ep_h ep, uint64_t tag)
+static void send_am_on(uct_worker_h w, uct_ep_h ep, uint64_t tag)
 {
     double t0 = now();
     ucs_status_t s;
     while ((s = uct_ep_am_short(ep, AM_ID, tag, NULL, 0)) == UCS_ERR_NO_RESOURCE) {
-        uct_worker_progress(g_worker);
+        uct_worker_progress(w);
         if (now() - t0 > 10) DIE("send of tag %d: no resource for 10 s", (int)tag);
     }
     if (s != UCS_OK) DIE("am_short tag %d: %s", (int)tag, ucs_status_string(s));
+}
+
+static void send_am(uct_ep_h ep, uint64_t tag)
+{
+    send_am_on(g_worker, ep, tag);
 }
 
 /* ---- the receiver */
@@ -343,7 +358,7 @@ static int receiver(int fd)
             p.sockaddr_pack_cb   = pack_cb;
             if (uct_ep_create(&p, &server_ep) != UCS_OK) DIE("CM server uct_ep_create");
         }
-        if (!ready && g_rx[TAG_WARM] >= 4 &&
+        if (!ready && g_rx[TAG_WARM] >= 5 &&
             (!need_cm || __atomic_load_n(&g_notified, __ATOMIC_ACQUIRE) == 1)) {
             oob_write(fd, "R", 1);
             ready = 1;
@@ -381,8 +396,8 @@ static int receiver(int fd)
 
 static int sender(int fd, pid_t child)
 {
-    struct tl tcp, tcp2, shm, r_tcp, r_tcp2, r_shm;
-    uct_ep_h ep1, ep2, ep3, epp, cm_ep = NULL;
+    struct tl tcp, tcp2, shm, shm2, r_tcp, r_tcp2, r_shm;
+    uct_ep_h ep1, ep2, ep3, epp, epw, cm_ep = NULL;
     uct_cm_h cm;
     uint16_t port;
     int c, status, destroyed = 0;
@@ -392,6 +407,7 @@ static int sender(int fd, pid_t child)
     tl_open(&tcp, "tcp", "tcp", "tcp", "lo");
     tl_open(&tcp2, "tcp", "tcp", "tcp", "lo");
     tl_open(&shm, "posix", "posix", "posix", "memory");
+    tl_open_on(g_worker2, &shm2, "posix", "posix", "posix", "memory");
     cm = cm_open();
     oob_read(fd, &r_tcp, sizeof(r_tcp));
     oob_read(fd, &r_tcp2, sizeof(r_tcp2));
@@ -401,10 +417,12 @@ static int sender(int fd, pid_t child)
     ep2 = ep_to(&tcp, r_tcp.dev, r_tcp.addr);
     ep3 = ep_to(&tcp2, r_tcp2.dev, r_tcp2.addr);
     epp = ep_to(&shm, r_shm.dev, r_shm.addr);
+    epw = ep_to(&shm2, r_shm.dev, r_shm.addr);
     send_am(ep1, TAG_WARM);
     send_am(ep2, TAG_WARM);
     send_am(ep3, TAG_WARM);
     send_am(epp, TAG_WARM);
+    send_am_on(g_worker2, epw, TAG_WARM);
     if (!strcmp(g_case, "cm-notify") || !strcmp(g_case, "cm-disc")) {
         cm_ep = cm_client(cm, port);
         for (t0 = now(); !__atomic_load_n(&g_connected, __ATOMIC_ACQUIRE); uct_worker_progress(g_worker))
@@ -416,7 +434,10 @@ static int sender(int fd, pid_t child)
      * endpoint when the case needs one). */
     for (t0 = now(); oob_poll(fd) != 'R'; uct_worker_progress(g_worker))
         if (now() - t0 > 20) DIE("receiver not ready after 20 s");
-    for (int i = 0; i < 16; i++) uct_worker_progress(g_worker);
+    for (int i = 0; i < 16; i++) {
+        uct_worker_progress(g_worker);
+        uct_worker_progress(g_worker2);
+    }
 
     /* m1 goes out; m2 follows it back to back (a coalescing transport
      * holds it); then the case. */
@@ -455,6 +476,11 @@ static int sender(int fd, pid_t child)
         s = uct_cm_client_ep_conn_notify(cm_ep);
     } else if (!strcmp(g_case, "cm-disc")) {
         s = uct_ep_disconnect(cm_ep, 0);
+    } else if (!strcmp(g_case, "worker2")) {
+        s = uct_ep_am_short(epw, AM_ID, TAG_X, NULL, 0);
+    } else if (!strcmp(g_case, "worker2-progress")) {
+        uct_worker_progress(g_worker2);
+        s = UCS_OK;
     } else {
         DIE("unknown case %s", g_case);
     }
@@ -467,7 +493,10 @@ static int sender(int fd, pid_t child)
     printf("RESULT %s\n", c == 'D' ? "delivered" : "held");
 
     /* Clean up, progressing again. */
-    for (t0 = now(); now() - t0 < 0.3;) uct_worker_progress(g_worker);
+    for (t0 = now(); now() - t0 < 0.3;) {
+        uct_worker_progress(g_worker);
+        uct_worker_progress(g_worker2);
+    }
     if (cm_ep) {
         if (strcmp(g_case, "cm-disc")) uct_ep_disconnect(cm_ep, 0);
         for (t0 = now(); !__atomic_load_n(&g_disconnected, __ATOMIC_ACQUIRE) && now() - t0 < 5;)
@@ -479,7 +508,9 @@ static int sender(int fd, pid_t child)
     uct_ep_destroy(ep2);
     uct_ep_destroy(ep3);
     uct_ep_destroy(epp);
+    uct_ep_destroy(epw);
     uct_cm_close(cm);
+    tl_close(&shm2);
     tl_close(&shm);
     tl_close(&tcp2);
     tl_close(&tcp);
@@ -506,7 +537,11 @@ int main(int argc, char **argv)
     pid = fork();
     if (pid < 0) DIE("fork");
     if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) != UCS_OK) DIE("async");
-    if (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &g_worker) != UCS_OK) DIE("worker");
+    /* TCP_ORDER_SERIALIZED=1: the first worker is serialized (a library
+     * must not hold there, where the worker may change threads). */
+    if (uct_worker_create(async, getenv("TCP_ORDER_SERIALIZED") ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE,
+                          &g_worker) != UCS_OK) DIE("worker");
+    if (pid > 0 && uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &g_worker2) != UCS_OK) DIE("worker 2");
     if (pid == 0) {
         close(sv[0]);
         alarm(60);
@@ -516,6 +551,7 @@ int main(int argc, char **argv)
         alarm(60);
         r = sender(sv[0], pid);
     }
+    if (g_worker2) uct_worker_destroy(g_worker2);
     uct_worker_destroy(g_worker);
     ucs_async_context_destroy(async);
     return r;

@@ -10,15 +10,18 @@
 # connection), on another tcp interface, on a posix endpoint; progress or
 # flush of the posix interface only; ep_check (keepalive) on another
 # endpoint; ep flush, iface flush, event arm, ep destroy; a CM client
-# endpoint created, notified, disconnected. Before the rule was kept
-# worker-wide, 9 of these 13 failed (m2 stayed held).
+# endpoint created, notified, disconnected; an am_short on, or progress of,
+# a second worker driven by the same thread. Before the rule was kept
+# worker-wide, 9 of the first 13 failed (m2 stayed held); before it spanned
+# the thread's workers, the last two did.
 #
 # Ours runs with UCX_TCP_TX_COALESCE=64k (coalescing is off by default).
 # The control case ("none": nothing after m2) shows that the library under
 # test really holds: ours holds m2 with 64k and sends it at once with the
-# default (0). The C original never holds: every case,
-# the control included, must deliver on it (it runs first, as the
-# reference).
+# default (0), and never holds on a serialized worker (one that may change
+# threads, where the rule could not span workers). The C original never
+# holds: every case, the control included, must deliver on it (it runs
+# first, as the reference).
 #
 # Usage: tests/tcp-order.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +38,7 @@ else
     abort "build tcp_order"
 fi
 
-CASES="ep iface posix progress posix-flush check ep-flush iface-flush arm destroy cm-create cm-notify cm-disc"
+CASES="ep iface posix progress posix-flush check ep-flush iface-flush arm destroy cm-create cm-notify cm-disc worker2 worker2-progress"
 
 # run SIDE-LABEL LIBDIR CASE WANT [ENV...]
 run() {
@@ -70,6 +73,8 @@ if testing_original; then
 else
     run LIBDIR "$UCT_LIBDIR" none held UCX_TCP_TX_COALESCE=64k
     run LIBDIR "$UCT_LIBDIR" none delivered
+    # A serialized worker may change threads: it never holds.
+    run LIBDIR "$UCT_LIBDIR" none delivered UCX_TCP_TX_COALESCE=64k TCP_ORDER_SERIALIZED=1
     for c in $CASES; do
         run LIBDIR "$UCT_LIBDIR" "$c" delivered UCX_TCP_TX_COALESCE=64k
     done

@@ -27,6 +27,17 @@ pub fn any_holding() -> bool {
     HOLDING_WORKERS.load(Ordering::Relaxed) != 0
 }
 
+thread_local! {
+    /// The worker whose held messages this thread made, if any. A worker
+    /// holds only in `UCS_THREAD_MODE_SINGLE`, where its creating thread is
+    /// the only one calling it, so this thread may release that worker's
+    /// messages before it drives any other worker: the rule then spans
+    /// workers (Open MPI drives a pml and an osc worker from one thread).
+    /// A thread holds on one worker at a time, since an operation on
+    /// another worker releases the first one's hold before its own starts.
+    static THREAD_HOLDER: Cell<*const WorkerObj> = const { Cell::new(std::ptr::null()) };
+}
+
 /// Messages an endpoint of the worker holds back (a transport coalescing
 /// back-to-back sends), and how to send them.
 #[derive(Clone, Copy)]
@@ -36,6 +47,8 @@ struct Held {
     /// Sends what is held (called with `arg`, on the worker's thread).
     release: unsafe fn(*const c_void),
     arg: *const c_void,
+    /// The thread that made the hold (the worker's only thread).
+    thread: libc::pthread_t,
 }
 
 #[repr(C)]
@@ -47,7 +60,8 @@ pub struct WorkerObj {
     /// worker holds messages back, and they are on the wire before any
     /// other operation of the worker that can send (another endpoint, any
     /// transport, a connection manager, a flush, progress, event arm, a
-    /// close) does its work. The vtable trampolines and the CM entry points
+    /// close) does its work, and before the same thread's operations on
+    /// any other worker. The vtable trampolines and the CM entry points
     /// check it first (`order_before` / `order_all`).
     held: Cell<Option<Held>>,
 }
@@ -98,6 +112,7 @@ impl WorkerObj {
     #[cold]
     #[inline(never)]
     fn order_before_slow(&self, ep: *const c_void) {
+        self.release_other_workers();
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
@@ -108,20 +123,65 @@ impl WorkerObj {
     /// out first.
     #[inline(always)]
     pub fn order_all(&self) {
-        if any_holding() && self.held.get().is_some() {
+        if any_holding() {
+            self.order_all_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn order_all_slow(&self) {
+        self.release_other_workers();
+        if self.held.get().is_some() {
             self.release_held();
         }
     }
 
-    /// Set what the worker holds, keeping `HOLDING_WORKERS` in step.
+    /// What this thread holds on another worker goes out before it works
+    /// on this one.
+    fn release_other_workers(&self) {
+        let other = THREAD_HOLDER.with(|t| t.get());
+        if other.is_null() || std::ptr::eq(other, self) {
+            return;
+        }
+        THREAD_HOLDER.with(|t| t.set(std::ptr::null()));
+        // SAFETY: looked up by address first: a worker destroyed since
+        // then is not followed. One still live is alive for this call: it
+        // is single-threaded and this thread is the one using it (checked
+        // on the hold below).
+        if let Some(w) = unsafe { Self::from_handle(other as uct_worker_h) } {
+            // SAFETY: pthread_self has no preconditions.
+            let me = unsafe { libc::pthread_self() };
+            // SAFETY: as above (pthread_equal only compares).
+            if w.held.get().is_some_and(|h| unsafe { libc::pthread_equal(h.thread, me) } != 0) {
+                w.release_held();
+            }
+        }
+    }
+
+    /// Whether endpoints of this worker may hold messages back at all:
+    /// only a single-threaded worker (`UCS_THREAD_MODE_SINGLE`) may, so
+    /// that its thread can release them before working on another worker.
+    pub fn may_hold(&self) -> bool {
+        self.thread_mode == UCS_THREAD_MODE_SINGLE
+    }
+
+    /// Set what the worker holds, keeping `HOLDING_WORKERS` and this
+    /// thread's holder in step.
     fn set_held(&self, h: Option<Held>) -> Option<Held> {
         let old = self.held.replace(h);
         match (old.is_some(), h.is_some()) {
             (false, true) => {
                 HOLDING_WORKERS.fetch_add(1, Ordering::Relaxed);
+                THREAD_HOLDER.with(|t| t.set(self));
             }
             (true, false) => {
                 HOLDING_WORKERS.fetch_sub(1, Ordering::Relaxed);
+                THREAD_HOLDER.with(|t| {
+                    if std::ptr::eq(t.get(), self) {
+                        t.set(std::ptr::null());
+                    }
+                });
             }
             _ => {}
         }
@@ -140,16 +200,21 @@ impl WorkerObj {
     }
 
     /// Endpoint `ep` starts holding messages back; `release(arg)` sends
-    /// them. The caller came through `order_before(ep)`, so nothing else is
-    /// held; should something be, it goes out now.
+    /// them. The caller came through `order_before(ep)` and checked
+    /// `may_hold`, so nothing else is held; should something be, it goes
+    /// out now.
     ///
     /// # Safety
     /// `arg` stays valid for `release` until `unhold(ep)` is called.
     pub unsafe fn hold(&self, ep: *const c_void, release: unsafe fn(*const c_void), arg: *const c_void) {
+        debug_assert!(self.may_hold());
+        self.release_other_workers();
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
-        self.set_held(Some(Held { ep, release, arg }));
+        // SAFETY: pthread_self has no preconditions.
+        let thread = unsafe { libc::pthread_self() };
+        self.set_held(Some(Held { ep, release, arg, thread }));
     }
 
     /// What `ep` held went out (or was dropped with its connection).

@@ -522,7 +522,9 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         sndbuf: c.sndbuf as u64,
         rcvbuf: c.rcvbuf as u64,
         keepalive,
-        coalesce: c.tx_coalesce.min(1 << 24),
+        // Only a single-threaded worker may hold messages back (the
+        // ordering rule across its thread's workers needs one thread).
+        coalesce: if worker.may_hold() { c.tx_coalesce.min(1 << 24) } else { 0 },
         handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
         bw_bound: release::device_topo(&params.dev_name).pci_bw.min(release::max_bw(&c.rel)),
         bind_src: release::bind_src(&c.rel),

@@ -192,8 +192,9 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 out together in one system call; the first message after a progress call\n\
                 is always sent at once. Held messages are on the wire before any other\n\
                 operation of the worker that can send (another endpoint or transport, the\n\
-                connection manager, progress, flush, event arm, endpoint destroy). 0: off,\n\
-                the default (uct-rs extension).",
+                connection manager, progress, flush, event arm, endpoint destroy) and\n\
+                before the same thread works on another worker; only a single-threaded\n\
+                worker holds. 0: off, the default (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.
         field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to send the magic number and its\n\
