@@ -187,14 +187,15 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend(release::keepalive_fields(rel));
     t.extend([
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"TX_COALESCE", c"0", c"Active messages sent back to back (between two progress calls) on one\n\
-                endpoint are held back, up to this many bytes (64k, for example), and go\n\
+        field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
+                endpoint are held back, up to this many bytes, and go\n\
                 out together in one system call; the first message after a progress call\n\
                 is always sent at once. Held messages are on the wire before any other\n\
                 operation of the worker that can send (another endpoint or transport, the\n\
                 connection manager, progress, flush, event arm, endpoint destroy) and\n\
                 before the same thread works on another worker; only a single-threaded\n\
-                worker holds. 0: off, the default (uct-rs extension).",
+                worker holds; a sender that never calls into UCT again leaves them held.\n\
+                0: off (every message sent at once, as UCX 1.13.1 does) (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.
         field(c"HANDSHAKE_TIMEOUT", c"5s", c"Time an accepted connection has to send the magic number and its\n\
