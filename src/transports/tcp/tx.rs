@@ -37,6 +37,15 @@ unsafe fn release_for_worker(arg: *const c_void) {
 
 /// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
 const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
+/// Coalescing and large messages: a zero-copy message above this size is
+/// never copied to be held, and the message after it is not held either
+/// (it goes out on its own, as with the C original). Measured over
+/// loopback with UCP streams of 32 and 64 KiB (`bench/ucp-compare.sh`,
+/// rows `tcp:stream_bw:*`): holding those (or the small fragment that
+/// follows a 64 KiB one) halved the stream bandwidth, while holding
+/// messages of 16 KiB (and their headers) is what makes the smaller rows
+/// faster.
+const COPY_HOLD_MAX: usize = 17 << 10;
 /// Free send buffers the interface keeps for reuse.
 const TX_POOL_KEEP: usize = 16;
 
@@ -294,6 +303,10 @@ impl TcpIface {
                         let comp = std::mem::take(&mut tx.comp);
                         let s = self.flush_tx(iface, conn, tx, true);
                         if s != UCS_OK {
+                            // The send failed (its context was reset): the
+                            // message that answered UCS_INPROGRESS completes
+                            // with the error, as a purge would have done.
+                            comp.complete(if s == UCS_ERR_NO_RESOURCE { UCS_ERR_CANCELED } else { s });
                             return 1;
                         }
                         let mut t = conn.tx.borrow_mut();
@@ -464,7 +477,7 @@ impl TcpIface {
         // copied and held back with them (coalescing), complete now. A copy
         // of up to UCX_TCP_TX_COALESCE bytes costs less than the system call
         // it saves.
-        if total + wire::HDR_LEN <= self.cfg.coalesce && self.check_tx(conn) == UCS_OK {
+        if total <= COPY_HOLD_MAX && total + wire::HDR_LEN <= self.cfg.coalesce && self.check_tx(conn) == UCS_OK {
             if let Ok(mut tx) = conn.tx.try_borrow_mut() {
                 self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
                 let at = tx.held + wire::HDR_LEN;
@@ -479,7 +492,13 @@ impl TcpIface {
                 }
             }
         }
-        match self.send_zcopy(iface, conn, id, header, None, iov, comp) {
+        let r = self.send_zcopy(iface, conn, id, header, None, iov, comp);
+        if total > COPY_HOLD_MAX {
+            // A large message went out: the next one does not wait behind
+            // it (see COPY_HOLD_MAX).
+            conn.tx_epoch.set(self.epoch.get().wrapping_sub(1));
+        }
+        match r {
             Ok((st, _)) => st,
             Err(e) => e,
         }
