@@ -190,7 +190,8 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
                 endpoint are held back, up to this many bytes, and go\n\
                 out together in one system call; the first message after a progress call\n\
-                is always sent at once. Held messages are on the wire before any other\n\
+                is always sent at once, as are zero-copy messages above 17 KiB and the\n\
+                message after one. Held messages are on the wire before any other\n\
                 operation of the worker that can send (another endpoint or transport, the\n\
                 connection manager, progress, flush, event arm, endpoint destroy) and\n\
                 before the same thread works on another worker; only a single-threaded\n\
