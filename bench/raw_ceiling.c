@@ -20,6 +20,13 @@
  *   raw_ceiling cma-get SIZE BYTES        SIZE bytes into (readv: from) the
  *                                         peer's buffer, time per call (what
  *                                         put_bw / get zcopy over cma do)
+ *   raw_ceiling cma-split SIZE BYTES      one SIZE-byte transfer shared by both
+ *                                         processes: the reader gets the first
+ *                                         half with process_vm_readv() while
+ *                                         the owner, asked through shared
+ *                                         memory, puts the second half with
+ *                                         process_vm_writev() (the ceiling of
+ *                                         a split get_zcopy over cma)
  *   raw_ceiling memcpy SIZE BYTES         memcpy of SIZE bytes into a shared
  *                                         mapping, repeated (put_bw's copy)
  *
@@ -273,6 +280,60 @@ static int cma_stream(size_t size, long bytes, int get)
     return 0;
 }
 
+/* The owner (parent) serves the reader's requests: request k asks for the
+ * second half of the buffer to be written into the reader's buffer; the
+ * reader gets the first half itself meanwhile, then waits for done == k. */
+struct split_shared {
+    uintptr_t dst;
+    long ready, req, done, stop;
+};
+
+static int cma_split(size_t size, long bytes)
+{
+    struct split_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) DIE("mmap");
+    size_t own = (size / 2) & ~(size_t)4095, mine = size - own;
+    char *src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (src == MAP_FAILED) DIE("mmap");
+    memset(src, 1, size);
+    pid_t owner = getpid();
+    long count = bytes / (long)size + 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (dst == MAP_FAILED) DIE("mmap");
+        memset(dst, 2, size);
+        pin(1);
+        sh->dst = (uintptr_t)dst;
+        __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+        double t0 = now_sec();
+        for (long k = 1; k <= count; k++) {
+            __atomic_store_n(&sh->req, k, __ATOMIC_RELEASE);
+            struct iovec l = {dst, mine}, r = {src, mine};
+            if (process_vm_readv(owner, &l, 1, &r, 1, 0) != (ssize_t)mine) DIE("process_vm_readv");
+            while (own && __atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) != k) ;
+        }
+        double t = now_sec() - t0;
+        printf("%.3f %.2f\n", t / count * 1e6, size * (double)count / t / 1e6);
+        fflush(stdout);
+        __atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+        exit(0);
+    }
+    pin(0);
+    while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) ;
+    long served = 0;
+    while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+        long k = __atomic_load_n(&sh->req, __ATOMIC_ACQUIRE);
+        if (k == served) continue;
+        struct iovec l = {src + mine, own}, r = {(void *)(sh->dst + mine), own};
+        if (own && process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)own) DIE("process_vm_writev");
+        served = k;
+        __atomic_store_n(&sh->done, k, __ATOMIC_RELEASE);
+    }
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+
 static int memcpy_bw(size_t size, long bytes)
 {
     char *dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -295,7 +356,7 @@ static int memcpy_bw(size_t size, long bytes)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|cma-pingpong|cma-put|cma-get|memcpy SIZE COUNT\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|cma-pingpong|cma-put|cma-get|cma-split|memcpy SIZE COUNT\n", argv[0]);
         return 2;
     }
     size_t size = strtoul(argv[2], NULL, 0);
@@ -310,6 +371,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "cma-pingpong")) return cma_pingpong(size, count);
     if (!strcmp(argv[1], "cma-put")) return cma_stream(size, count, 0);
     if (!strcmp(argv[1], "cma-get")) return cma_stream(size, count, 1);
+    if (!strcmp(argv[1], "cma-split")) return cma_split(size, count);
     if (!strcmp(argv[1], "memcpy")) return memcpy_bw(size, count);
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;

@@ -83,6 +83,7 @@ if has raw; then
         raw_row "tcp stream 256 KiB" bw "" tcp-stream 262144 2147483648
         raw_row "memcpy 1 MiB" bw ucp:posix+self:tag_bw:1048576 memcpy 1048576 4294967296
         raw_row "process_vm_readv 1 MiB" bw ucp:posix+cma+self:tag_bw:1048576 cma-get 1048576 4294967296
+        raw_row "process_vm_readv + _writev split 1 MiB" bw "" cma-split 1048576 4294967296
         raw_row "memcpy 64 KiB" bw "" memcpy 65536 4294967296
     fi
     rm -f "$bin"
