@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lint the crate; exits 77 (meson: skipped) when clippy is not installed.
-set -u
+set -eu
 cd "$(dirname "$0")/.."
 cargo clippy --version >/dev/null 2>&1 || { echo "clippy not installed: skipped"; exit 77; }
 cargo clippy --release --all-targets -- -D warnings

@@ -109,6 +109,33 @@ pub fn rand() -> u32 {
     unsafe { libc::rand() as u32 }
 }
 
+/// `buf.len()` random bytes from the kernel (`getrandom`, retried on
+/// EINTR); false when the kernel could not give them.
+pub fn random_bytes(buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: the pointer and length name the unfilled part of `buf`.
+        let n = unsafe { libc::getrandom(buf[got..].as_mut_ptr() as *mut libc::c_void, buf.len() - got, 0) };
+        if n > 0 {
+            got += n as usize;
+        } else if n < 0 && errno() == libc::EINTR {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same clock in every process of the
+/// machine (so one process can tell the age of a time another wrote).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
 /// The calling process's id.
 #[inline]
 pub fn getpid() -> i32 {

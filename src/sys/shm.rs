@@ -157,6 +157,37 @@ pub fn reserve_address_space(len: usize) -> nix::Result<NonNull<c_void>> {
     unsafe { nix::sys::mman::mmap_anonymous(None, nonzero(len)?, ProtFlags::PROT_NONE, MapFlags::MAP_PRIVATE) }
 }
 
+/// An anonymous memory file (`memfd_create`, close-on-exec) named `name`
+/// (it shows as `/memfd:NAME (deleted)` in `/proc/PID/fd`). nix's wrapper
+/// needs a feature this crate does not enable; the call is one line.
+pub fn memfd(name: &CStr) -> nix::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name and plain flags; the new descriptor is
+    // ours alone.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    Errno::result(fd).map(|fd| {
+        // SAFETY: `fd` was just returned by the kernel and nothing else owns it.
+        unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+    })
+}
+
+/// Open, read-write, the first file among process `pid`'s descriptors whose
+/// link reads `link` (`/proc/PID/fd/N`; needs ptrace read access to `pid`).
+pub fn open_peer_fd_named(pid: i32, link: &[u8]) -> Option<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = format!("/proc/{pid}/fd");
+    for e in std::fs::read_dir(&dir).ok()?.flatten() {
+        let Ok(target) = std::fs::read_link(e.path()) else { continue };
+        if target.as_os_str().as_bytes() != link {
+            continue;
+        }
+        let Ok(path) = std::ffi::CString::new(e.path().as_os_str().as_bytes()) else { continue };
+        if let Ok(fd) = open_peer_file(&path, false, true) {
+            return Some(fd);
+        }
+    }
+    None
+}
+
 // ---------------------------------------------------------------------------
 // SysV segments.
 

@@ -19,6 +19,7 @@
 //! completion callbacks run: interfaces open on any worker thread mode (as
 //! in UCX), and callbacks may post more work or destroy endpoints.
 
+use super::assist;
 use super::xfer::{Failure, Op, Tx};
 use super::{md::CmaMd, CmaIfaceConfig, DEVICE_NAME};
 use crate::abi::*;
@@ -33,7 +34,7 @@ use crate::transports::sm::release::{self, PoolGrowth};
 use crate::ucs;
 use libc::{c_int, c_uint, c_ulong, c_void, pid_t};
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Latency UCX 1.13.1 reports for the scopy transports (seconds).
 const LATENCY: f64 = 80e-9;
@@ -92,6 +93,9 @@ struct EpQueue {
     scheduled: bool,
     /// A failure has been reported to the error handler already.
     failed: bool,
+    /// The peer's split-copy ring (`assist`), looked for once.
+    peer: Option<Arc<assist::Peer>>,
+    peer_looked: bool,
 }
 
 struct Sched {
@@ -131,6 +135,13 @@ pub struct CmaIface {
     overhead: f64,
     /// Log level of failures the error handler takes (`UCX_CMA_FAILURE`).
     failure_level: u32,
+    /// Gets of at least this many bytes are split with a peer of ours
+    /// (`UCX_CMA_SPLIT_MIN`; 0: never).
+    split_min: usize,
+    /// This process's split-copy ring and our worker callback serving it.
+    own: Option<Arc<assist::Own>>,
+    own_cb: c_int,
+    my_start: u64,
     sched: Mutex<Sched>,
 }
 
@@ -206,7 +217,34 @@ impl CmaIface {
         let Some(mut tx) = s.get_tx(st) else {
             return UCS_ERR_NO_MEMORY;
         };
-        match tx.load(op, iov, remote.addr, comp, ep_handle(ep)) {
+        let loaded = tx.load(op, iov, remote.addr, comp, ep_handle(ep));
+        if let Ok(n) = loaded {
+            // A large get from a peer of ours: shared with it (see `assist`).
+            if op == Op::Get && s.split_min != 0 && n >= s.split_min && st.eps[ep.tl.slot].ops.is_empty()
+                && !st.eps[ep.tl.slot].failed
+            {
+                if let (Some(local), Some(peer)) = (tx.single_local(), Self::peer_of(st, ep)) {
+                    drop(guard);
+                    let (done, refused) = s.split_get(&peer, ep.tl.pid, local, remote.addr);
+                    let mut guard = s.lock();
+                    let st = &mut *guard;
+                    if refused {
+                        // (Yama may let us read the peer but not the peer
+                        // write to us, for one.)
+                        crate::debug!("cma: pid {} refused a split get; not asking it again", ep.tl.pid);
+                        st.eps[ep.tl.slot].peer = None;
+                    }
+                    if done {
+                        Self::put_tx(st, tx);
+                        return UCS_OK;
+                    }
+                    // Not split (or a copy failed): the plain path does it
+                    // all again and reports what fails.
+                    return Self::queue(iface, ep, st, tx);
+                }
+            }
+        }
+        match loaded {
             Ok(0) => {
                 Self::put_tx(st, tx);
                 return UCS_OK;
@@ -229,6 +267,11 @@ impl CmaIface {
                 return iov_size_error(what);
             }
         }
+        Self::queue(iface, ep, st, tx)
+    }
+
+    /// Queue `tx` on `ep` for progress.
+    fn queue(iface: &Iface<Self>, ep: &Ep<Self>, st: &mut Sched, tx: Tx) -> ucs_status_t {
         if st.prog_id == UCS_CALLBACKQ_ID_NULL {
             st.prog_id = register_progress(&iface.hdr, iface.handle());
         }
@@ -240,6 +283,52 @@ impl CmaIface {
             st.active.push_back(slot);
         }
         UCS_INPROGRESS
+    }
+
+    /// The split-copy ring of `ep`'s peer, looked for on first use.
+    fn peer_of(st: &mut Sched, ep: &Ep<Self>) -> Option<Arc<assist::Peer>> {
+        let q = &mut st.eps[ep.tl.slot];
+        if !q.peer_looked {
+            q.peer_looked = true;
+            #[allow(clippy::useless_conversion)] // c_ulong is narrower on 32-bit targets
+            let start = u64::from(ep.tl.start_time);
+            q.peer = assist::attach(ep.tl.pid, start).map(Arc::new);
+        }
+        q.peer.clone()
+    }
+
+    /// Read `len` bytes of peer `pid` at `remote` into `local` (one piece),
+    /// resuming short reads; false on a failure.
+    fn read_range(pid: pid_t, local: usize, remote: u64, len: usize) -> bool {
+        let mut done = 0;
+        while done < len {
+            let mut l = [libc::iovec { iov_base: (local + done) as *mut c_void, iov_len: len - done }];
+            let r = [crate::sys::vm::RemoteIoVec { base: remote as usize + done, len: len - done }];
+            // SAFETY: the user's get destination, which UCT's contract gives
+            // us until the operation completes (it is still in progress).
+            match unsafe { crate::sys::vm::read_from(pid, &mut l, &r) } {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => done += n,
+            }
+        }
+        true
+    }
+
+    /// A get split with the peer (see `assist`): the peer puts the second
+    /// half while we read the first. Returns (all of it arrived, the peer
+    /// refused).
+    fn split_get(&self, peer: &assist::Peer, pid: pid_t, local: (usize, usize), remote: u64) -> (bool, bool) {
+        let (dst, n) = local;
+        let head = (n / 2) & !4095;
+        let Some(k) = peer.post(dst + head, remote + head as u64, n - head, crate::sys::getpid(), self.my_start)
+        else {
+            return (false, false);
+        };
+        let mine = Self::read_range(pid, dst, remote, head);
+        let outcome = peer.finish(k, self.own.as_deref());
+        let theirs = outcome == assist::Outcome::Served
+            || Self::read_range(pid, dst + head, remote + head as u64, n - head);
+        (mine && theirs, outcome == assist::Outcome::Refused)
     }
 
     #[cold]
@@ -382,6 +471,10 @@ impl Transport for CmaIface {
     }
 
     fn close(iface: &mut Iface<Self>) {
+        if iface.tl.own_cb != UCS_CALLBACKQ_ID_NULL {
+            unregister_progress(&iface.hdr, iface.tl.own_cb);
+            iface.tl.own_cb = UCS_CALLBACKQ_ID_NULL;
+        }
         let mut st = iface.tl.lock();
         if st.prog_id != UCS_CALLBACKQ_ID_NULL {
             unregister_progress(&iface.hdr, st.prog_id);
@@ -648,7 +741,24 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
     let max_bufs = c.tx_max_bufs as c_uint;
     let max_iov = (c.max_iov as usize).min(crate::sys::iov_max());
     let hdr = IfaceHeader::new(md, worker, params, &c.sm.base, &INTERNAL);
+    let split_min = cfg.split_min;
+    let own = if split_min != 0 { assist::own() } else { None };
+    let own_cb = match &own {
+        // SAFETY: the callback's argument is the ring this interface keeps
+        // (an Arc in `own`) until `close` removes the callback; add_safe is
+        // thread-safe.
+        Some(o) => unsafe {
+            ucs::cbq::add_safe(hdr.progress_q(), Some(assist::progress_cb), Arc::as_ptr(o) as *mut c_void,
+                               UCS_CALLBACKQ_FLAG_FAST)
+        },
+        None => UCS_CALLBACKQ_ID_NULL,
+    };
     let tl = CmaIface {
+        split_min,
+        own,
+        own_cb,
+        // SAFETY: libucs reads /proc/self/stat.
+        my_start: assist::start_time(crate::sys::getpid()),
         max_iov,
         seg_size: c.seg_size,
         tx_quota: c.tx_quota,

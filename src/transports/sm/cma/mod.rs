@@ -15,6 +15,7 @@
 //! - [`xfer`]: one transfer (an iov walk and the system call, made through
 //!   [`crate::sys::vm`]).
 
+pub mod assist;
 pub mod iface;
 pub mod md;
 pub mod xfer;
@@ -68,6 +69,8 @@ pub struct ScopyIfaceConfig {
 #[repr(C)]
 pub struct CmaIfaceConfig {
     pub scopy: ScopyIfaceConfig,
+    /// `SPLIT_MIN` (an extension of ours, see `assist`).
+    pub split_min: usize,
 }
 
 static MD_TABLE: Lazy<Table> = Lazy::new(|| {
@@ -110,8 +113,17 @@ static SCOPY_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![embed_with_defaults(c"SCOPY_", c"ALLOC=huge,thp,mmap,heap;SM_BW=11145MBs",
-                                        &SCOPY_IFACE_TABLE, offset_of!(CmaIfaceConfig, scopy))])
+    Table::new(vec![
+        embed_with_defaults(c"SCOPY_", c"ALLOC=huge,thp,mmap,heap;SM_BW=11145MBs", &SCOPY_IFACE_TABLE,
+                            offset_of!(CmaIfaceConfig, scopy)),
+        // Not in UCX: an extension of this library.
+        field(c"SPLIT_MIN", c"256k",
+              c"A get_zcopy of at least this many bytes from a peer that runs this library too is\n\
+                shared with it: the peer writes the second half while we read the first (both\n\
+                processes copy at once). A peer with the C library is read as usual.\n\
+                0: never (uct-rs extension).",
+              offset_of!(CmaIfaceConfig, split_min), parser::memunits()),
+    ])
 });
 
 // ---------------------------------------------------------------------------

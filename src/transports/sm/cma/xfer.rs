@@ -111,6 +111,15 @@ impl Tx {
         self.iov.clear();
     }
 
+    /// The local range of a load with exactly one piece, as (address,
+    /// length).
+    pub fn single_local(&self) -> Option<(usize, usize)> {
+        match self.iov.as_slice() {
+            [e] => Some((e.iov_base as usize, e.iov_len)),
+            _ => None,
+        }
+    }
+
     pub fn done(&self) -> bool {
         self.index >= self.iov.len()
     }
