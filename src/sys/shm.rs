@@ -170,9 +170,10 @@ pub fn memfd(name: &CStr) -> nix::Result<OwnedFd> {
     })
 }
 
-/// Open, read-write, the first file among process `pid`'s descriptors whose
-/// link reads `link` (`/proc/PID/fd/N`; needs ptrace read access to `pid`).
-pub fn open_peer_fd_named(pid: i32, link: &[u8]) -> Option<OwnedFd> {
+/// Open, read-write, each file among process `pid`'s descriptors whose link
+/// reads `link` (`/proc/PID/fd/N`; needs ptrace read access to `pid`), and
+/// give it to `f` until `f` takes one (returns Some).
+pub fn find_peer_fd_named<T>(pid: i32, link: &[u8], mut f: impl FnMut(OwnedFd) -> Option<T>) -> Option<T> {
     use std::os::unix::ffi::OsStrExt;
     let dir = format!("/proc/{pid}/fd");
     for e in std::fs::read_dir(&dir).ok()?.flatten() {
@@ -182,7 +183,9 @@ pub fn open_peer_fd_named(pid: i32, link: &[u8]) -> Option<OwnedFd> {
         }
         let Ok(path) = std::ffi::CString::new(e.path().as_os_str().as_bytes()) else { continue };
         if let Ok(fd) = open_peer_file(&path, false, true) {
-            return Some(fd);
+            if let Some(t) = f(fd) {
+                return Some(t);
+            }
         }
     }
     None

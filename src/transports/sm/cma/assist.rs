@@ -210,6 +210,11 @@ impl Own {
             return 0;
         }
         self.seen.store(posted, Ordering::Relaxed);
+        if sys::getpid() != self.pid {
+            // A forked child progressing its parent's worker: the ring (a
+            // shared mapping) is the parent's, and so are the requests.
+            return 0;
+        }
         let mut n = 0;
         for k in 0..SLOTS {
             let s = self.ring.slot(k);
@@ -315,20 +320,10 @@ pub fn attach(pid: pid_t, start: u64) -> Option<Peer> {
     if pid == sys::getpid() || start == 0 {
         return None;
     }
-    let fd = shm::open_peer_fd_named(pid, MEMFD_LINK)?;
-    match shm::regular_file_size(&fd) {
-        Ok((true, n)) if n >= RING_LEN as u64 => {}
-        _ => return None,
-    }
-    let ring = Ring::map(&fd)?;
+    // (A forked child also holds its parent's ring: the one that checks
+    // out is taken.)
+    let ring = shm::find_peer_fd_named(pid, MEMFD_LINK, |fd| check_ring(&fd, pid, start))?;
     let h = ring.header();
-    if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION
-        || h.nslots.load(Ordering::Relaxed) != SLOTS as u32 || h.owner_pid.load(Ordering::Relaxed) != pid
-        || h.owner_start.load(Ordering::Relaxed) != start
-    {
-        crate::debug!("cma: the split-copy ring of pid {} does not check out", pid);
-        return None;
-    }
     let mut raw = [0u8; 16];
     let mut local = [libc::iovec { iov_base: raw.as_mut_ptr() as *mut c_void, iov_len: 16 }];
     let remote = [vm::RemoteIoVec { base: h.secret_addr.load(Ordering::Relaxed) as usize, len: 16 }];
@@ -341,6 +336,24 @@ pub fn attach(pid: pid_t, start: u64) -> Option<Peer> {
     let secret = [u64::from_ne_bytes(raw[..8].try_into().ok()?), u64::from_ne_bytes(raw[8..].try_into().ok()?)];
     crate::debug!("cma: pid {} has a split-copy ring", pid);
     Some(Peer { ring, pid, start, secret })
+}
+
+/// Map a ring file of peer `pid` and check its header.
+fn check_ring(fd: &OwnedFd, pid: pid_t, start: u64) -> Option<Ring> {
+    match shm::regular_file_size(fd) {
+        Ok((true, n)) if n >= RING_LEN as u64 => {}
+        _ => return None,
+    }
+    let ring = Ring::map(fd)?;
+    let h = ring.header();
+    if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION
+        || h.nslots.load(Ordering::Relaxed) != SLOTS as u32 || h.owner_pid.load(Ordering::Relaxed) != pid
+        || h.owner_start.load(Ordering::Relaxed) != start
+    {
+        crate::debug!("cma: a split-copy ring of pid {} does not check out", pid);
+        return None;
+    }
+    Some(ring)
 }
 
 /// What became of a split request.
