@@ -57,7 +57,7 @@ if has ucp; then
     echo "== ucp" | tee -a "$log"
     BENCH_ROWS="posix,self:tag_lat:8 tcp:tag_lat:8 tcp:tag_bw:4096 tcp:tag_bw:16384 tcp:tag_bw:32768 tcp:tag_bw:65536 \
 tcp:stream_bw:4096 tcp:stream_bw:16384 tcp:stream_bw:32768 tcp:stream_bw:65536 posix,self:tag_bw:65536 \
-posix,self:tag_bw:1048576 posix,cma,self:tag_bw:65536 posix,cma,self:tag_bw:1048576" \
+posix,self:tag_bw:1048576 posix,cma,self:tag_bw:65536 posix,cma,self:tag_bw:262144 posix,cma,self:tag_bw:1048576" \
         "$here/ucp-compare.sh" "$libdir" "$rounds" >>"$log" 2>&1
 fi
 if has raw; then

@@ -503,6 +503,23 @@ fn pending_queue_and_peer_failure() {
     unsafe { ab.destroy() };
 }
 
+/// Two tcp interfaces with coalescing on (64k), the second on a worker of
+/// its own with a handler for id 3 that records into `got`, and an endpoint
+/// pair between them that has carried one message. The caller declares
+/// `got` before the World, so the World (and its last progress call) goes
+/// first.
+fn coalescing_world(got: &Got) -> (World, Ep, Ep) {
+    let mut w = World::new(0);
+    w.open_with(&[(c"TX_COALESCE", c"64k")]);
+    w.open_peer_with(&[(c"TX_COALESCE", c"64k")]);
+    // SAFETY: `got` outlives the World (see above).
+    unsafe { w.listen(1, 3, got) };
+    let (ea, eb) = w.ep_pair(0, 1);
+    w.progress_until(|| am_short(ea, 3, 0, b"warm-up") == UCS_OK);
+    w.progress_until(|| got.len() == 1);
+    (w, ea, eb)
+}
+
 /// Active messages sent back to back (no progress call in between) are held
 /// back and go out together (`UCX_TCP_TX_COALESCE`): the first one at once,
 /// the others (small zero-copy ones copied in) at the next flush, event arm,
@@ -512,16 +529,8 @@ fn pending_queue_and_peer_failure() {
 /// work on any other worker would send them first).
 #[test]
 fn back_to_back_messages_coalesce_in_order() {
-    let mut w = World::new(0);
-    w.open_with(&[(c"TX_COALESCE", c"64k")]);
-    w.open_peer_with(&[(c"TX_COALESCE", c"64k")]);
     let got = Got::default();
-    // SAFETY: `got` lives to the end of the test, past the last progress
-    // call of `w`.
-    unsafe { w.listen(1, 3, &got) };
-    let (ea, eb) = w.ep_pair(0, 1);
-    w.progress_until(|| am_short(ea, 3, 0, b"warm-up") == UCS_OK);
-    w.progress_until(|| got.len() == 1);
+    let (w, ea, eb) = coalescing_world(&got);
     let sender_progress = |on: bool| w.set_progress(0, on);
     let part1 = [0x11u8; 300];
     let part2 = [0x22u8; 700];
@@ -624,16 +633,8 @@ fn back_to_back_messages_coalesce_in_order() {
 /// over loopback; see the comment on COPY_HOLD_MAX in the tcp transport.)
 #[test]
 fn large_zero_copy_messages_are_not_held() {
-    let mut w = World::new(0);
-    w.open_with(&[(c"TX_COALESCE", c"64k")]);
-    w.open_peer_with(&[(c"TX_COALESCE", c"64k")]);
     let got = Got::default();
-    // SAFETY: `got` lives to the end of the test, past the last progress
-    // call of `w`.
-    unsafe { w.listen(1, 3, &got) };
-    let (ea, eb) = w.ep_pair(0, 1);
-    w.progress_until(|| am_short(ea, 3, 0, b"warm-up") == UCS_OK);
-    w.progress_until(|| got.len() == 1);
+    let (w, ea, eb) = coalescing_world(&got);
     let zhdr = [0x5au8; 8];
     for (size, held) in [(20_000usize, false), (16_384, true)] {
         w.progress();
