@@ -201,6 +201,16 @@ static int tcp_stream(size_t size, long bytes)
 }
 
 /* Shared between the two processes: each one's buffer address. */
+/* A private anonymous buffer of SIZE bytes, every byte FILL (touched, so
+ * its pages exist before the timing starts). */
+static char *private_buf(size_t size, int fill)
+{
+    char *b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED) DIE("mmap");
+    memset(b, fill, size);
+    return b;
+}
+
 struct cma_shared {
     volatile uintptr_t addr[2];
 };
@@ -251,9 +261,7 @@ static int cma_stream(size_t size, long bytes, int get)
     if (sh == MAP_FAILED) DIE("mmap");
     pid_t pid = fork();
     if (pid == 0) {
-        char *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (buf == MAP_FAILED) DIE("mmap");
-        memset(buf, 2, size);
+        char *buf = private_buf(size, 2);
         pin(1);
         sh->addr[1] = (uintptr_t)buf;
         while (!sh->addr[0]) usleep(1000);
@@ -261,9 +269,7 @@ static int cma_stream(size_t size, long bytes, int get)
     }
     /* after fork: a buffer shared copy-on-write with the child would be
      * copied again by the kernel on the first write of every page */
-    char *local = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (local == MAP_FAILED) DIE("mmap");
-    memset(local, 1, size);
+    char *local = private_buf(size, 1);
     pin(0);
     while (!sh->addr[1]) ;
     long count = bytes / (long)size + 1;
@@ -293,16 +299,12 @@ static int cma_split(size_t size, long bytes)
     struct split_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) DIE("mmap");
     size_t own = (size / 2) & ~(size_t)4095, mine = size - own;
-    char *src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (src == MAP_FAILED) DIE("mmap");
-    memset(src, 1, size);
+    char *src = private_buf(size, 1);
     pid_t owner = getpid();
     long count = bytes / (long)size + 1;
     pid_t pid = fork();
     if (pid == 0) {
-        char *dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (dst == MAP_FAILED) DIE("mmap");
-        memset(dst, 2, size);
+        char *dst = private_buf(size, 2);
         pin(1);
         sh->dst = (uintptr_t)dst;
         __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);

@@ -69,6 +69,10 @@ impl Helper {
     fn pid(&self) -> i32 {
         self.child.id() as i32
     }
+    /// The helper's ring, which must check out.
+    fn peer(&self) -> assist::Peer {
+        assist::attach(self.pid(), start_time(self.pid())).expect("the helper's ring checks out")
+    }
 }
 
 impl Drop for Helper {
@@ -90,7 +94,7 @@ fn me() -> (i32, u64) {
 #[test]
 fn a_serving_owner_puts_the_second_half() {
     let h = Helper::start("serve");
-    let peer = assist::attach(h.pid(), start_time(h.pid())).expect("the helper's ring checks out");
+    let peer = h.peer();
     let (pid, start) = me();
     for round in 0..20u64 {
         let mut dst = vec![0u8; LEN];
@@ -113,7 +117,7 @@ fn a_serving_owner_puts_the_second_half() {
 #[test]
 fn an_owner_that_does_not_serve_costs_only_the_fallback() {
     let h = Helper::start("idle");
-    let peer = assist::attach(h.pid(), start_time(h.pid())).expect("the helper's ring checks out");
+    let peer = h.peer();
     let (pid, start) = me();
     let mut dst = vec![0u8; LEN];
     // More requests than slots: each is taken back, so slots never run out.
@@ -144,7 +148,7 @@ fn a_request_without_the_secret_is_refused() {
 #[test]
 fn a_request_from_a_wrong_start_time_is_refused() {
     let h = Helper::start("serve");
-    let peer = assist::attach(h.pid(), start_time(h.pid())).expect("the helper's ring checks out");
+    let peer = h.peer();
     let (pid, start) = me();
     let mut dst = vec![0u8; LEN];
     let k = peer.post(dst.as_mut_ptr() as usize, h.addr, LEN, pid, start + 1).expect("a free slot");

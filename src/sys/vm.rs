@@ -37,6 +37,28 @@ pub unsafe fn write_to(pid: i32, local: &[libc::iovec], remote: &[RemoteIoVec]) 
     nix::sys::uio::process_vm_writev(Pid::from_raw(pid), local, remote)
 }
 
+/// Copy `len` bytes between our contiguous range at `local` and process
+/// `pid`'s at `remote`, resuming short copies: from the peer
+/// ([`read_from`]) when `get`, else to it ([`write_to`]). False when a call
+/// fails or moves nothing.
+///
+/// # Safety
+/// As for [`read_from`] (`get`) or [`write_to`], for `[local, local + len)`.
+pub unsafe fn copy_all(pid: i32, get: bool, local: usize, remote: usize, len: usize) -> bool {
+    let mut done = 0;
+    while done < len {
+        let mut l = [libc::iovec { iov_base: local.wrapping_add(done) as *mut libc::c_void, iov_len: len - done }];
+        let r = [RemoteIoVec { base: remote.wrapping_add(done), len: len - done }];
+        // SAFETY: the rest of the caller's range (see the contract).
+        let n = unsafe { if get { read_from(pid, &mut l, &r) } else { write_to(pid, &l, &r) } };
+        match n {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => done += n,
+        }
+    }
+    true
+}
+
 /// Let any process of ours ptrace-attach to (and so copy memory of) this
 /// one (`PR_SET_PTRACER_ANY`; nix has no wrapper for this prctl).
 pub fn set_ptracer_any() -> nix::Result<()> {

@@ -252,23 +252,12 @@ impl Own {
             crate::diag!("cma: split-copy request from pid {} refused: start time {} does not match", pid, start);
             return false;
         }
-        let (mut done, len) = (0u64, len as usize);
-        while done < len as u64 {
-            let rest = len - done as usize;
-            let local = [libc::iovec { iov_base: (src as usize).wrapping_add(done as usize) as *mut c_void,
-                                       iov_len: rest }];
-            let remote = [vm::RemoteIoVec { base: (dst as usize).wrapping_add(done as usize), len: rest }];
-            // SAFETY: the kernel reads our memory at `src` the way a peer's
-            // process_vm_readv of it would (what cma's get from a peer does
-            // to us anyway); an address we do not have mapped is EFAULT,
-            // never an access by this code. The target is another process
-            // (pid != ours, checked above).
-            match unsafe { vm::write_to(pid, &local, &remote) } {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => done += n as u64,
-            }
-        }
-        true
+        // SAFETY: the kernel reads our memory at `src` the way a peer's
+        // process_vm_readv of it would (what cma's get from a peer does to
+        // us anyway); an address we do not have mapped is EFAULT, never an
+        // access by this code. The target is another process (pid != ours,
+        // checked above).
+        unsafe { vm::copy_all(pid, false, src as usize, dst as usize, len as usize) }
     }
 
     fn requester_ok(&self, pid: pid_t, start: u64) -> bool {

@@ -297,21 +297,12 @@ impl CmaIface {
         q.peer.clone()
     }
 
-    /// Read `len` bytes of peer `pid` at `remote` into `local` (one piece),
-    /// resuming short reads; false on a failure.
+    /// Read `len` bytes of peer `pid` at `remote` into `local` (one piece);
+    /// false on a failure.
     fn read_range(pid: pid_t, local: usize, remote: u64, len: usize) -> bool {
-        let mut done = 0;
-        while done < len {
-            let mut l = [libc::iovec { iov_base: (local + done) as *mut c_void, iov_len: len - done }];
-            let r = [crate::sys::vm::RemoteIoVec { base: remote as usize + done, len: len - done }];
-            // SAFETY: the user's get destination, which UCT's contract gives
-            // us until the operation completes (it is still in progress).
-            match unsafe { crate::sys::vm::read_from(pid, &mut l, &r) } {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => done += n,
-            }
-        }
-        true
+        // SAFETY: the user's get destination, which UCT's contract gives us
+        // until the operation completes (it is still in progress).
+        unsafe { crate::sys::vm::copy_all(pid, true, local, remote as usize, len) }
     }
 
     /// A get split with the peer (see `assist`): the peer puts the second
@@ -757,7 +748,6 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         split_min,
         own,
         own_cb,
-        // SAFETY: libucs reads /proc/self/stat.
         my_start: assist::start_time(crate::sys::getpid()),
         max_iov,
         seg_size: c.seg_size,
