@@ -29,6 +29,16 @@
  *                                         a split get_zcopy over cma)
  *   raw_ceiling memcpy SIZE BYTES         memcpy of SIZE bytes into a shared
  *                                         mapping, repeated (put_bw's copy)
+ *   raw_ceiling shm-pipe FRAG BYTES       a 1 MiB message moved through shared
+ *                                         memory in FRAG-byte pieces: the sender
+ *                                         copies each piece into a ring of
+ *                                         slots, the receiver copies it out into
+ *                                         its own buffer (the two copies of an
+ *                                         active-message path such as posix's
+ *                                         FIFO, with nothing else around them)
+ *
+ * The tcp modes use the congestion control RAW_TCP_CC (reno when unset; the
+ * system's default when empty).
  *
  * Prints one line: "lat_us bw_MBps" (0 for what the mode does not measure).
  * Exit 0 on success, 1 on a system error (with a message on stderr).
@@ -92,6 +102,14 @@ static void tcp_pair(int *srv, int *cli)
     close(ls);
     nodelay(*srv);
     nodelay(*cli);
+    /* The congestion control of both sockets: RAW_TCP_CC, reno when unset
+     * (what our library uses within the host, UCX_TCP_LOCAL_CC), the
+     * system's default when empty. */
+    const char *cc = getenv("RAW_TCP_CC");
+    if (cc == NULL) cc = "reno";
+    if (*cc && (setsockopt(*srv, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)) ||
+                setsockopt(*cli, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc))))
+        DIE("TCP_CONGESTION");
     fcntl(*srv, F_SETFL, O_NONBLOCK);
     fcntl(*cli, F_SETFL, O_NONBLOCK);
 }
@@ -355,10 +373,59 @@ static int memcpy_bw(size_t size, long bytes)
     return 0;
 }
 
+/* shm-pipe: a ring of slots in a shared mapping; head counts the pieces
+ * written by the sender, tail the pieces the receiver has copied out. */
+#define PIPE_MSG (1UL << 20)
+struct pipe_shared {
+    long head __attribute__((aligned(64)));
+    long tail __attribute__((aligned(64)));
+};
+
+static int shm_pipe(size_t frag, long bytes)
+{
+    if (frag > PIPE_MSG) frag = PIPE_MSG;
+    size_t nslots = (4UL << 20) / frag;
+    if (nslots < 2) nslots = 2;
+    struct pipe_shared *sh = mmap(NULL, sizeof(*sh) + nslots * frag, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) DIE("mmap");
+    char *ring = (char *)(sh + 1);
+    size_t per_msg = (PIPE_MSG + frag - 1) / frag;
+    long msgs = bytes / (long)PIPE_MSG + 1;
+    long total = msgs * (long)per_msg;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *dst = private_buf(PIPE_MSG, 2);
+        pin(1);
+        for (long k = 0; k < total; k++) {
+            while (__atomic_load_n(&sh->head, __ATOMIC_ACQUIRE) == k) ;
+            size_t off = (k % per_msg) * frag, n = PIPE_MSG - off < frag ? PIPE_MSG - off : frag;
+            memcpy(dst + off, ring + (k % nslots) * frag, n);
+            __atomic_store_n(&sh->tail, k + 1, __ATOMIC_RELEASE);
+        }
+        __asm__ volatile("" : : "r"(dst) : "memory");
+        exit(0);
+    }
+    char *src = private_buf(PIPE_MSG, 1);
+    pin(0);
+    double t0 = now_sec();
+    for (long k = 0; k < total; k++) {
+        while (k - __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) >= (long)nslots) ;
+        size_t off = (k % per_msg) * frag, n = PIPE_MSG - off < frag ? PIPE_MSG - off : frag;
+        memcpy(ring + (k % nslots) * frag, src + off, n);
+        __atomic_store_n(&sh->head, k + 1, __ATOMIC_RELEASE);
+    }
+    while (__atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE) != total) ;
+    double t = now_sec() - t0;
+    waitpid(pid, NULL, 0);
+    printf("%.3f %.2f\n", t / msgs * 1e6, PIPE_MSG * (double)msgs / t / 1e6);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|cma-pingpong|cma-put|cma-get|cma-split|memcpy SIZE COUNT\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
         return 2;
     }
     size_t size = strtoul(argv[2], NULL, 0);
@@ -375,6 +442,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "cma-get")) return cma_stream(size, count, 1);
     if (!strcmp(argv[1], "cma-split")) return cma_split(size, count);
     if (!strcmp(argv[1], "memcpy")) return memcpy_bw(size, count);
+    if (!strcmp(argv[1], "shm-pipe")) return shm_pipe(size, count);
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
 }

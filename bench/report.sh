@@ -12,7 +12,8 @@
 #         posix,cma,self (pinned to the two CPUs)
 #   raw   the machine's ceilings in the same run (bench/raw_ceiling.c): tcp
 #         ping-pong and one-sendmsg streams, memcpy and process_vm_readv of
-#         1 MiB
+#         1 MiB, the split read, and a two-process shared-memory pipe (the
+#         two copies of an active-message path) with 8 and 64 KiB pieces
 #
 # Every row runs ROUNDS alternating rounds (ours, the original, ours, ...);
 # the report gives medians, ratios, the range of the per-round ratios and
@@ -81,7 +82,10 @@ if has raw; then
         raw_row "tcp stream 16 KiB" bw ucp:tcp:stream_bw:16384 tcp-stream 16384 2147483648
         raw_row "tcp stream 64 KiB" bw ucp:tcp:stream_bw:65536 tcp-stream 65536 2147483648
         raw_row "tcp stream 256 KiB" bw "" tcp-stream 262144 2147483648
-        raw_row "memcpy 1 MiB" bw ucp:posix+self:tag_bw:1048576 memcpy 1048576 4294967296
+        RAW_TCP_CC="" raw_row "tcp stream 64 KiB with the system congestion control ($(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null))" bw "" tcp-stream 65536 2147483648
+        raw_row "shm pipe of 1 MiB in 8 KiB pieces" bw ucp:posix+self:tag_bw:1048576 shm-pipe 8192 4294967296
+        raw_row "shm pipe of 1 MiB in 64 KiB pieces" bw "" shm-pipe 65536 4294967296
+        raw_row "memcpy 1 MiB" bw "" memcpy 1048576 4294967296
         raw_row "process_vm_readv 1 MiB" bw ucp:posix+cma+self:tag_bw:1048576 cma-get 1048576 4294967296
         raw_row "process_vm_readv + _writev split 1 MiB" bw "" cma-split 1048576 4294967296
         raw_row "memcpy 64 KiB" bw "" memcpy 65536 4294967296

@@ -699,6 +699,71 @@ unsafe extern "C" fn send_fragment(req: *mut uct_pending_req_t) -> ucs_status_t 
     if f.sent < f.total { UCS_INPROGRESS } else { UCS_OK }
 }
 
+/// The congestion control of every connected TCP socket of this process
+/// whose peer is 127.0.0.1 and that has one of `ports` at either end (the
+/// connections of one World's interfaces: the tests of this file run in
+/// parallel in one process).
+fn loopback_congestion(ports: &[u16]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        // SAFETY: all-zero is a valid sockaddr_in.
+        let mut sa = unsafe { std::mem::zeroed::<libc::sockaddr_in>() };
+        let mut sl = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: getpeername writes at most `sl` bytes into `sa` (a
+        // descriptor that is not a connected socket fails it).
+        let r = unsafe { libc::getpeername(fd, &mut sa as *mut _ as *mut libc::sockaddr, &mut sl) };
+        if r != 0 || sa.sin_family as i32 != libc::AF_INET || sa.sin_addr.s_addr != u32::from_ne_bytes([127, 0, 0, 1]) {
+            continue;
+        }
+        let peer_port = u16::from_be(sa.sin_port);
+        // SAFETY: as above.
+        let r = unsafe { libc::getsockname(fd, &mut sa as *mut _ as *mut libc::sockaddr, &mut sl) };
+        if r != 0 || !(ports.contains(&peer_port) || ports.contains(&u16::from_be(sa.sin_port))) {
+            continue;
+        }
+        let mut name = [0u8; 16];
+        let mut nl = name.len() as libc::socklen_t;
+        // SAFETY: as above.
+        let r = unsafe {
+            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_mut_ptr() as *mut c_void, &mut nl)
+        };
+        if r == 0 {
+            let n = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            out.push(String::from_utf8_lossy(&name[..n]).into_owned());
+        }
+    }
+    out
+}
+
+/// Connections within the host get `UCX_TCP_LOCAL_CC` (reno by default),
+/// both the connecting and the accepted side; an empty setting leaves the
+/// system's default. (Where the system's default is reno already, the
+/// first half cannot tell the difference.)
+#[test]
+fn local_connections_get_their_congestion_control() {
+    let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap().trim().to_owned();
+    for (setting, want) in [(None, "reno"), (Some(c""), system.as_str())] {
+        let got = Got::default();
+        let mut w = World::new(0);
+        let settings: Vec<_> = setting.map(|v| (c"LOCAL_CC", v)).into_iter().collect();
+        w.open_with(&settings);
+        w.open_with(&settings);
+        // SAFETY: `got` outlives the World (dropped at the end of this
+        // iteration).
+        unsafe { w.listen(1, 3, &got) };
+        let (ea, _eb) = w.ep_pair(0, 1);
+        w.progress_until(|| am_short(ea, 3, 0, b"hello") == UCS_OK);
+        w.progress_until(|| got.len() == 1);
+        // A tcp interface address starts with its port (network order).
+        let ports: Vec<u16> = (0..2).map(|i| { let a = w.addrs(i).1; u16::from_be_bytes([a[0], a[1]]) }).collect();
+        let ccs = loopback_congestion(&ports);
+        assert!(ccs.len() >= 2, "setting {setting:?}: connected loopback sockets {ccs:?}");
+        assert!(ccs.iter().all(|c| c == want), "setting {setting:?}: want {want}, sockets have {ccs:?}");
+        drop(w);
+    }
+}
+
 #[test]
 fn pending_request_in_progress_is_called_again() {
     let w = World::new(2);

@@ -77,6 +77,15 @@ impl SockAddr {
         }
     }
 
+    /// A loopback address: 127.0.0.0/8, ::1, or an IPv4-mapped 127.x.
+    pub fn is_loopback_net(&self) -> bool {
+        if self.family == AF_INET {
+            return self.ip[0] == 127;
+        }
+        let mapped = self.ip[..10].iter().all(|&b| b == 0) && self.ip[10] == 0xff && self.ip[11] == 0xff;
+        self.is_loopback() || (mapped && self.ip[12] == 127)
+    }
+
     /// IPv6 link-local (fe80::/10).
     pub fn is_link_local_v6(&self) -> bool {
         self.family == AF_INET6 && self.ip[0] == 0xfe && self.ip[1] & 0xc0 == 0x80
@@ -256,6 +265,23 @@ mod tests {
         let c = SockAddr::v4([10, 0, 0, 1], 4000);
         assert_eq!(a.ucx_cmp(&c), std::cmp::Ordering::Greater);
         assert!(a.same(&SockAddr::v4([10, 0, 0, 1], 5000)));
+    }
+
+    #[test]
+    fn loopback_networks() {
+        assert!(SockAddr::v4([127, 0, 0, 1], 1).is_loopback_net());
+        assert!(SockAddr::v4([127, 3, 2, 1], 1).is_loopback_net());
+        assert!(!SockAddr::v4([10, 0, 0, 1], 1).is_loopback_net());
+        let mut v6 = [0u8; 16];
+        v6[15] = 1;
+        assert!(SockAddr::v6(v6, 1).is_loopback_net());
+        let mut mapped = [0u8; 16];
+        mapped[10..].copy_from_slice(&[0xff, 0xff, 127, 0, 0, 9]);
+        assert!(SockAddr::v6(mapped, 1).is_loopback_net());
+        mapped[12] = 192;
+        assert!(!SockAddr::v6(mapped, 1).is_loopback_net());
+        v6[15] = 2;
+        assert!(!SockAddr::v6(v6, 1).is_loopback_net());
     }
 
     #[test]

@@ -194,6 +194,11 @@ impl Socket {
         nsock::setsockopt(self, sockopt::RcvBuf, &bytes)
     }
 
+    /// `TCP_CONGESTION`: the congestion control algorithm of this socket.
+    pub fn set_congestion(&self, name: &str) -> nix::Result<()> {
+        nsock::setsockopt(self, sockopt::TcpCongestion, &std::ffi::OsString::from(name))
+    }
+
     /// `TCP_SYNCNT`: SYN retransmissions before a connect gives up.
     pub fn set_syncnt(&self, count: i32) -> nix::Result<()> {
         nsock::setsockopt(self, extra::TcpSynCnt, &count)

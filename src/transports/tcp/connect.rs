@@ -46,7 +46,7 @@ impl TcpIface {
             UCS_ERR_IO_ERROR
         })?;
         let setup = self.bind_source(conn, &sock)
-            .and_then(|()| self.set_sockopt(&sock, self.cfg.conn_nb))
+            .and_then(|()| self.set_sockopt(&sock, self.cfg.conn_nb, Some(&peer)))
             .and_then(|()| self.keepalive_enable(&sock));
         // The connection keeps the socket also when setting it up failed
         // (it closes with the connection). It had none before: a failed
@@ -176,7 +176,7 @@ impl TcpIface {
                                       unsuccessful", self.if_name, fd, peer.map(|p| p.to_string()).unwrap_or_default());
                         continue;
                     }
-                    if self.set_sockopt(&sock, false).is_err() {
+                    if self.set_sockopt(&sock, false, peer.as_ref()).is_err() {
                         continue;
                     }
                     let conn = self.new_conn(Some(sock), None, false);

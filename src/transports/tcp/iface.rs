@@ -78,6 +78,9 @@ pub(super) struct Cfg {
     pub(super) coalesce: usize,
     /// Time an accepted connection has for its handshake (None: no limit).
     pub(super) handshake_timeout: Option<std::time::Duration>,
+    /// `UCX_TCP_LOCAL_CC`: the congestion control of connections within
+    /// this host (None: the system's default).
+    pub(super) local_cc: Option<String>,
     /// Upper bound of the reported bandwidth (B/s): the device's PCI link
     /// and `UCX_TCP_MAX_BW` (infinite where the release has neither).
     bw_bound: f64,
@@ -434,6 +437,17 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
 }
 
 /// Open a tcp interface on a network device.
+/// `UCX_TCP_LOCAL_CC` as set (None when empty or not valid UTF-8).
+fn local_cc(p: *const libc::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: libucs's string parser stores a NUL-terminated heap string
+    // that lives as long as the config (which outlives this call).
+    let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_str().ok()?.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
 pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16],
             regs: Arc<RegTable>) -> Result<uct_iface_h, ucs_status_t> {
     if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {
@@ -526,6 +540,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         // ordering rule across its thread's workers needs one thread).
         coalesce: if worker.may_hold() { c.tx_coalesce.min(1 << 24) } else { 0 },
         handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
+        local_cc: local_cc(c.local_cc),
         bw_bound: release::device_topo(&params.dev_name).pci_bw.min(release::max_bw(&c.rel)),
         bind_src: release::bind_src(&c.rel),
     };

@@ -8,14 +8,14 @@ use super::release::BindSrc;
 use super::UNITS_AUTO;
 use crate::abi::*;
 use crate::core::log::{LEVEL_DIAG, LEVEL_ERROR};
-use crate::sys::addr::AF_INET;
+use crate::sys::addr::{SockAddr, AF_INET};
 use crate::sys::socket::Socket;
 use crate::sys::{errno_str, Errno};
 
 impl TcpIface {
     /// The socket options of every connection's socket (and `O_NONBLOCK`
     /// when `set_nb`), as UCX sets them.
-    pub(super) fn set_sockopt(&self, s: &Socket, set_nb: bool) -> Result<(), ucs_status_t> {
+    pub(super) fn set_sockopt(&self, s: &Socket, set_nb: bool, peer: Option<&SockAddr>) -> Result<(), ucs_status_t> {
         if set_nb && s.set_nonblock().is_err() {
             return Err(UCS_ERR_IO_ERROR);
         }
@@ -33,11 +33,27 @@ impl TcpIface {
         {
             return Err(UCS_ERR_IO_ERROR);
         }
+        if let (Some(cc), Some(peer)) = (&self.cfg.local_cc, peer) {
+            if self.stays_on_host(peer) {
+                // Best effort: an algorithm the kernel does not have (or
+                // does not allow) leaves the system's default.
+                if let Err(e) = s.set_congestion(cc) {
+                    crate::debug!("tcp_iface {}: TCP_CONGESTION {} on fd {} (to {}): {}", self.if_name, cc, s.fd(), peer,
+                                  errno_str(e as i32));
+                }
+            }
+        }
         if self.cfg.syn_cnt != UNITS_AUTO {
             // Best effort, as in UCX.
             opt_ok(s, libc::IPPROTO_TCP, libc::TCP_SYNCNT, s.set_syncnt(self.cfg.syn_cnt as i32));
         }
         Ok(())
+    }
+
+    /// A connection to `peer` does not leave this host: the peer is a
+    /// loopback address or the interface's own address.
+    pub(super) fn stays_on_host(&self, peer: &SockAddr) -> bool {
+        peer.is_loopback_net() || (peer.family == self.ifaddr.family && peer.ip_bytes() == self.ifaddr.ip_bytes())
     }
 
     /// TCP keepalive with the interface's times (the values are small and
