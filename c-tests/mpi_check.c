@@ -8,6 +8,8 @@
  * and a passive-target counter under a compare-and-swap lock (lock_all,
  * flush). Rank 0 prints "mpi_check: OK" or "mpi_check: FAIL";
  * the exit status is 0 only when every check held on every rank.
+ * With the argument --maps, every rank also prints the libuct.so file it
+ * has mapped ("mpi_check: rank N libuct PATH", from /proc/self/maps).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -145,6 +147,21 @@ int main(int argc, char **argv) {
     int total = 0;
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("mpi_check: %s (%d errors)\n", total ? "FAIL" : "OK", total);
+    if (argc > 1 && !strcmp(argv[1], "--maps")) {
+        FILE *maps = fopen("/proc/self/maps", "r");
+        char line[4096], seen[4096] = "";
+        while (maps && fgets(line, sizeof line, maps)) {
+            char *path = strchr(line, '/');
+            if (!path || !strstr(path, "/libuct.so")) continue;
+            path[strcspn(path, "\n")] = 0;
+            if (strcmp(path, seen)) {
+                printf("mpi_check: rank %d libuct %s\n", rank, path);
+                snprintf(seen, sizeof seen, "%s", path);
+            }
+        }
+        if (maps) fclose(maps);
+        fflush(stdout);
+    }
     MPI_Finalize();
     return total != 0;
 }

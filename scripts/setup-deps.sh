@@ -16,7 +16,8 @@
 set -eu
 pkgs=(libucx-dev ucx-utils libucx0 gcc g++ make pkg-config meson ninja-build iproute2 procps binutils python3 gdb
       openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind
-      libibverbs-dev librdmacm-dev libclang-dev ibverbs-utils util-linux)
+      libibverbs-dev librdmacm-dev libclang-dev ibverbs-utils util-linux
+      debhelper devscripts lintian fakeroot dpkg-dev)
 # pip: a python3 that has one already (e.g. a pyenv one) needs no package
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
 missing=()

@@ -11,6 +11,8 @@
 #         cfg, the layout check and the suites (those that apply to 1.18;
 #         the others skip); not the fuzzing and header steps, which do not
 #         depend on the ABI
+# Then, as root, the Debian packages (tests/deb-package.sh; UCT_RS_DEB_TEST=0
+# leaves them out).
 # UCT_RS_ABIS="1.13" (or "1.18") runs only those.  Ends with
 # "N passed, M failed" over all of them and a non-zero exit on failure.
 set -u
@@ -57,6 +59,28 @@ for abi in $abis; do
         *) echo "unknown UCX ABI '$abi' in UCT_RS_ABIS"; extra_fail=$((extra_fail + 1)); rc=1 ;;
     esac
 done
+
+# The Debian packages (tests/deb-package.sh): built, checked with lintian,
+# installed, used through the launcher and the system switch, purged. It
+# changes the system while it runs, so it runs alone, after the builds, and
+# only as root (UCT_RS_DEB_TEST=0 leaves it out).
+if [ "${UCT_RS_DEB_TEST:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [[ " $abis " == *" 1.13 "* ]]; then
+    echo "=== Debian packages"
+    deb_log=${BUILD_DIR:-$top/build}/deb-package.log
+    bash "$top/tests/deb-package.sh" >"$deb_log" 2>&1
+    deb_rc=$?
+    cat "$deb_log"
+    [ $deb_rc -eq 0 ] || [ $deb_rc -eq 77 ] || rc=1
+    python3 - "$deb_log" "$deb_rc" "${deb_log%.log}.json" <<'PY'
+import json, sys
+out = open(sys.argv[1], errors="replace").read()
+rc = int(sys.argv[2])
+result = "OK" if rc == 0 else ("SKIP" if rc == 77 else "FAIL")
+with open(sys.argv[3], "w") as f:
+    f.write(json.dumps({"name": "deb-package", "result": result, "stdout": out}) + "\n")
+PY
+    logs+=("deb=${deb_log%.log}.json")
+fi
 
 # Summarise from meson's machine-readable logs.
 python3 - "$extra_fail" "${logs[@]}" <<'PY'
