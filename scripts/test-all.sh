@@ -67,7 +67,7 @@ done
 if [ "${UCT_RS_DEB_TEST:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [[ " $abis " == *" 1.13 "* ]]; then
     echo "=== Debian packages"
     deb_log=${BUILD_DIR:-$top/build}/deb-package.log
-    bash "$top/tests/deb-package.sh" >"$deb_log" 2>&1
+    UCX_PREFIX_1_18=${prefix:-${UCX_PREFIX_1_18:-}} bash "$top/tests/deb-package.sh" >"$deb_log" 2>&1
     deb_rc=$?
     cat "$deb_log"
     [ $deb_rc -eq 0 ] || [ $deb_rc -eq 77 ] || rc=1

@@ -48,9 +48,12 @@ cleanup_all() {
 trap cleanup_all EXIT
 
 # ---------------------------------------------------------------- 1. build
-mkdir -p "$T_WORK/src/uct-rs"
-(cd "$top" && git ls-files -co --exclude-standard | grep -v '^target/' | tar -cf - -T -) |
-    tar -xf - -C "$T_WORK/src/uct-rs"
+# copy_tree DIR: the source tree (what git tracks or would track) in DIR
+copy_tree() {
+    mkdir -p "$1"
+    (cd "$top" && git ls-files -co --exclude-standard | tar -cf - -T -) | tar -xf - -C "$1"
+}
+copy_tree "$T_WORK/src/uct-rs"
 if (cd "$T_WORK/src/uct-rs" && dpkg-buildpackage -us -uc -b) >"$T_WORK/build.log" 2>&1; then
     pass "dpkg-buildpackage -us -uc -b"
 else
@@ -66,6 +69,27 @@ if grep -q '^E: ' "$T_WORK/lintian.out"; then
     fail "lintian" "errors: $(grep -c '^E: ' "$T_WORK/lintian.out")"
 else
     pass "lintian: no errors ($(grep -c '^W: ' "$T_WORK/lintian.out") warnings)"
+fi
+
+# The 1.18 build (profile pkg.uct-rs.ucx-1.18, with UCX_PREFIX_1_18, a UCX
+# 1.18.1 installation): built and checked, not installed (its libucx0 is
+# Debian 13's).
+if [ -n "${UCX_PREFIX_1_18:-}" ]; then
+    copy_tree "$T_WORK/src118/uct-rs"
+    (cd "$T_WORK/src118/uct-rs" &&
+     UCX_PREFIX=$UCX_PREFIX_1_18 dpkg-buildpackage -us -uc -b -Ppkg.uct-rs.ucx-1.18) >"$T_WORK/build118.log" 2>&1
+    st=$?
+    d118=$(dpkg-deb -f "$T_WORK/src118/libuct-rs0_${VERSION}_$ARCH.deb" Depends 2>/dev/null)
+    r118=$(dpkg-deb --fsys-tarfile "$T_WORK/src118/uct-rs-tools_${VERSION}_$ARCH.deb" 2>/dev/null |
+           tar -xOf - ./usr/bin/uct-rs | sed -n "s/^UCX_RELEASE='\(.*\)'/\1/p")
+    lintian "$T_WORK/src118/uct-rs_${VERSION}_$ARCH.changes" 2>&1 | grep -v 'running with root' >"$T_WORK/lintian118.out"
+    if [ $st -eq 0 ] && [[ $d118 == "libucx0 (>= 1.18.1), libucx0 (<< 1.18.2~)"* ]] && [ "$r118" = 1.18.1 ] &&
+       ! grep -q '^E: ' "$T_WORK/lintian118.out"; then
+        pass "profile pkg.uct-rs.ucx-1.18: built, Depends $d118, launcher for UCX $r118, lintian: no errors"
+    else
+        tail -n 5 "$T_WORK/build118.log"
+        fail "profile pkg.uct-rs.ucx-1.18" "exit $st, Depends '$d118', launcher '$r118', $(head -n 3 "$T_WORK/lintian118.out")"
+    fi
 fi
 
 install_debs() { # DEB...
