@@ -48,8 +48,10 @@ run_case() {
     T_CHILDREN=
     R_SRV=$(status_of "$T_WORK/srv.st")
     R_CLI=$(status_of "$T_WORK/cli.st")
-    final=$(grep -E '^ *(Final:)? *[0-9]+ +[0-9.]+ +[0-9.]+' "$T_WORK/cli.out" | tail -n 1 | sed 's/Final://')
-    R_OK=0 R_WHY= R_LAT=$(awk '{ print $3 }' <<<"$final")
+    # (a Final line prints "inf" as the average of an interval with no new
+    # iteration: the overall figure then stands for it)
+    final=$(grep -E '^ *(Final:)? *[0-9]+ +[0-9.]+ +([0-9.]+|inf|-?nan)' "$T_WORK/cli.out" | tail -n 1 | sed 's/Final://')
+    R_OK=0 R_WHY= R_LAT=$(awk '{ print ($3 ~ /^[0-9.]+$/ ? $3 : $4) }' <<<"$final")
     if [ "$R_SRV" != "exit 0" ] || [ "$R_CLI" != "exit 0" ]; then
         R_WHY="server $R_SRV, client $R_CLI: $(grep -h -m 1 'ERROR\|rror\|nsupported' "$T_WORK/cli.out" "$T_WORK/srv.out" | head -n 1)"
     elif [ "$(awk '{ print $1 }' <<<"$final")" != "$iters" ]; then

@@ -62,8 +62,10 @@ run_case() {
     R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
     srv=$(status_of "$T_WORK/srv.st")
     cli=$(status_of "$T_WORK/cli.st")
-    final=$(grep -E '^ *(Final:)? *[0-9]+ +[0-9.]+ +[0-9.]+' "$T_WORK/cli.out" | tail -n 1 | sed 's/Final://')
-    R_LAT=$(awk '{ print $3 }' <<<"$final")
+    # (a Final line prints "inf" as the average of an interval with no new
+    # iteration: the overall figure then stands for it)
+    final=$(grep -E '^ *(Final:)? *[0-9]+ +[0-9.]+ +([0-9.]+|inf|-?nan)' "$T_WORK/cli.out" | tail -n 1 | sed 's/Final://')
+    R_LAT=$(awk '{ print ($3 ~ /^[0-9.]+$/ ? $3 : $4) }' <<<"$final")
     if [ "$srv" != "exit 0" ] || [ "$cli" != "exit 0" ]; then
         R_WHY="server $srv, client $cli: $(grep -h -m 1 'ERROR\|rror\|nsupported' "$T_WORK/cli.out" "$T_WORK/srv.out" | head -n 1 | sed 's/^.*UCX  *ERROR *//')"
         pair_failed_cleanly "$srv" "$cli" || R_BAD=1
