@@ -29,7 +29,7 @@ for tool in dpkg-buildpackage lintian mpicc.openmpi mpirun.openmpi apt-get; do
 done
 PKGS=(libuct-rs0 uct-rs-tools uct-rs-system)
 for p in "${PKGS[@]}"; do
-    if dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'installed'; then
+    if dpkg-query -W -f '${db:Status-Status}\n' "$p" 2>/dev/null | grep -qv '^not-installed$'; then
         abort "clean system" "$p is installed already: purge it first"
     fi
 done
@@ -38,8 +38,15 @@ MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 PRIV=/usr/lib/$MA/uct-rs
 OURLIB=$PRIV/libuct.so.0
 SYSLIB=$(readlink -f "$UCT_SYSTEM_LIB")
+# purge_ours: purge those of our packages dpkg knows (apt refuses a name
+# it has no record of, and a removed .deb is gone from its records)
 purge_ours() {
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y "${PKGS[@]}" >"$T_WORK/purge.log" 2>&1
+    local p known=()
+    for p in "${PKGS[@]}"; do
+        dpkg-query -W -f '${db:Status-Status}\n' "$p" 2>/dev/null | grep -qv '^not-installed$' && known+=("$p")
+    done
+    [ ${#known[@]} -eq 0 ] && return 0
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y "${known[@]}" >"$T_WORK/purge.log" 2>&1
 }
 cleanup_all() {
     purge_ours
@@ -179,7 +186,7 @@ else
     tail -n 5 "$T_WORK/install.log"
     abort "install" "apt-get failed (above)"
 fi
-if [ "$(dpkg -S "$OURLIB" 2>/dev/null)" = "libuct-rs0: $OURLIB" ] && [ "$(first_cache_entry)" != "$OURLIB" ] &&
+if [[ $(dpkg -S "$OURLIB" 2>/dev/null) =~ ^libuct-rs0(:$ARCH)?:\ $OURLIB$ ]] && [ "$(first_cache_entry)" != "$OURLIB" ] &&
    ! ldconfig -p | grep -q "$PRIV"; then
     pass "libuct-rs0 owns $OURLIB, which is not in the ld.so cache"
 else
