@@ -139,6 +139,17 @@ while read -r kind tls; do
         run_case "$OURS" "$tls" "$@"
         ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
     done
+    # MPICH over UCX_TLS=tcp sometimes hangs in MPI_Finalize after the checks
+    # passed ("mpi_check: OK", then the timeout): the C original 1.18.1 does
+    # too (3 runs in 40 here, ours 1 in 30; the 1.18 CI run of 2026-12-04
+    # caught it on ours). That hang alone: run ours again, at most twice.
+    tries=0
+    while [ "$kind" = mpich ] && [ "${R_RC:-0}" = 124 ] && [ $tries -lt 2 ] && grep -q '^mpi_check: OK' "$T_WORK/run.out"; do
+        tries=$((tries + 1))
+        echo "# note: $name: MPICH hung in MPI_Finalize after OK (the original does too), run again ($tries)"
+        run_case "$OURS" "$tls" "$@"
+        ucx_lines "$T_WORK/run.out" >"$T_WORK/lines.ours"
+    done
     R_BAD=0
     [ "${R_RC:-0}" -ge 124 ] && R_BAD=1   # timeout or a signal
     SYS_BAD=$sys_bad ab_verdict "$name" "$sys_ok" "$sys_why" "" "$T_WORK/run.out"
