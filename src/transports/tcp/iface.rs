@@ -436,7 +436,6 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
     Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
 }
 
-/// Open a tcp interface on a network device.
 /// `UCX_TCP_LOCAL_CC` as set (None when empty or not valid UTF-8).
 fn local_cc(p: *const libc::c_char) -> Option<String> {
     if p.is_null() {
@@ -448,6 +447,7 @@ fn local_cc(p: *const libc::c_char) -> Option<String> {
     (!s.is_empty()).then(|| s.to_owned())
 }
 
+/// Open a tcp interface on a network device.
 pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceConfig, af_prio: &[u16],
             regs: Arc<RegTable>) -> Result<uct_iface_h, ucs_status_t> {
     if params.open_mode & UCT_IFACE_OPEN_MODE_DEVICE == 0 {

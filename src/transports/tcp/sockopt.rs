@@ -52,7 +52,7 @@ impl TcpIface {
 
     /// A connection to `peer` does not leave this host: the peer is a
     /// loopback address or the interface's own address.
-    pub(super) fn stays_on_host(&self, peer: &SockAddr) -> bool {
+    fn stays_on_host(&self, peer: &SockAddr) -> bool {
         peer.is_loopback_net() || (peer.family == self.ifaddr.family && peer.ip_bytes() == self.ifaddr.ip_bytes())
     }
 
