@@ -54,12 +54,45 @@ static void seg_path(char *buf, size_t size)
 		 (unsigned)getuid(), (unsigned)SR_SHM_VERSION);
 }
 
+/* The device lock is a robust process-shared mutex: an owner that dies
+ * holding it hands it to the next locker with EOWNERDEAD. What robustness
+ * does not cover is a waiter killed after an unlock woke it: the kernel
+ * sends the one wake-up to the dying process, and when a third process
+ * takes the lock in between (so the word is neither 0 nor the dead
+ * waiter's at its exit) nobody wakes the remaining waiters, whose
+ * FUTEX_WAITERS bit the unlock cleared; they would sleep on a free lock
+ * for ever (seen with a SIGKILLed UD receiver: its witness peer stuck).
+ * So a contended lock sleeps at most LOCK_NAP_NS at a time and looks
+ * again. */
+#define LOCK_NAP_NS 2000000L
+
+static int lock_result(int r)
+{
+	if (r == EOWNERDEAD) {
+		pthread_mutex_consistent(&g_shm->lock);
+		return 0;
+	}
+	return r;
+}
+
 void reg_lock(void)
 {
-	int r = pthread_mutex_lock(&g_shm->lock);
+	struct timespec ts;
 
-	if (r == EOWNERDEAD)
-		pthread_mutex_consistent(&g_shm->lock);
+	if (lock_result(pthread_mutex_trylock(&g_shm->lock)) != EBUSY)
+		return;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += LOCK_NAP_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (lock_result(pthread_mutex_clocklock(&g_shm->lock,
+							CLOCK_MONOTONIC,
+							&ts)) != ETIMEDOUT)
+			return;
+	}
 }
 
 void reg_unlock(void)
