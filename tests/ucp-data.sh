@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Data integrity through libucp, every byte checked, between the C original
+# and LIBDIR's libuct in every pairing: c-tests/ucp_data_check.c (tag
+# messages of 1 KiB to 4 MiB between libucp-allocated and malloc'ed
+# buffers in both directions, then put, get and fetch-add on the peer's
+# allocated and registered memory, each side in turn).
+#
+#   UCX_TLS   posix,self  sysv,self  posix,sysv,cma,self  tcp
+#   pairs     original/original first (the case must pass there), then
+#             ours/ours, ours server/original client, original
+#             server/ours client
+#
+# A pair passes when both processes exit 0 and print "ucp_data_check: OK"
+# within PAIR_TIMEOUT seconds (60). With an empty LIBDIR only the
+# original's runs are made (a sanity run of the test itself).
+# Usage: tests/ucp-data.sh [LIBDIR]   (or UCT_LIBDIR)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/common.sh"
+. "$here/lib/two-proc.sh"
+
+resolve_libdir "$@"
+make_workdir
+build_run_watch
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+OURS=$UCT_LIBDIR
+PROG=$T_WORK/ucp_data_check
+if "$CC" -O2 -g -Wall "${UCX_CFLAGS[@]}" -o "$PROG" "$here/../c-tests/ucp_data_check.c" \
+        "${UCX_LDFLAGS[@]}" -lucp -luct -lucs 2>"$T_WORK/cc.log"; then
+    pass "build ucp_data_check"
+else
+    cat "$T_WORK/cc.log"
+    abort "build ucp_data_check"
+fi
+
+# run_pair SERVER_LIB CLIENT_LIB TLS -> $why ("" = both OK)
+run_pair() {
+    local slib=$1 clib=$2 tls=$3 port sst cst
+    port=$(free_port)
+    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
+    env $(lib_env "$slib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+        "$PROG" -s "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
+    local spid=$!
+    T_CHILDREN=$spid
+    env $(lib_env "$clib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+        "$PROG" -c 127.0.0.1 "$port" >"$T_WORK/cli.out" 2>&1 </dev/null
+    wait "$spid"
+    T_CHILDREN=
+    sst=$(cat "$T_WORK/srv.st" 2>/dev/null)
+    cst=$(cat "$T_WORK/cli.st" 2>/dev/null)
+    why=
+    if [ "$sst" != "exit 0" ] || [ "$cst" != "exit 0" ] ||
+       ! grep -q '^ucp_data_check: OK$' "$T_WORK/srv.out" ||
+       ! grep -q '^ucp_data_check: OK$' "$T_WORK/cli.out"; then
+        why="server ${sst:-?}, client ${cst:-?}: $(grep -hv '^ucp_data_check: OK$' "$T_WORK/srv.out" "$T_WORK/cli.out" |
+                                                    head -n 3 | tr '\n' ' ')"
+    fi
+}
+
+for tls in posix,self sysv,self posix,sysv,cma,self tcp; do
+    run_pair "" "" "$tls"
+    if [ -n "$why" ]; then
+        fail "$tls, original/original" "$why"
+        continue
+    fi
+    pass "$tls, original/original"
+    [ -n "$OURS" ] || continue
+    for pair in "$OURS $OURS ours/ours" "$OURS - ours server/original client" \
+                "- $OURS original server/ours client"; do
+        read -r s c label <<<"$pair"
+        [ "$s" = - ] && s=
+        [ "$c" = - ] && c=
+        run_pair "$s" "$c" "$tls"
+        if [ -n "$why" ]; then
+            fail "$tls, $label" "$why"
+        else
+            pass "$tls, $label"
+        fi
+    done
+done
+finish
