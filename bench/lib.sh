@@ -28,7 +28,8 @@ ratio() {
 # mlo/mlu (latency) and mbo/mbu (bandwidth) and the ratios rl/rb.
 # BENCH_ROUNDS_CSV=FILE: every round is also appended to FILE as
 # "ROW,ours|ucx,ROUND,LAT,BW" (ROW: $BENCH_ROW with "+" for ","), for
-# bench/report.sh.
+# bench/report.sh. BASE_LIBDIR=DIR puts that build of ours on the "ucx" side
+# (a change's before and after).
 bench_cell() {
     local rounds=$1 libdir=$2 r side state lib res
     shift 2
@@ -37,7 +38,7 @@ bench_cell() {
     o_state=run u_state=run
     for ((r = 0; r < rounds; r++)); do
         for side in ours ucx; do
-            if [ $side = ours ]; then state=$o_state lib=$libdir; else state=$u_state lib=; fi
+            if [ $side = ours ]; then state=$o_state lib=$libdir; else state=$u_state lib=${BASE_LIBDIR:-}; fi
             [ "$state" = run ] || continue
             res=$(run_one "$lib" "$@")
             case $res in

@@ -13,6 +13,7 @@
 #
 # Usage: bench/ucp-compare.sh LIBDIR [ROUNDS]     (ROUNDS default 5)
 # Env: BENCH_CSV=FILE, BENCH_ROWS="TLS:TEST:SIZE ..." (replaces the rows),
+#      BASE_LIBDIR=DIR (that build of ours instead of the original),
 #      PAIR_TIMEOUT (per process, default 120 s), BENCH_WRAP="CMD..." (each
 #      ucx_perftest runs under CMD, e.g. tests/softrdma/run.sh for the
 #      soft RDMA device: rows "rc_verbs,ud_verbs:tag_lat:8"),
@@ -92,8 +93,10 @@ run_one() {
 }
 
 fmt='%-11s %-11s %8s | %9s %9s %6s | %10s %10s %6s\n'
+base_lib=$UCT_SYSTEM_LIB
+[ -n "${BASE_LIBDIR:-}" ] && base_lib="$BASE_LIBDIR/libuct.so.0 (BASE_LIBDIR)"
 printf '# UCP over libuct; ours: %s   ucx: %s   rounds: %s   pinned: %s\n' \
-    "$libdir/libuct.so.0" "$UCT_SYSTEM_LIB" "$rounds" "$PERF_PIN"
+    "$libdir/libuct.so.0" "$base_lib" "$rounds" "$PERF_PIN"
 printf "$fmt" UCX_TLS test size lat_ours lat_ucx ratio bw_ours bw_ucx ratio
 printf "$fmt" "" "" "(bytes)" "(us)" "(us)" "" "(MB/s)" "(MB/s)" ""
 [ -n "${BENCH_CSV:-}" ] &&
