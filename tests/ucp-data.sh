@@ -10,6 +10,11 @@
 #             ours/ours, ours server/original client, original
 #             server/ours client
 #
+# Then, over posix,self between two of ours, the rendezvous lane of this
+# library (posix_get, see README): with it, each side must have read from
+# the other's segments through it (its debug line at close names the gets
+# it did); with it left out (UCX_SHM_DEVICES=memory), none.
+#
 # A pair passes when both processes exit 0 and print "ucp_data_check: OK"
 # within PAIR_TIMEOUT seconds (60). With an empty LIBDIR only the
 # original's runs are made (a sanity run of the test itself).
@@ -37,11 +42,11 @@ run_pair() {
     local slib=$1 clib=$2 tls=$3 port sst cst
     port=$(free_port)
     rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env $(lib_env "$slib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
+    env $(lib_env "$slib") UCX_TLS="$tls" ${EXTRA_ENV:-} "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/srv.st" \
         "$PROG" -s "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
     local spid=$!
     T_CHILDREN=$spid
-    env $(lib_env "$clib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
+    env $(lib_env "$clib") UCX_TLS="$tls" ${EXTRA_ENV:-} "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" \
         "$PROG" -c 127.0.0.1 "$port" >"$T_WORK/cli.out" 2>&1 </dev/null
     wait "$spid"
     T_CHILDREN=
@@ -77,4 +82,30 @@ for tls in posix,self sysv,self posix,sysv,cma,self tcp; do
         fi
     done
 done
+
+# posix_get_gets FILE: the gets the process's posix_get interfaces did (the
+# sum of their "interface closed after N gets" debug lines; 0 without).
+posix_get_gets() {
+    sed -n 's/.*posix_get: interface closed after \([0-9]*\) gets.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
+}
+if [ -n "$OURS" ] && [ "$UCX_RELEASE" = 1.13.1 ]; then
+    EXTRA_ENV="UCX_LOG_LEVEL=debug" run_pair "$OURS" "$OURS" posix,self
+    sg=$(posix_get_gets "$T_WORK/srv.out") cg=$(posix_get_gets "$T_WORK/cli.out")
+    if [ -n "$why" ]; then
+        fail "posix,self, ours/ours, rendezvous through posix_get" "$why"
+    elif [ "$sg" -gt 0 ] && [ "$cg" -gt 0 ]; then
+        pass "posix,self, ours/ours, rendezvous through posix_get (server $sg gets, client $cg)"
+    else
+        fail "posix,self, ours/ours, rendezvous through posix_get" "gets: server $sg, client $cg"
+    fi
+    EXTRA_ENV="UCX_LOG_LEVEL=debug UCX_SHM_DEVICES=memory" run_pair "$OURS" "$OURS" posix,self
+    sg=$(posix_get_gets "$T_WORK/srv.out") cg=$(posix_get_gets "$T_WORK/cli.out")
+    if [ -n "$why" ]; then
+        fail "posix,self, ours/ours, posix_get left out" "$why"
+    elif [ "$sg" = 0 ] && [ "$cg" = 0 ]; then
+        pass "posix,self, ours/ours, posix_get left out (UCX_SHM_DEVICES=memory): no gets"
+    else
+        fail "posix,self, ours/ours, posix_get left out" "gets: server $sg, client $cg"
+    fi
+fi
 finish

@@ -16,6 +16,8 @@ pub static COMPONENTS: &[&Component] = &[
     &tcp::COMPONENT,
     &sm::mm::SYSV_COMPONENT,
     &sm::mm::POSIX_COMPONENT,
+    // Not in UCX: between two processes of this library only.
+    &sm::posix_get::COMPONENT,
     #[cfg(feature = "verbs")]
     &ib::COMPONENT,
     #[cfg(feature = "verbs")]

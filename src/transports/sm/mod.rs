@@ -24,6 +24,7 @@
 
 pub mod cma;
 pub mod mm;
+pub mod posix_get;
 pub mod release;
 pub mod self_;
 
@@ -190,6 +191,25 @@ pub mod device_addr {
     /// `uct_iface_is_reachable_v2`, where the release gives one).
     pub fn check_host(dev: crate::core::ops::PeerAddr<'_>) -> Result<(), String> {
         explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes), local())
+    }
+
+    /// A device address for transports that only peers of this library
+    /// may reach: ours with `mark` (bit 63 clear, not 0) XORed into the
+    /// first word. UCX's check compares that word with its own, so a C
+    /// peer never finds it reachable, while [`check_host_marked`] undoes the
+    /// mark.
+    pub fn pack_marked(mark: u64) -> Vec<u8> {
+        let mut v = pack();
+        let w = u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")) ^ (mark & !FLAG_NS);
+        v[..8].copy_from_slice(&w.to_ne_bytes());
+        v
+    }
+
+    /// [`check_host`] of an address packed by [`pack_marked`] with `mark`.
+    pub fn check_host_marked(dev: crate::core::ops::PeerAddr<'_>, mark: u64) -> Result<(), String> {
+        let mark = mark & !FLAG_NS;
+        explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes).map(|w| if i == 0 { w ^ mark } else { w }),
+                local())
     }
 
     /// As [`matches_local`], saying why not: another host (or namespace

@@ -187,11 +187,43 @@ pub(super) fn open_peer(seg_id: u64, dir: Option<&[u8]>) -> Result<OwnedFd, ucs_
 
 /// Map `length` bytes of a peer's segment.
 pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> Result<RemoteSeg, ucs_status_t> {
+    attach_identified(seg_id, length, dir).map(|(seg, _)| seg)
+}
+
+/// Which file a peer's segment id names now (device and inode numbers),
+/// looked up without opening it: what a mapping made earlier from the same
+/// id is checked against before it is used again.
+pub(super) fn identify(seg_id: u64, dir: Option<&[u8]>) -> Result<(u64, u64), ucs_status_t> {
+    let (path, shm, follow) = super::rkey::peer_file(seg_id, dir).map_err(|why| {
+        crate::error!("refusing shared memory segment 0x{seg_id:x}: {why}");
+        UCS_ERR_SHMEM_SEGMENT
+    })?;
+    match shm::path_identity(&path, shm, follow) {
+        Ok((dev, ino, true)) => Ok((dev, ino)),
+        Ok(_) => {
+            crate::error!("shared memory segment 0x{seg_id:x} is not a regular file");
+            Err(UCS_ERR_SHMEM_SEGMENT)
+        }
+        Err(err) => {
+            crate::debug!("stat({}) failed: {}", shown(&path), os_error_text(err));
+            Err(UCS_ERR_SHMEM_SEGMENT)
+        }
+    }
+}
+
+/// [`attach_segment`], also saying which file was mapped (device and inode
+/// numbers, as [`identify`] gives them).
+pub(super) fn attach_identified(seg_id: u64, length: usize, dir: Option<&[u8]>)
+                                -> Result<(RemoteSeg, (u64, u64)), ucs_status_t> {
     if length == 0 {
         crate::error!("cannot attach shared memory segment 0x{seg_id:x} with length 0");
         return Err(UCS_ERR_INVALID_PARAM);
     }
     let fd = open_peer(seg_id, dir)?;
+    let identity = shm::file_identity(&fd).map_err(|err| {
+        crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
+        UCS_ERR_SHMEM_SEGMENT
+    })?;
     let huge = seg_id & FLAG_HUGETLB != 0;
     // A mapping past the end of the file faults on access (SIGBUS): check
     // the size now, so a stale or forged id fails here instead. Only a
@@ -211,5 +243,5 @@ pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> 
     }
     let (address, length) = map_file(fd.as_fd(), length, std::ptr::null_mut(), false, huge, false)?;
     crate::trace!("attached posix segment 0x{seg_id:x} at {address:p} length {length}");
-    Ok(RemoteSeg { address, length })
+    Ok((RemoteSeg { address, length }, identity))
 }

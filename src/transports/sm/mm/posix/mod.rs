@@ -19,6 +19,7 @@
 //! system calls behind both are in [`crate::sys::shm`].
 
 mod file;
+pub mod owned;
 pub mod rkey;
 
 use super::mapper::{Mapper, RemoteSeg, RkeyOps, Segment};
@@ -240,10 +241,14 @@ impl Mapper for Posix {
         // closes when the segment is freed.
         let fd = self.use_proc_link.then_some(fd);
         crate::debug!("allocated posix shared memory {name} at {addr:p} length {mapped} id 0x{seg_id:x}");
+        if !rkey::needs_dir(seg_id) {
+            owned::remember(owned::OwnedSeg { seg_id, address: addr as usize, length: mapped });
+        }
         Ok(Segment { seg_id, address: addr, length: mapped, fd })
     }
 
     fn free(&self, seg: Segment) -> ucs_status_t {
+        owned::forget(seg.address as usize);
         let status = unmap(seg.address, seg.length);
         if status != UCS_OK {
             return status;
@@ -320,6 +325,42 @@ impl Mapper for Posix {
         // which is at least what was packed (the directory is only added when
         // it is part of that size).
         unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), buf, packed.len()) };
+    }
+}
+
+/// For transports that read a peer's posix segments by their id alone
+/// (`posix_get`): ids that need no directory, that is, proc links and
+/// `shm_open` names.
+pub mod by_id {
+    use super::file::{attach_identified, identify, unmap};
+    use super::rkey::{check_seg_id, needs_dir};
+    use crate::abi::*;
+    use crate::transports::sm::mm::mapper::RemoteSeg;
+
+    /// Whether a peer's segment id is one these functions take.
+    pub fn usable(seg_id: u64) -> bool {
+        !needs_dir(seg_id) && check_seg_id(seg_id).is_ok()
+    }
+
+    /// Which file the id names now (device and inode numbers).
+    pub fn identify_id(seg_id: u64) -> Result<(u64, u64), ucs_status_t> {
+        if !usable(seg_id) {
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
+        identify(seg_id, None)
+    }
+
+    /// Map `length` bytes of the segment, and say which file was mapped.
+    pub fn attach_id(seg_id: u64, length: usize) -> Result<(RemoteSeg, (u64, u64)), ucs_status_t> {
+        if !usable(seg_id) {
+            return Err(UCS_ERR_SHMEM_SEGMENT);
+        }
+        attach_identified(seg_id, length, None)
+    }
+
+    /// Unmap what [`attach_id`] mapped.
+    pub fn detach(seg: &RemoteSeg) {
+        unmap(seg.address, seg.length);
     }
 }
 
