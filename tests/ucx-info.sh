@@ -141,7 +141,10 @@ fi
 # set, device filter and peer placement below.  The one expected
 # difference is this project's zero-copy put/get on posix and sysv
 # (README): libucp then lists "<zcopy>" where the original lists "<bcopy>"
-# on the put[N]/get[N] lines of the RMA lanes, which are masked.
+# on the put[N]/get[N] lines of the RMA lanes, which are masked.  Our
+# posix_get device (a rendezvous lane only two libraries of ours share,
+# README) is left out of these comparisons (UCX_SHM_DEVICES=memory: the
+# original's devices); the check after them looks for it.
 if [ -n "$UCT_LIBDIR" ]; then
     mask_ep_config() {
         sed -E 's/^\[[0-9.]+\] *\[[^]]*\] */[-] /; /^# +(put|get)\[[0-9]+\]:/s/<zcopy>/<bcopy>/' "$1"
@@ -153,7 +156,7 @@ if [ -n "$UCT_LIBDIR" ]; then
         "${SYS_RUN[@]}" timeout 60 ucx_info -e $opts >"$T_WORK/e.sys" 2>&1
         rc_sys=$?
         # shellcheck disable=SC2086
-        "${RUN[@]}" timeout 60 ucx_info -e $opts >"$T_WORK/e.ours" 2>&1
+        "${RUN[@]}" env UCX_SHM_DEVICES=memory timeout 60 ucx_info -e $opts >"$T_WORK/e.ours" 2>&1
         rc=$?
         mask_ep_config "$T_WORK/e.sys" >"$T_WORK/e.sys.m"
         mask_ep_config "$T_WORK/e.ours" >"$T_WORK/e.ours.m"
@@ -168,6 +171,20 @@ if [ -n "$UCT_LIBDIR" ]; then
             sed 's/^/      /' "$T_WORK/e.diff" | head -n 30
         fi
     done
+    # With the posix_get device, over posix alone, libucp makes it the
+    # rendezvous lane (rma_bw) between two of ours; the original has no
+    # such lane.
+    if [ "$UCX_RELEASE" = 1.13.1 ]; then
+        UCX_TLS=posix,self "${RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.ours" 2>&1
+        UCX_TLS=posix,self "${SYS_RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.sys" 2>&1
+        if grep -q 'posix/memory_get.*posix_get.* rma_bw' "$T_WORK/pg.ours" &&
+           ! grep -q 'rma_bw#' "$T_WORK/pg.sys"; then
+            pass "ucx_info -e -u t -P intra over posix,self: posix_get is the rendezvous lane (the original has none)"
+        else
+            sed 's/^/      /' "$T_WORK/pg.ours"
+            fail "ucx_info -e -u t -P intra over posix,self" "no posix_get rendezvous lane"
+        fi
+    fi
 fi
 
 finish
