@@ -52,7 +52,7 @@ cf_lines() {
 # case only, which is not this suite's business).
 served_tables() {
     grep -E '^# .* configuration$' | sed 's/^# //; s/ configuration$//' | tr 'A-Z' 'a-z' |
-        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm)( |$)'
+        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm|posix_get)( |$)'
 }
 
 ib_lines "$T_WORK/sys" "${SYS_RUN[@]}"

@@ -181,7 +181,7 @@ fn query_devices(_md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
 }
 
 static TLS: [TlDesc; 1] =
-    [TlDesc::new::<GetOpen>(TL_NAME, c"posix rendezvous get lane", c"POSIX_GET_", &IFACE_TABLE, query_devices)];
+    [TlDesc::new::<GetOpen>(TL_NAME, c"posix_get transport", c"POSIX_GET_", &IFACE_TABLE, query_devices)];
 
 fn rkey_unpack(buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> {
     if buf.is_null() {
@@ -201,7 +201,7 @@ fn rkey_release(rkey: uct_rkey_t, handle: *mut c_void) -> ucs_status_t {
 pub static COMPONENT: Component = Component {
     name: NAME,
     flags: 0,
-    md: MdDesc::new::<GetOpen>(c"posix rendezvous get memory domain", c"POSIX_GET_", &MD_TABLE),
+    md: MdDesc::new::<GetOpen>(c"posix_get memory domain", c"POSIX_GET_", &MD_TABLE),
     cm: None,
     md_resources,
     tls: &TLS,
