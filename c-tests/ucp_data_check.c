@@ -10,6 +10,10 @@
  *   ucp_data_check -s PORT          the server
  *   ucp_data_check -c HOST PORT     the client
  *
+ * With UCP_DATA_TAG_ONLY=1 in the environment, the context has the tag
+ * feature only and the one-sided part is left out (libucp chooses its
+ * rendezvous lanes by the features asked for).
+ *
  * Prints "ucp_data_check: OK" (exit 0) or a line per mismatch and
  * "ucp_data_check: FAIL" (exit 1).
  */
@@ -189,6 +193,8 @@ int main(int argc, char **argv)
     uint64_t raddr[2];
     void *peer_addr;
     int k;
+    const char *tag_env = getenv("UCP_DATA_TAG_ONLY");
+    int tag_only = (tag_env != NULL) && !strcmp(tag_env, "1");
 
     if (!server && !((argc == 4) && !strcmp(argv[1], "-c"))) {
         fprintf(stderr, "usage: %s -s PORT | -c HOST PORT\n", argv[0]);
@@ -231,7 +237,8 @@ int main(int argc, char **argv)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+    params.features   = tag_only ? UCP_FEATURE_TAG :
+                        (UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64);
     st = ucp_init(&params, config, &g_ctx);
     ucp_config_release(config);
     if (st != UCS_OK) {
@@ -260,7 +267,7 @@ int main(int argc, char **argv)
 
     region_init(&reg[0], 1);
     region_init(&reg[1], 0);
-    for (k = 0; k < 2; k++) {
+    for (k = 0; k < 2 && !tag_only; k++) {
         void *rk, *prk;
         size_t rk_len;
         uint64_t a = (uintptr_t)reg[k].addr, *pa;
@@ -308,7 +315,7 @@ int main(int argc, char **argv)
 
     /* one-sided: each side in turn puts, gets back and adds to the peer's
      * allocated and registered memory; the other checks its memory */
-    for (int turn = 0; turn < 2; turn++) {
+    for (int turn = 0; turn < 2 && !tag_only; turn++) {
         int active = (turn == 0) != server;
         for (k = 0; k < 2; k++) {
             size_t len = 1u << 20;
@@ -367,7 +374,7 @@ int main(int argc, char **argv)
         xfer(&theirs, sizeof(theirs), 0);
         (void)theirs;
     }
-    for (k = 0; k < 2; k++) {
+    for (k = 0; k < 2 && !tag_only; k++) {
         ucp_rkey_destroy(rkey[k]);
     }
     {

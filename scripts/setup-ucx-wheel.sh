@@ -22,6 +22,14 @@
 #    the shared objects are made executable;
 #  - the programs' RUNPATH names the wheel's build machine: run them with
 #    LD_LIBRARY_PATH=PREFIX/lib (tests/lib/common.sh does);
+#  - the libraries carry DT_RPATH ($ORIGIN...), which the loader searches
+#    before LD_LIBRARY_PATH: a program linked with libucp alone (the
+#    linker drops -luct when the program calls no uct function) would load
+#    the wheel's libuct.so.0 as libucp's dependency even with ours first on
+#    LD_LIBRARY_PATH. Each DT_RPATH tag in lib/ is made DT_RUNPATH (same
+#    paths, searched after LD_LIBRARY_PATH, as for a distribution's
+#    libraries); done on a prefix unpacked before this step too (marker
+#    lib/.uct-rs-runpath);
 #  - ucx_perftest of 1.18.x stops in the dynamic loader before main: its
 #    .dynamic section lies on a page that a following read-only PT_LOAD maps
 #    too, so the loader's write into .dynamic faults.  The fix sets the
@@ -40,7 +48,56 @@ esac
 root=${UCT_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uct-rs}
 dir=$root/ucx-$version-${sha:0:8}
 prefix=$dir/libucx
+# rpath_to_runpath DIR: every DT_RPATH of the shared objects under DIR
+# becomes DT_RUNPATH (see above); then the marker.
+rpath_to_runpath() {
+    python3 - "$1" <<'PY'
+import os, struct, sys
+
+DT_NULL, DT_RPATH, DT_RUNPATH, PT_DYNAMIC = 0, 15, 29, 2
+
+def patch(path):
+    with open(path, "r+b") as f:
+        ehdr = f.read(64)
+        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2 or ehdr[5] != 1:
+            return 0
+        phoff, = struct.unpack_from("<Q", ehdr, 32)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _fl, off, _va, _pa, filesz, _ms = struct.unpack_from("<IIQQQQQ", table, i * phentsize)
+            if p_type != PT_DYNAMIC:
+                continue
+            f.seek(off)
+            dyn = f.read(filesz)
+            tags = [struct.unpack_from("<Q", dyn, k)[0] for k in range(0, len(dyn) - 15, 16)]
+            if DT_RUNPATH in tags:
+                return 0
+            changed = 0
+            for k, tag in enumerate(tags):
+                if tag == DT_NULL:
+                    break
+                if tag == DT_RPATH:
+                    f.seek(off + 16 * k)
+                    f.write(struct.pack("<Q", DT_RUNPATH))
+                    changed += 1
+            return changed
+    return 0
+
+n = 0
+for dirpath, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        p = os.path.join(dirpath, name)
+        if ".so" in name and not os.path.islink(p):
+            n += patch(p)
+open(os.path.join(sys.argv[1], ".uct-rs-runpath"), "w").close()
+print(f"setup-ucx-wheel: {n} DT_RPATH tag(s) made DT_RUNPATH", file=sys.stderr)
+PY
+}
+
 if [ -x "$prefix/bin/ucx_info" ] && [ -e "$prefix/lib/libuct.so.0" ]; then
+    [ -e "$prefix/lib/.uct-rs-runpath" ] || rpath_to_runpath "$prefix/lib"
     echo "$prefix"
     exit 0
 fi
@@ -131,6 +188,7 @@ for n in sorted(os.listdir(bindir)):
         print(f"setup-ucx-wheel: {n}: write flag set on the PT_LOAD over .dynamic", file=sys.stderr)
 PY
 [ -x "$tmp/libucx/bin/ucx_info" ] || { echo "setup-ucx-wheel: the wheel has no libucx/bin/ucx_info" >&2; exit 1; }
+rpath_to_runpath "$tmp/libucx/lib"
 rm -rf "$dir"
 mv "$tmp" "$dir"
 echo "$prefix"
