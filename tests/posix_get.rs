@@ -202,6 +202,13 @@ fn reads_the_owners_segment_and_only_inside_it() {
     // SAFETY: the interface is open; the addresses are the peer's, as long
     // as our own (the same transport).
     let ep = unsafe { Ep::from_raw(connect_to_iface(lane.iface, &owner.dev, &owner.addr).expect("an endpoint")) };
+    // An endpoint to another process (this one): the owner's keys name
+    // the owner's segments, so they are refused there.
+    // SAFETY: as above, with our own addresses.
+    let other = unsafe {
+        let (dev, addr) = iface_addresses(lane.iface);
+        Ep::from_raw(connect_to_iface(lane.iface, &dev, &addr).expect("an endpoint to ourselves"))
+    };
     let mut dst = vec![0u8; LEN];
     for round in 0..3u8 {
         let keys = owner.keys();
@@ -222,6 +229,8 @@ fn reads_the_owners_segment_and_only_inside_it() {
         assert_eq!(get(ep, &mut part, u64::MAX - 10, b.rkey), UCS_ERR_INVALID_PARAM);
         // An rkey that is not one of ours.
         assert_eq!(get(ep, &mut part, keys.addr, 0), UCS_ERR_INVALID_PARAM);
+        // The owner's key on an endpoint to another process.
+        assert_eq!(get(other, &mut part, keys.addr, b.rkey), UCS_ERR_INVALID_PARAM);
         release(&b);
         // The mapping is kept for the next key of the same file...
         assert!(attach::kept() >= 1);
@@ -231,7 +240,10 @@ fn reads_the_owners_segment_and_only_inside_it() {
         owner.again();
     }
     // SAFETY: made above, not used again.
-    unsafe { ep.destroy() };
+    unsafe {
+        ep.destroy();
+        other.destroy();
+    }
 }
 
 #[test]

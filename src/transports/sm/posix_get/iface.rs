@@ -4,8 +4,9 @@
 //!
 //! Addresses: the device address is the host's, marked so that only this
 //! library reaches it; the iface address is the PID namespace this process
-//! is in (0 for the host's), because the peer's proc-link segment ids name
-//! processes of that namespace.
+//! is in (0 for the host's) and its pid: the peer's proc-link segment ids
+//! name processes of that namespace, and a get is refused when its key's
+//! segment is not the peer's own.
 
 use super::key::Key;
 use super::DEVICE_NAME;
@@ -26,7 +27,8 @@ pub const DEVICE_MARK: u64 = 0x2d67_6574_2d72_735f;
 /// Latency and overhead reported: those of a mapped copy.
 const LATENCY: f64 = 80e-9;
 const OVERHEAD: f64 = 10e-9;
-const ADDR_LEN: usize = 8;
+/// PID namespace (0: the host's) and pid, 8 bytes each.
+const ADDR_LEN: usize = 16;
 
 pub struct GetIface {
     bandwidth: f64,
@@ -36,7 +38,10 @@ pub struct GetIface {
     bytes: AtomicU64,
 }
 
-pub struct GetEp;
+pub struct GetEp {
+    /// The peer's pid.
+    pid: u64,
+}
 
 fn local_pid_ns() -> u64 {
     // SAFETY: plain libucs queries.
@@ -85,7 +90,8 @@ impl Transport for GetIface {
             crate::error!("posix_get: the peer is not reachable: {why}");
             return Err(UCS_ERR_UNREACHABLE);
         }
-        Ok(GetEp)
+        let pid = params.iface_addr.and_then(|a| a.read_at::<8>(8)).map_or(0, u64::from_ne_bytes);
+        Ok(GetEp { pid })
     }
 
     fn get_device_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
@@ -93,7 +99,10 @@ impl Transport for GetIface {
     }
 
     fn get_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
-        out.write(&local_pid_ns().to_ne_bytes())
+        let mut a = [0u8; ADDR_LEN];
+        a[..8].copy_from_slice(&local_pid_ns().to_ne_bytes());
+        a[8..].copy_from_slice(&u64::from(std::process::id()).to_ne_bytes());
+        out.write(&a)
     }
 
     fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
@@ -104,11 +113,14 @@ impl Transport for GetIface {
         let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
         let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
         sm::device_addr::check_host_marked(dev, DEVICE_MARK)?;
-        let ns = addr.read_at::<ADDR_LEN>(0).map(u64::from_ne_bytes);
+        let ns = addr.read_at::<8>(0).map(u64::from_ne_bytes);
         if ns != Some(local_pid_ns()) {
             return Err(release::reason(|| format!("pid namespaces differ ({:?} vs {})", ns, local_pid_ns())));
         }
-        Ok(())
+        match addr.read_at::<8>(8).map(u64::from_ne_bytes) {
+            Some(pid) if pid != 0 && pid <= i32::MAX as u64 => Ok(()),
+            pid => Err(release::reason(|| format!("bad peer pid {pid:?}"))),
+        }
     }
 
     fn close(iface: &mut Iface<Self>) {
@@ -120,7 +132,7 @@ impl Transport for GetIface {
         UCS_OK
     }
 
-    fn get_zcopy(iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
                  _comp: Completion) -> ucs_status_t {
         if let Err(e) = checks::iov_count::<Self>(checks::Op::GetZcopy, iov.len(), sm::MAX_IOV) {
             return e;
@@ -133,6 +145,11 @@ impl Transport for GetIface {
             crate::error!("posix_get: get_zcopy with rkey {:#x}, which is not a key of this transport", remote.rkey);
             return UCS_ERR_INVALID_PARAM;
         };
+        if key.creator.is_some_and(|pid| pid != ep.tl.pid) {
+            crate::error!("posix_get: get_zcopy through a key of pid {:?}'s segment on an endpoint to pid {}",
+                          key.creator, ep.tl.pid);
+            return UCS_ERR_INVALID_PARAM;
+        }
         let Some(src) = key.source(remote.addr, total) else {
             crate::error!("posix_get: get_zcopy of {} bytes at {:#x} is outside the remote segment", total, remote.addr);
             return UCS_ERR_INVALID_PARAM;

@@ -72,6 +72,11 @@ pub fn parse(packed: &[u8]) -> Result<Packed, String> {
 /// An unpacked key: the owner's segment mapped here.
 pub struct Key {
     magic: u64,
+    /// The process whose descriptor the segment id names (None for a
+    /// `shm_open` name): a get through this key is refused on an endpoint
+    /// to another process, so a peer cannot have us read a third process's
+    /// segment.
+    pub creator: Option<u64>,
     mapping: Arc<Mapping>,
     /// The owner's address of the segment's first byte, and its length.
     owner: u64,
@@ -112,7 +117,8 @@ pub fn unpack(packed: &[u8]) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> 
         }
         Ok(Packed::Segment { seg_id, owner, length }) => match attach::acquire(seg_id, length) {
             Ok(mapping) => {
-                let key = Box::new(Key { magic: KEY_MAGIC, mapping, owner, length });
+                let key = Box::new(Key { magic: KEY_MAGIC, creator: by_id::creator(seg_id), mapping, owner,
+                                         length });
                 let p = Box::into_raw(key);
                 Ok((p as usize as uct_rkey_t, p as *mut c_void))
             }

@@ -43,7 +43,7 @@ use crate::core::iface::IfaceParams;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
-use crate::transports::sm::mm::posix::owned;
+use crate::transports::sm::mm::posix::{by_id, owned};
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use libc::c_void;
 use once_cell::sync::Lazy;
@@ -116,7 +116,12 @@ impl MdImpl for GetMd {
     }
 
     fn mem_reg(&self, address: *mut c_void, length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        let seg = owned::containing(address as usize, length);
+        // Only a segment this process made is offered: a forked child has
+        // its parent's segments mapped too, under ids naming the parent,
+        // and a reader checks that the id names the process it talks to.
+        let me = u64::from(std::process::id());
+        let seg = owned::containing(address as usize, length)
+            .filter(|s| by_id::creator(s.seg_id).is_none_or(|pid| pid == me));
         Ok(Box::into_raw(Box::new(Reg { magic: REG_MAGIC, seg })) as uct_mem_h)
     }
 

@@ -358,6 +358,12 @@ pub mod by_id {
         attach_identified(seg_id, length, None)
     }
 
+    /// The process whose descriptor a proc-link id names (None for
+    /// `shm_open` names, which name no process).
+    pub fn creator(seg_id: u64) -> Option<u64> {
+        super::rkey::procfs_pid(seg_id)
+    }
+
     /// Unmap what [`attach_id`] mapped.
     pub fn detach(seg: &RemoteSeg) {
         unmap(seg.address, seg.length);
