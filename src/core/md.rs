@@ -149,6 +149,32 @@ impl FixedMemh {
     }
 }
 
+/// The attributes of a memory domain that registers any host memory (with
+/// remote keys of `rkey_packed_size` bytes) and allocates none.
+pub fn registers_host_memory(attr: &mut uct_md_attr_t, rkey_packed_size: usize) {
+    attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+    attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+    attr.cap.alloc_mem_types = 0;
+    attr.cap.detect_mem_types = 0;
+    attr.cap.max_alloc = 0;
+    attr.cap.max_reg = u64::MAX as _;
+    attr.rkey_packed_size = rkey_packed_size;
+    attr.local_cpus = all_cpus();
+}
+
+/// `uct_md_mem_query` of memory domains whose memory is plain host memory
+/// of no particular device (self, posix_get).
+pub fn host_mem_query(attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
+    if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE != 0 {
+        attr.mem_type = UCS_MEMORY_TYPE_HOST;
+    }
+    if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV != 0 {
+        attr.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    UCS_OK
+}
+
 /// All CPUs, for `local_cpus` of memory domains not tied to a device.
 pub fn all_cpus() -> ucs_cpu_set_t {
     // SAFETY: ucs_cpu_set_t is an array of integers.

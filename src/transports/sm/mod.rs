@@ -265,6 +265,15 @@ pub mod device_addr {
     }
 }
 
+/// Both addresses of a peer, for reachability checks that need both; the
+/// reason (in the release's words) when one is missing.
+pub fn both_addrs<'a>(dev: Option<PeerAddr<'a>>, addr: Option<PeerAddr<'a>>)
+                      -> Result<(PeerAddr<'a>, PeerAddr<'a>), String> {
+    let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
+    let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
+    Ok((dev, addr))
+}
+
 /// Most iov entries a zero-copy put/get over mapped memory accepts.
 pub const MAX_IOV: usize = 16;
 

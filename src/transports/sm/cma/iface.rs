@@ -497,8 +497,7 @@ impl Transport for CmaIface {
     }
 
     fn reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
-        let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
-        let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
+        let (dev, addr) = sm::both_addrs(dev, addr)?;
         sm::device_addr::check_host(dev)?;
         let a = decode_iface_addr(addr.bytes()).map_err(|why| release::reason(|| format!("bad iface address: {why}")))?;
         let ours = local_pid_ns();

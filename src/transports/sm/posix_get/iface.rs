@@ -110,8 +110,7 @@ impl Transport for GetIface {
     }
 
     fn reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
-        let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
-        let Some(addr) = addr else { return Err(release::reason(|| "iface address is empty".into())) };
+        let (dev, addr) = sm::both_addrs(dev, addr)?;
         sm::device_addr::check_host_marked(dev, DEVICE_MARK)?;
         let ns = addr.read_at::<8>(0).map(u64::from_ne_bytes);
         if ns != Some(local_pid_ns()) {

@@ -40,7 +40,7 @@ use crate::abi::*;
 use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed, Table};
 use crate::core::iface::IfaceParams;
-use crate::core::md::{all_cpus, MdImpl, MdObj};
+use crate::core::md::{MdImpl, MdObj};
 use crate::core::ops::Completion;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm::mm::posix::{by_id, owned};
@@ -97,18 +97,10 @@ pub struct GetMd;
 
 impl MdImpl for GetMd {
     fn query(&self, attr: &mut uct_md_attr_t) {
-        attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        attr.cap.alloc_mem_types = 0;
-        attr.cap.detect_mem_types = 0;
-        attr.cap.max_alloc = 0;
-        attr.cap.max_reg = u64::MAX as _;
-        attr.rkey_packed_size = key::PACKED_SIZE;
+        crate::core::md::registers_host_memory(attr, key::PACKED_SIZE);
         // A registration is a look-up in a short list.
         attr.reg_cost.c = 50e-9;
         attr.reg_cost.m = 0.0;
-        attr.local_cpus = all_cpus();
     }
 
     fn reg_nonblock_mem_types(&self) -> u64 {
@@ -149,13 +141,7 @@ impl MdImpl for GetMd {
     }
 
     fn mem_query(&self, _address: *const c_void, _length: usize, attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE != 0 {
-            attr.mem_type = UCS_MEMORY_TYPE_HOST;
-        }
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV != 0 {
-            attr.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-        }
-        UCS_OK
+        crate::core::md::host_mem_query(attr)
     }
 }
 

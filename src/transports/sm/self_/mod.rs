@@ -10,7 +10,7 @@ use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc,
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, Table};
 use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
-use crate::core::md::{all_cpus, FixedMemh, MdImpl, MdObj};
+use crate::core::md::{FixedMemh, MdImpl, MdObj};
 use crate::core::ops::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
@@ -87,15 +87,7 @@ impl MdImpl for SelfMd {
     }
 
     fn query(&self, attr: &mut uct_md_attr_t) {
-        attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
-        attr.cap.alloc_mem_types = 0;
-        attr.cap.detect_mem_types = 0;
-        attr.cap.max_alloc = 0;
-        attr.cap.max_reg = u64::MAX as _;
-        attr.rkey_packed_size = 0;
-        attr.local_cpus = all_cpus();
+        crate::core::md::registers_host_memory(attr, 0);
     }
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
         Ok(SELF_MEMH.handle())
@@ -111,13 +103,7 @@ impl MdImpl for SelfMd {
         UCS_OK
     }
     fn mem_query(&self, _address: *const c_void, _length: usize, attr: &mut uct_md_mem_attr_t) -> ucs_status_t {
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE != 0 {
-            attr.mem_type = UCS_MEMORY_TYPE_HOST;
-        }
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV != 0 {
-            attr.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-        }
-        UCS_OK
+        crate::core::md::host_mem_query(attr)
     }
 }
 
