@@ -242,7 +242,9 @@ impl Mapper for Posix {
         let fd = self.use_proc_link.then_some(fd);
         crate::debug!("allocated posix shared memory {name} at {addr:p} length {mapped} id 0x{seg_id:x}");
         if !rkey::needs_dir(seg_id) {
-            owned::remember(owned::OwnedSeg { seg_id, address: addr as usize, length: mapped });
+            // (a huge-page mapping may reach past the file's end: only
+            // the file's bytes can be mapped by a peer)
+            owned::remember(owned::OwnedSeg { seg_id, address: addr as usize, length: mapped.min(file_len) });
         }
         Ok(Segment { seg_id, address: addr, length: mapped, fd })
     }
