@@ -174,16 +174,14 @@ if [ -n "$UCT_LIBDIR" ]; then
     # With the posix_get device, over posix alone, libucp makes it the
     # rendezvous lane (rma_bw) between two of ours; the original has no
     # such lane.
-    if [ "$UCX_RELEASE" = 1.13.1 ]; then
-        UCX_TLS=posix,self "${RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.ours" 2>&1
-        UCX_TLS=posix,self "${SYS_RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.sys" 2>&1
-        if grep -q 'posix/memory_get.*posix_get.* rma_bw' "$T_WORK/pg.ours" &&
-           ! grep -q 'rma_bw#' "$T_WORK/pg.sys"; then
-            pass "ucx_info -e -u t -P intra over posix,self: posix_get is the rendezvous lane (the original has none)"
-        else
-            sed 's/^/      /' "$T_WORK/pg.ours"
-            fail "ucx_info -e -u t -P intra over posix,self" "no posix_get rendezvous lane"
-        fi
+    UCX_TLS=posix,self "${RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.ours" 2>&1
+    UCX_TLS=posix,self "${SYS_RUN[@]}" timeout 60 ucx_info -e -u t -P intra >"$T_WORK/pg.sys" 2>&1
+    if grep -q 'posix/memory_get.*posix_get.* rma_bw' "$T_WORK/pg.ours" &&
+       ! grep -q 'rma_bw#' "$T_WORK/pg.sys"; then
+        pass "ucx_info -e -u t -P intra over posix,self: posix_get is the rendezvous lane (the original has none)"
+    else
+        sed 's/^/      /' "$T_WORK/pg.ours"
+        fail "ucx_info -e -u t -P intra over posix,self" "no posix_get rendezvous lane"
     fi
 fi
 
