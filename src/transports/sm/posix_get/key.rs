@@ -91,11 +91,11 @@ impl Key {
     /// `rkey` is an rkey this component unpacked and has not released (the
     /// UCT contract for every rkey handed to an operation).
     pub unsafe fn of<'a>(rkey: uct_rkey_t) -> Option<&'a Key> {
-        if rkey == 0 || rkey as usize % std::mem::align_of::<Key>() != 0 {
+        if rkey == 0 || rkey % std::mem::align_of::<Key>() != 0 {
             return None;
         }
         // SAFETY: see the function's contract.
-        let k = unsafe { &*(rkey as usize as *const Key) };
+        let k = unsafe { &*(rkey as *const Key) };
         (k.magic == KEY_MAGIC).then_some(k)
     }
 

@@ -129,6 +129,8 @@ impl MdImpl for GetMd {
         UCS_OK
     }
 
+    // The trait's contract: `buf` holds `rkey_packed_size` writable bytes.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn mkey_pack(&self, memh: uct_mem_h, _flags: u32, buf: *mut u8) -> ucs_status_t {
         let Some(r) = Reg::of(memh) else {
             crate::error!("{NAME} md: {memh:p} is not a registration of this memory domain");
