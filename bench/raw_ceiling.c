@@ -12,6 +12,13 @@
  *                                         non-blocking socket; the receiver
  *                                         busy-polls recv() into a buffer of
  *                                         SIZE + 8 bytes
+ *   raw_ceiling tcp-stream-copy SIZE BYTES
+ *                                         tcp-stream, and the receiver copies
+ *                                         every byte it received once more,
+ *                                         into a second buffer (the copy from
+ *                                         a transport's receive buffer into
+ *                                         the user's that libucp's eager
+ *                                         protocols make)
  *   raw_ceiling cma-pingpong SIZE ITERS   half round trip of a SIZE-byte
  *                                         process_vm_writev() into the peer,
  *                                         which polls the last byte (what
@@ -179,7 +186,7 @@ static int tcp_pingpong(size_t size, long iters)
     return 0;
 }
 
-static int tcp_stream(size_t size, long bytes)
+static int tcp_stream(size_t size, long bytes, int copy)
 {
     int srv, cli;
     long count = bytes / (long)size + 1;
@@ -190,10 +197,17 @@ static int tcp_stream(size_t size, long bytes)
         close(cli);
         pin(1);
         char *rb = malloc(frame);
+        char *dst = copy ? malloc(frame) : NULL;
         long got = 0, want = count * (long)frame;
         while (got < want) {
             ssize_t r = recv(srv, rb, frame, 0);
-            if (r > 0) got += r;
+            if (r > 0) {
+                got += r;
+                if (copy) {
+                    memcpy(dst, rb, (size_t)r);
+                    __asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is kept */
+                }
+            }
             else if (r == 0) exit(1);
             else if (errno != EAGAIN && errno != EINTR) DIE("recv");
         }
@@ -425,7 +439,7 @@ static int shm_pipe(size_t frag, long bytes)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|tcp-stream-copy|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
         return 2;
     }
     size_t size = strtoul(argv[2], NULL, 0);
@@ -436,7 +450,8 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     if (!strcmp(argv[1], "tcp-pingpong")) return tcp_pingpong(size, count);
-    if (!strcmp(argv[1], "tcp-stream")) return tcp_stream(size, count);
+    if (!strcmp(argv[1], "tcp-stream")) return tcp_stream(size, count, 0);
+    if (!strcmp(argv[1], "tcp-stream-copy")) return tcp_stream(size, count, 1);
     if (!strcmp(argv[1], "cma-pingpong")) return cma_pingpong(size, count);
     if (!strcmp(argv[1], "cma-put")) return cma_stream(size, count, 0);
     if (!strcmp(argv[1], "cma-get")) return cma_stream(size, count, 1);

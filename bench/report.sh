@@ -81,6 +81,10 @@ if has raw; then
         raw_row "tcp stream 4 KiB" bw ucp:tcp:stream_bw:4096 tcp-stream 4096 2147483648
         raw_row "tcp stream 16 KiB" bw ucp:tcp:stream_bw:16384 tcp-stream 16384 2147483648
         raw_row "tcp stream 64 KiB" bw ucp:tcp:stream_bw:65536 tcp-stream 65536 2147483648
+        # libucp's eager path copies each byte once more on the receiver
+        # (transport buffer to the user's): the ceiling of that pattern
+        raw_row "tcp stream 64 KiB, the receiver copying each byte once more" bw "" tcp-stream-copy 65536 2147483648
+        raw_row "tcp stream 32 KiB, the receiver copying each byte once more" bw "" tcp-stream-copy 32768 2147483648
         raw_row "tcp stream 256 KiB" bw "" tcp-stream 262144 2147483648
         RAW_TCP_CC="" raw_row "tcp stream 64 KiB with the system congestion control ($(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null))" bw "" tcp-stream 65536 2147483648
         # posix,self: between two of ours the rendezvous is one copy

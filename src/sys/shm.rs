@@ -71,8 +71,8 @@ pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64)> {
 /// name (`shm`, looked up in `/dev/shm`) or a path; with `follow` a
 /// symbolic link as the last component is followed (`/proc/<pid>/fd/<fd>`),
 /// otherwise the link itself is what is named. Device and inode numbers,
-/// and whether it is a regular file.
-pub fn path_identity(path: &CStr, shm: bool, follow: bool) -> nix::Result<(u64, u64, bool)> {
+/// whether it is a regular file, and its size.
+pub fn path_identity(path: &CStr, shm: bool, follow: bool) -> nix::Result<(u64, u64, bool, u64)> {
     let owned;
     let path = if shm {
         let mut p = b"/dev/shm".to_vec();
@@ -83,7 +83,7 @@ pub fn path_identity(path: &CStr, shm: bool, follow: bool) -> nix::Result<(u64, 
         path
     };
     let st = if follow { nix::sys::stat::stat(path) } else { nix::sys::stat::lstat(path) }?;
-    Ok((st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG))
+    Ok((st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0)))
 }
 
 /// Remove a segment file's name (`shm_unlink` or `unlink`).

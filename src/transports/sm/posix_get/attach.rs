@@ -61,7 +61,15 @@ fn in_use(m: &Arc<Mapping>) -> bool {
 /// one kept from before when its name still gives the same file, a new one
 /// otherwise.
 pub fn acquire(seg_id: u64, length: usize) -> Result<Arc<Mapping>, ucs_status_t> {
-    let identity = by_id::identify_id(seg_id)?;
+    let (identity, size) = by_id::identify_id(seg_id)?;
+    // A file shorter than the key says (its owner truncated it) would
+    // fault on access: refused before any mapping is used for it. (The
+    // owner can still truncate it during a copy; posix's FIFO mappings
+    // share that exposure.)
+    if size < length as u64 {
+        crate::error!("posix_get: segment 0x{seg_id:x} has {size} bytes, the key says {length}");
+        return Err(UCS_ERR_SHMEM_SEGMENT);
+    }
     let mut c = cache();
     c.tick += 1;
     let tick = c.tick;

@@ -190,16 +190,16 @@ pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> 
     attach_identified(seg_id, length, dir).map(|(seg, _)| seg)
 }
 
-/// Which file a peer's segment id names now (device and inode numbers),
-/// looked up without opening it: what a mapping made earlier from the same
-/// id is checked against before it is used again.
-pub(super) fn identify(seg_id: u64, dir: Option<&[u8]>) -> Result<(u64, u64), ucs_status_t> {
+/// Which file a peer's segment id names now (device and inode numbers) and
+/// its size, looked up without opening it: what a mapping made earlier from
+/// the same id is checked against before it is used again.
+pub(super) fn identify(seg_id: u64, dir: Option<&[u8]>) -> Result<((u64, u64), u64), ucs_status_t> {
     let (path, shm, follow) = super::rkey::peer_file(seg_id, dir).map_err(|why| {
         crate::error!("refusing shared memory segment 0x{seg_id:x}: {why}");
         UCS_ERR_SHMEM_SEGMENT
     })?;
     match shm::path_identity(&path, shm, follow) {
-        Ok((dev, ino, true)) => Ok((dev, ino)),
+        Ok((dev, ino, true, size)) => Ok(((dev, ino), size)),
         Ok(_) => {
             crate::error!("shared memory segment 0x{seg_id:x} is not a regular file");
             Err(UCS_ERR_SHMEM_SEGMENT)

@@ -344,8 +344,8 @@ pub mod by_id {
         !needs_dir(seg_id) && check_seg_id(seg_id).is_ok()
     }
 
-    /// Which file the id names now (device and inode numbers).
-    pub fn identify_id(seg_id: u64) -> Result<(u64, u64), ucs_status_t> {
+    /// Which file the id names now (device and inode numbers), and its size.
+    pub fn identify_id(seg_id: u64) -> Result<((u64, u64), u64), ucs_status_t> {
         if !usable(seg_id) {
             return Err(UCS_ERR_SHMEM_SEGMENT);
         }
