@@ -28,9 +28,11 @@
 //!   mapping for the next key that names the same file ([`attach`]); the
 //!   get is a bounds-checked copy out of that mapping ([`iface`]).
 //!
-//! Buffers libucp allocates itself (`ucp_mem_map` with `UCP_MEM_MAP_ALLOCATE`:
-//! `ucx_perftest`, OpenSHMEM's heap, MPI windows it allocates) come from the
-//! posix md when posix is in use, so they qualify.
+//! Buffers libucp allocates itself (`ucp_mem_map` with `UCP_MEM_MAP_ALLOCATE`,
+//! as `ucx_perftest` allocates its buffers) come from the posix md when posix
+//! is in use, so tag and stream messages sent from them qualify; plain
+//! `malloc`ed buffers do not (they would need a cross-memory copy, cma's
+//! way).
 
 pub mod attach;
 pub mod iface;
