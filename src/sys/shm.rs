@@ -60,11 +60,14 @@ pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
     })
 }
 
-/// Which file an open descriptor is: its device and inode numbers (`fstat`).
-/// A file keeps its numbers while it exists, and one that is mapped or
-/// open somewhere exists, so equal numbers mean the same file.
-pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64)> {
-    nix::sys::stat::fstat(fd).map(|st| (st.st_dev, st.st_ino))
+/// Which file an open descriptor is (`fstat`), as [`path_identity`] tells
+/// it of a path: device and inode numbers, whether it is a regular file,
+/// and its size. A file keeps its numbers while it exists, and one that is
+/// mapped or open somewhere exists, so equal numbers mean the same file.
+pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64, bool, u64)> {
+    nix::sys::stat::fstat(fd).map(|st| {
+        (st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
+    })
 }
 
 /// Which file a segment path names now, without opening it: a `shm_open`

@@ -220,18 +220,15 @@ pub(super) fn attach_identified(seg_id: u64, length: usize, dir: Option<&[u8]>)
         return Err(UCS_ERR_INVALID_PARAM);
     }
     let fd = open_peer(seg_id, dir)?;
-    let identity = shm::file_identity(&fd).map_err(|err| {
-        crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
-        UCS_ERR_SHMEM_SEGMENT
-    })?;
     let huge = seg_id & FLAG_HUGETLB != 0;
     // A mapping past the end of the file faults on access (SIGBUS): check
     // the size now, so a stale or forged id fails here instead. Only a
     // regular file is a segment (not a device or a pipe a peer points at).
-    let (regular, file_size) = shm::regular_file_size(&fd).map_err(|err| {
+    let (dev, ino, regular, file_size) = shm::file_identity(&fd).map_err(|err| {
         crate::error!("fstat of shared memory segment 0x{seg_id:x} failed: {}", os_error_text(err));
         UCS_ERR_SHMEM_SEGMENT
     })?;
+    let identity = (dev, ino);
     if !regular {
         crate::error!("shared memory segment 0x{seg_id:x} is not a regular file");
         return Err(UCS_ERR_SHMEM_SEGMENT);
