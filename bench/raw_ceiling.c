@@ -19,6 +19,19 @@
  *                                         a transport's receive buffer into
  *                                         the user's that libucp's eager
  *                                         protocols make)
+ *   raw_ceiling tcp-stream-copy2 SIZE BYTES
+ *                                         tcp-stream, and the receiver copies
+ *                                         every byte twice more (libucp's
+ *                                         path for data that arrives before
+ *                                         the receive is posted: into its own
+ *                                         descriptor, later into the user's
+ *                                         buffer)
+ *       RAW_TX_BATCH=BYTES (tcp-stream*): the sender copies each message into
+ *                                         a staging buffer of BYTES and writes
+ *                                         the buffer when the next message
+ *                                         would not fit (coalescing by copy)
+ *       RAW_RX_BUF=BYTES (tcp-stream*):   the receiver's recv() size (default
+ *                                         one message, SIZE + 8)
  *   raw_ceiling cma-pingpong SIZE ITERS   half round trip of a SIZE-byte
  *                                         process_vm_writev() into the peer,
  *                                         which polls the last byte (what
@@ -186,27 +199,48 @@ static int tcp_pingpong(size_t size, long iters)
     return 0;
 }
 
-static int tcp_stream(size_t size, long bytes, int copy)
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoul(v, NULL, 0) : dflt;
+}
+
+/* The receiver's copies of what it received: into dst, and (copies == 2)
+ * from there into dst2. */
+static void rx_copies(int copies, char *dst, char *dst2, const char *src, size_t n)
+{
+    if (copies >= 1) {
+        memcpy(dst, src, n);
+        __asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is kept */
+    }
+    if (copies >= 2) {
+        memcpy(dst2, dst, n);
+        __asm__ volatile("" : : "r"(dst2) : "memory");
+    }
+}
+
+static int tcp_stream(size_t size, long bytes, int copies)
 {
     int srv, cli;
     long count = bytes / (long)size + 1;
     size_t frame = size + 8;
+    size_t rxbuf = env_size("RAW_RX_BUF", frame);
+    size_t batch = env_size("RAW_TX_BATCH", 0);
+    if (rxbuf == 0) rxbuf = frame;
+    if (batch && batch < frame) batch = frame;
     tcp_pair(&srv, &cli);
     pid_t pid = fork();
     if (pid == 0) {
         close(cli);
         pin(1);
-        char *rb = malloc(frame);
-        char *dst = copy ? malloc(frame) : NULL;
+        char *rb = malloc(rxbuf), *dst = malloc(rxbuf), *dst2 = malloc(rxbuf);
+        if (!rb || !dst || !dst2) DIE("malloc");
         long got = 0, want = count * (long)frame;
         while (got < want) {
-            ssize_t r = recv(srv, rb, frame, 0);
+            ssize_t r = recv(srv, rb, rxbuf, 0);
             if (r > 0) {
                 got += r;
-                if (copy) {
-                    memcpy(dst, rb, (size_t)r);
-                    __asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is kept */
-                }
+                rx_copies(copies, dst, dst2, rb, (size_t)r);
             }
             else if (r == 0) exit(1);
             else if (errno != EAGAIN && errno != EINTR) DIE("recv");
@@ -217,12 +251,29 @@ static int tcp_stream(size_t size, long bytes, int copy)
     close(srv);
     pin(0);
     char hdr[8] = {0}, c;
-    char *payload = malloc(size);
+    char *payload = malloc(size), *stage = batch ? malloc(batch) : NULL;
+    if (!payload || (batch && !stage)) DIE("malloc");
     memset(payload, 1, size);
+    size_t fill = 0;
     double t0 = now_sec();
     for (long i = 0; i < count; i++) {
-        struct iovec v[2] = {{hdr, sizeof(hdr)}, {payload, size}};
-        send_all(cli, v, 2);
+        if (!batch) {
+            struct iovec v[2] = {{hdr, sizeof(hdr)}, {payload, size}};
+            send_all(cli, v, 2);
+            continue;
+        }
+        if (fill + frame > batch) {
+            struct iovec v = {stage, fill};
+            send_all(cli, &v, 1);
+            fill = 0;
+        }
+        memcpy(stage + fill, hdr, sizeof(hdr));
+        memcpy(stage + fill + sizeof(hdr), payload, size);
+        fill += frame;
+    }
+    if (fill) {
+        struct iovec v = {stage, fill};
+        send_all(cli, &v, 1);
     }
     recv_all(cli, &c, 1);
     double t = now_sec() - t0;
@@ -439,7 +490,7 @@ static int shm_pipe(size_t frag, long bytes)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|tcp-stream-copy|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|tcp-stream-copy|tcp-stream-copy2|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
         return 2;
     }
     size_t size = strtoul(argv[2], NULL, 0);
@@ -452,6 +503,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "tcp-pingpong")) return tcp_pingpong(size, count);
     if (!strcmp(argv[1], "tcp-stream")) return tcp_stream(size, count, 0);
     if (!strcmp(argv[1], "tcp-stream-copy")) return tcp_stream(size, count, 1);
+    if (!strcmp(argv[1], "tcp-stream-copy2")) return tcp_stream(size, count, 2);
     if (!strcmp(argv[1], "cma-pingpong")) return cma_pingpong(size, count);
     if (!strcmp(argv[1], "cma-put")) return cma_stream(size, count, 0);
     if (!strcmp(argv[1], "cma-get")) return cma_stream(size, count, 1);

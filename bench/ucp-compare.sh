@@ -14,7 +14,8 @@
 # Usage: bench/ucp-compare.sh LIBDIR [ROUNDS]     (ROUNDS default 5)
 # Env: BENCH_CSV=FILE, BENCH_ROWS="TLS:TEST:SIZE ..." (replaces the rows),
 #      BASE_LIBDIR=DIR (that build of ours instead of the original),
-#      PAIR_TIMEOUT (per process, default 120 s), BENCH_WRAP="CMD..." (each
+#      BENCH_ITERS=N (iterations of every row instead of the size-based
+#      count), PAIR_TIMEOUT (per process, default 120 s), BENCH_WRAP="CMD..." (each
 #      ucx_perftest runs under CMD, e.g. tests/softrdma/run.sh for the
 #      soft RDMA device: rows "rc_verbs,ud_verbs:tag_lat:8"),
 #      BENCH_LATENCY=median (the typical latency of each run instead of its
@@ -40,6 +41,7 @@ posix,self:tag_bw:1048576 tcp:tag_bw:1048576 posix,self:ucp_am_lat:8 tcp:ucp_am_
 posix,self:stream_bw:65536 tcp:stream_bw:65536"}
 
 iters_for() { # tls size
+    if [ -n "${BENCH_ITERS:-}" ]; then echo "$BENCH_ITERS"; return; fi
     local base=200000
     case $1 in tcp | *verbs*) base=50000 ;; esac
     awk -v b="$base" -v s="$2" 'BEGIN { n = int(b * 8 / (s < 8 ? 8 : s) * 64); if (n > b) n = b; if (n < 2000) n = 2000; print n }'

@@ -12,7 +12,11 @@
  *
  * With UCP_DATA_TAG_ONLY=1 in the environment, the context has the tag
  * feature only and the one-sided part is left out (libucp chooses its
- * rendezvous lanes by the features asked for).
+ * rendezvous lanes by the features asked for). With UCP_DATA_STREAM=1 it
+ * has the tag and stream features: the one-sided part is left out, and
+ * stream messages of 1 KiB to 4 MiB follow the tag ones, in both
+ * directions, each received only after it was sent (so that it is there
+ * before its receive is posted: libucp keeps such data as it arrives).
  *
  * Prints "ucp_data_check: OK" (exit 0) or a line per mismatch and
  * "ucp_data_check: FAIL" (exit 1).
@@ -177,6 +181,52 @@ static void sync_peer(void)
     tag_recv(&x, sizeof(x), TAG_SYNC);
 }
 
+static void stream_send(void *buf, size_t len)
+{
+    ucp_request_param_t prm = {0};
+    wait_req(ucp_stream_send_nbx(g_ep, buf, len, &prm), "ucp_stream_send_nbx");
+}
+
+/* All of len bytes: one receive that waits for all of them. */
+static void stream_recv(void *buf, size_t len)
+{
+    ucp_request_param_t prm = {0};
+    size_t got = 0;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+    wait_req(ucp_stream_recv_nbx(g_ep, buf, len, &got, &prm), "ucp_stream_recv_nbx");
+}
+
+/* Stream messages: client -> server, then back; each receive is posted
+ * once the peer has sent the message (and said so on the tag side). */
+static void stream_part(uint8_t *buf, uint8_t *back, int server)
+{
+    static const size_t ssizes[] = {1024, 16384, 40000, 65536, 100000, 262144, 1u << 20, 4u << 20};
+    for (size_t s = 0; s < sizeof(ssizes) / sizeof(ssizes[0]); s++) {
+        size_t len = ssizes[s];
+        uint32_t seed = (uint32_t)(500 + s);
+        char what[64];
+        snprintf(what, sizeof(what), "stream %zu bytes", len);
+        if (server) {
+            memset(back, 0, len);
+            sync_peer(); /* the client's message is sent */
+            stream_recv(back, len);
+            check(back, len, seed, what);
+            fill(buf, len, seed + 1000);
+            stream_send(buf, len);
+            sync_peer();
+        } else {
+            fill(buf, len, seed);
+            stream_send(buf, len);
+            sync_peer();
+            memset(back, 0, len);
+            sync_peer(); /* the server's message is sent */
+            stream_recv(back, len);
+            check(back, len, seed + 1000, what);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {1024, 65536, 262144, 1u << 20, 4u << 20};
@@ -194,7 +244,9 @@ int main(int argc, char **argv)
     void *peer_addr;
     int k;
     const char *tag_env = getenv("UCP_DATA_TAG_ONLY");
-    int tag_only = (tag_env != NULL) && !strcmp(tag_env, "1");
+    const char *stream_env = getenv("UCP_DATA_STREAM");
+    int stream = (stream_env != NULL) && !strcmp(stream_env, "1");
+    int tag_only = ((tag_env != NULL) && !strcmp(tag_env, "1")) || stream;
 
     if (!server && !((argc == 4) && !strcmp(argv[1], "-c"))) {
         fprintf(stderr, "usage: %s -s PORT | -c HOST PORT\n", argv[0]);
@@ -237,7 +289,8 @@ int main(int argc, char **argv)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = tag_only ? UCP_FEATURE_TAG :
+    params.features   = stream ? (UCP_FEATURE_TAG | UCP_FEATURE_STREAM) :
+                        tag_only ? UCP_FEATURE_TAG :
                         (UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64);
     st = ucp_init(&params, config, &g_ctx);
     ucp_config_release(config);
@@ -313,6 +366,10 @@ int main(int argc, char **argv)
         }
     }
 
+    if (stream) {
+        stream_part(reg[0].addr, reg[1].addr, server);
+    }
+
     /* one-sided: each side in turn puts, gets back and adds to the peer's
      * allocated and registered memory; the other checks its memory */
     for (int turn = 0; turn < 2 && !tag_only; turn++) {
@@ -368,6 +425,15 @@ int main(int argc, char **argv)
         }
     }
 
+    /* A completed send only means its buffer may be reused: what a
+     * transport still holds goes out while the worker is called, so the
+     * worker is flushed before the wait on the control connection (a
+     * receive that libucp completes from data already there calls no
+     * transport at all). */
+    {
+        ucp_request_param_t prm = {0};
+        wait_req(ucp_worker_flush_nbx(g_worker, &prm), "ucp_worker_flush_nbx");
+    }
     {
         int32_t mine = g_errs, theirs;
         xfer(&mine, sizeof(mine), 1);

@@ -675,6 +675,157 @@ fn large_zero_copy_messages_are_not_held() {
     }
 }
 
+/// What the descriptor handler saw: per message its sequence number,
+/// length and whether it came as a descriptor; the descriptors it kept.
+#[derive(Default)]
+struct Descs {
+    seen: Vec<(u32, usize, bool)>,
+    kept: Vec<(*mut u8, usize)>,
+    bad: Vec<String>,
+}
+
+const DESC_HEADROOM: usize = 40;
+
+/// The body of message `seq` of `len` bytes: its number, then a pattern.
+fn desc_msg(seq: u32, len: usize) -> Vec<u8> {
+    let mut m: Vec<u8> = (0..len).map(|k| (k as u32).wrapping_mul(31).wrapping_add(seq * 7) as u8).collect();
+    m[..4].copy_from_slice(&seq.to_ne_bytes());
+    m
+}
+
+/// Handler: checks each message against `desc_msg`, and keeps every other
+/// descriptor (after writing over its headroom, which is the user's).
+unsafe extern "C" fn on_am_desc(arg: *mut c_void, data: *mut c_void, len: usize, flags: c_uint) -> ucs_status_t {
+    // SAFETY: registered with a `*mut Descs` that outlives the progress calls
+    // and is only touched by this handler while they run.
+    let d = unsafe { &mut *(arg as *mut Descs) };
+    // SAFETY: the transport passes `len` readable bytes at `data`.
+    let msg = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+    let seq = u32::from_ne_bytes(msg[..4].try_into().unwrap());
+    if msg != desc_msg(seq, len) {
+        d.bad.push(format!("message {seq} ({len} bytes) arrived changed"));
+    }
+    let desc = flags & UCT_CB_PARAM_FLAG_DESC != 0;
+    d.seen.push((seq, len, desc));
+    if desc && seq % 2 == 0 {
+        // SAFETY: with UCT_CB_PARAM_FLAG_DESC the rx_headroom bytes in
+        // front of the data are the handler's.
+        unsafe { std::ptr::write_bytes((data as *mut u8).sub(DESC_HEADROOM), 0xee, DESC_HEADROOM) };
+        d.kept.push((data as *mut u8, len));
+        return UCS_INPROGRESS;
+    }
+    UCS_OK
+}
+
+/// `uct_iface_release_desc` (an inline function of uct.h): the release
+/// descriptor is the pointer just before `desc`.
+///
+/// # Safety
+/// `desc` is a descriptor a handler kept (data less the rx_headroom) and
+/// has not released.
+unsafe fn release_desc(desc: *mut u8) {
+    // SAFETY: see the function contract; the slot in front of a kept
+    // descriptor holds its release descriptor.
+    unsafe {
+        let rd = (desc as *mut *mut uct_recv_desc_t).sub(1).read_unaligned();
+        (*rd).cb.unwrap()(rd, desc as *mut c_void);
+    }
+}
+
+/// Large active messages that arrive in pieces are handed over as
+/// descriptors (UCX_TCP_RX_DESC_MIN): the data is intact, the headroom
+/// asked for is there and the user's, kept descriptors stay intact while
+/// later messages arrive, and they can be released in any order, also
+/// after the interface closed. Smaller messages are never descriptors,
+/// and with "inf" none is.
+#[test]
+fn large_messages_arrive_as_descriptors() {
+    for setting in [c"16k", c"inf"] {
+        let mut w = World::new(0);
+        w.open();
+        // The receiver, with a headroom for the user in front of its data.
+        // SAFETY: the World's md is open.
+        let config = unsafe { iface_config(w.md, c"tcp", &[(c"RX_DESC_MIN", setting)]) };
+        let mut p = device_params(c"tcp", c"lo");
+        p.field_mask |= UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
+        p.rx_headroom = DESC_HEADROOM;
+        let mut rx = null_mut();
+        // SAFETY: md and worker are the World's, open; the parameters point
+        // at static names; the out-pointer is a local.
+        assert_eq!(unsafe { uct_iface_open(w.md, w.worker, &p, config, &mut rx) }, UCS_OK);
+        w.ifaces.push((rx, config));
+        w.set_progress(1, true);
+        let mut descs = Box::new(Descs::default());
+        let arg = &mut *descs as *mut Descs as *mut c_void;
+        // SAFETY: the receiver is open; `descs` outlives its progress calls.
+        assert_eq!(unsafe { uct_iface_set_am_handler(rx, 5, Some(on_am_desc), arg, 0) }, UCS_OK);
+        let ep = w.ep_to_iface(0, 1);
+        // Back to back, so that the receiver's reads end inside messages.
+        let sizes = [100usize, 40_000, 16_384, 16_383, 65_000, 20, 32_768, 32_768, 32_768, 5, 50_000, 24_000, 24_000,
+                     60_000, 17_000, 300, 65_000, 65_000, 65_000, 65_000];
+        let msgs: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(k, &n)| desc_msg(k as u32, n)).collect();
+        let mut comps: Vec<Box<uct_completion_t>> = Vec::new();
+        for m in &msgs {
+            let iov = [uct_iov_t { buffer: m[4..].as_ptr() as *mut c_void, length: m.len() - 4, memh: null_mut(),
+                                   stride: 0, count: 1 }];
+            let mut comp = Box::new(uct_completion_t { func: None, count: 1, status: UCS_OK });
+            loop {
+                // SAFETY: a live endpoint; the header, data and completion
+                // live until the completions are waited for below.
+                let s = unsafe {
+                    ep.ops().ep_am_zcopy.unwrap()(ep.raw(), 5, m.as_ptr() as *const c_void, 4, iov.as_ptr(), 1, 0,
+                                                  &mut *comp)
+                };
+                if s == UCS_ERR_NO_RESOURCE {
+                    w.progress();
+                    continue;
+                }
+                assert!(s == UCS_OK || s == UCS_INPROGRESS, "am_zcopy: {s}");
+                if s == UCS_OK {
+                    comp.count = 0;
+                }
+                break;
+            }
+            comps.push(comp);
+        }
+        w.progress_until(|| descs.seen.len() == msgs.len() && comps.iter().all(|c| count(c) <= 0));
+        assert!(descs.bad.is_empty(), "{:?}", descs.bad);
+        let order: Vec<u32> = descs.seen.iter().map(|s| s.0).collect();
+        assert_eq!(order, (0..msgs.len() as u32).collect::<Vec<_>>(), "messages out of order");
+        let n_desc = descs.seen.iter().filter(|s| s.2).count();
+        for &(seq, len, desc) in &descs.seen {
+            assert!(!desc || len >= 16_384, "message {seq} of {len} bytes came as a descriptor");
+        }
+        if setting == c"inf" {
+            assert_eq!(n_desc, 0, "descriptors with RX_DESC_MIN=inf");
+        } else {
+            assert!(n_desc > 0, "no large message came as a descriptor: {:?}", descs.seen);
+        }
+        // Kept descriptors are intact after all the later messages.
+        for &(data, len) in &descs.kept {
+            // SAFETY: a kept descriptor stays valid until released.
+            let msg = unsafe { std::slice::from_raw_parts(data, len) };
+            let seq = u32::from_ne_bytes(msg[..4].try_into().unwrap());
+            assert_eq!(msg, desc_msg(seq, len), "kept message {seq} changed");
+        }
+        // Release half now (in reverse order), the rest after the close.
+        let mut kept = std::mem::take(&mut descs.kept);
+        let later = kept.split_off(kept.len() / 2);
+        for &(data, _) in kept.iter().rev() {
+            // SAFETY: kept by the handler, released once.
+            unsafe { release_desc(data.sub(DESC_HEADROOM)) };
+        }
+        // SAFETY: destroyed once, not used after.
+        unsafe { ep.destroy() };
+        drop(w);
+        for &(data, _) in &later {
+            // SAFETY: as above; the pool outlives its interface while
+            // descriptors are out.
+            unsafe { release_desc(data.sub(DESC_HEADROOM)) };
+        }
+    }
+}
+
 /// A pending request that sends one fragment per call and answers
 /// UCS_INPROGRESS until its last one (what libucp's multi-fragment
 /// rendezvous does) is called again while the socket takes more, until it

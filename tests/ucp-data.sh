@@ -10,6 +10,12 @@
 #             ours/ours, ours server/original client, original
 #             server/ours client
 #
+# Then, over tcp with the stream feature (stream messages of 1 KiB to 4
+# MiB, each received after it arrived), in the same pairings: between two
+# of ours, large messages must have reached libucp as descriptors that it
+# kept (the debug line at close counts them); with UCX_TCP_RX_DESC_MIN=inf,
+# none.
+#
 # Then, over posix,self between two of ours, the rendezvous lane of this
 # library (posix_get, see README), with the tag feature only (the lanes
 # libucp 1.18 picks with RMA and AMO asked for too leave it out): each side
@@ -84,6 +90,45 @@ for tls in posix,self sysv,self posix,sysv,cma,self tcp; do
         fi
     done
 done
+
+# tcp_descs FILE: the messages the process's tcp interfaces handed over as
+# descriptors that the handler kept (the sum of their debug lines at close).
+tcp_descs() {
+    sed -n 's/.*messages received as descriptors, \([0-9]*\) kept.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
+}
+EXTRA_ENV="UCP_DATA_STREAM=1" run_pair "" "" tcp
+if [ -n "$why" ]; then
+    fail "tcp streams, original/original" "$why"
+else
+    pass "tcp streams, original/original"
+    if [ -n "$OURS" ]; then
+        for pair in "$OURS - ours server/original client" "- $OURS original server/ours client"; do
+            read -r s c label <<<"$pair"
+            [ "$s" = - ] && s=
+            [ "$c" = - ] && c=
+            EXTRA_ENV="UCP_DATA_STREAM=1" run_pair "$s" "$c" tcp
+            if [ -n "$why" ]; then fail "tcp streams, $label" "$why"; else pass "tcp streams, $label"; fi
+        done
+        EXTRA_ENV="UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug" run_pair "$OURS" "$OURS" tcp
+        sd=$(tcp_descs "$T_WORK/srv.out") cd=$(tcp_descs "$T_WORK/cli.out")
+        if [ -n "$why" ]; then
+            fail "tcp streams, ours/ours, large messages as descriptors" "$why"
+        elif [ "$sd" -gt 0 ] && [ "$cd" -gt 0 ]; then
+            pass "tcp streams, ours/ours, large messages as descriptors (server kept $sd, client $cd)"
+        else
+            fail "tcp streams, ours/ours, large messages as descriptors" "kept: server $sd, client $cd"
+        fi
+        EXTRA_ENV="UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug UCX_TCP_RX_DESC_MIN=inf" run_pair "$OURS" "$OURS" tcp
+        sd=$(tcp_descs "$T_WORK/srv.out") cd=$(tcp_descs "$T_WORK/cli.out")
+        if [ -n "$why" ]; then
+            fail "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf" "$why"
+        elif [ "$sd" = 0 ] && [ "$cd" = 0 ]; then
+            pass "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf: no descriptors"
+        else
+            fail "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf" "kept: server $sd, client $cd"
+        fi
+    fi
+fi
 
 # posix_get_gets FILE: the gets the process's posix_get interfaces did (the
 # sum of their "interface closed after N gets" debug lines; 0 without).

@@ -7,7 +7,7 @@
 use super::addr::SockAddr;
 use super::Errno;
 use nix::sys::socket::{self as nsock, sockopt, AddressFamily, SockFlag, SockType, SockaddrLike, SockaddrStorage};
-use std::io::IoSlice;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 pub use nix::sys::socket::{MsgFlags, UnixAddr};
@@ -292,6 +292,29 @@ impl Socket {
         // SAFETY: the caller vouches for `len` writable, unaliased bytes.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf, len) };
         self.recv(slice, flags)
+    }
+
+    /// Scatter-receive into C iovecs that name memory by raw pointer (one
+    /// `recvmsg` call, no control data; EINTR retried).
+    ///
+    /// # Safety
+    /// Every entry must name `iov_len` writable bytes at `iov_base`, not
+    /// otherwise accessed during the call.
+    #[inline]
+    pub unsafe fn recvv_raw(&self, iov: &mut [libc::iovec], flags: MsgFlags) -> Io {
+        let want: usize = iov.iter().map(|e| e.iov_len).sum();
+        // SAFETY: `IoSliceMut` is guaranteed ABI-compatible with `iovec` on
+        // Unix; the caller vouches that each entry is a writable, unaliased
+        // byte slice for the duration of this call.
+        let slices = unsafe { std::slice::from_raw_parts_mut(iov.as_mut_ptr() as *mut IoSliceMut<'_>, iov.len()) };
+        loop {
+            let r = nsock::recvmsg::<()>(self.fd(), slices, None, flags).map(|m| m.bytes);
+            match io_of(r) {
+                Some(Io::Done(0)) if want != 0 => return Io::Closed,
+                Some(io) => return io,
+                None => {}
+            }
+        }
     }
 
     /// Bind a unix socket to a fresh abstract name chosen by the kernel

@@ -129,6 +129,17 @@ impl SockCell {
         self.with(|s| s.recv(buf, MsgFlags::empty())).unwrap_or(Io::Err(Errno::EBADF))
     }
 
+    /// Scatter-receive into the entries of `iov` in one `recvmsg`.
+    ///
+    /// # Safety
+    /// Every entry must name `iov_len` writable bytes at `iov_base`, not
+    /// otherwise accessed during the call.
+    #[inline]
+    pub(super) unsafe fn recvv(&self, iov: &mut [libc::iovec]) -> Io {
+        // SAFETY: the caller vouches for the entries.
+        self.with(|s| unsafe { s.recvv_raw(iov, MsgFlags::empty()) }).unwrap_or(Io::Err(Errno::EBADF))
+    }
+
     /// Receive into raw memory.
     ///
     /// # Safety
@@ -234,6 +245,15 @@ pub(super) struct Rx {
     pub(super) len: usize,
 }
 
+/// A large active message being received into a descriptor of its own
+/// (desc.rs): `got` of its `len` body bytes are there.
+pub(super) struct RxDesc {
+    pub(super) buf: super::desc::DescBuf,
+    pub(super) id: u8,
+    pub(super) len: usize,
+    pub(super) got: usize,
+}
+
 /// What an accepted connection received of the handshake: the magic
 /// number, then the frame of the connection request (small and of known
 /// size, so no receive buffer is allocated before the handshake).
@@ -273,6 +293,9 @@ pub(super) struct Conn {
     pub(super) rx_put_sn: Cell<u32>,
     /// A put whose data is being received straight into its target.
     pub(super) put_rx: Cell<Option<PutReq>>,
+    /// An active message being received into a descriptor; while there is
+    /// one, `rx` holds nothing.
+    pub(super) rx_desc: RefCell<Option<RxDesc>>,
     /// The generation of the md's registrations when the target of
     /// `put_rx` was last checked.
     pub(super) put_gen: Cell<u64>,
@@ -356,6 +379,7 @@ impl TcpIface {
             tx_put_sn: Cell::new(u32::MAX),
             rx_put_sn: Cell::new(u32::MAX),
             put_rx: Cell::new(None),
+            rx_desc: RefCell::new(None),
             put_gen: Cell::new(0),
             hs: RefCell::new(HsBuf { buf: [0; HS_BUF_LEN], len: 0 }),
             cm_pending: Cell::new(0),
@@ -424,6 +448,9 @@ impl TcpIface {
         self.close_socks(conn);
         conn.state.set(State::Closed);
         conn.pending.borrow_mut().clear();
+        if let Ok(mut d) = conn.rx_desc.try_borrow_mut() {
+            drop(d.take());
+        }
         self.conns.borrow_mut()[conn.slot] = None;
         self.free_slots.borrow_mut().push(conn.slot);
     }

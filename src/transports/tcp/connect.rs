@@ -146,6 +146,9 @@ impl TcpIface {
         let moved: Vec<_> = from.put_comps.borrow_mut().drain(..).collect();
         to.put_comps.borrow_mut().extend(moved);
         to.set(from.flags.get() & (F_PUT_TX_WAITING_ACK | F_PUT_RX_SENDING_ACK | F_NEED_FLUSH));
+        if let Some(d) = from.rx_desc.borrow_mut().take() {
+            *to.rx_desc.borrow_mut() = Some(d);
+        }
         if let Some(p) = from.put_rx.take() {
             to.put_rx.set(Some(p));
             to.put_gen.set(from.put_gen.get());
@@ -438,6 +441,7 @@ impl TcpIface {
                       Rc::as_ptr(conn), conn.sock.fd(), conn.state.get(),
                       conn.peer.get().map(|p| p.to_string()).unwrap_or_else(|| "-".into()), v);
         conn.put_rx.set(None);
+        drop(conn.rx_desc.borrow_mut().take());
         self.handle_disconnected(iface, conn, UCS_ERR_IO_ERROR);
     }
 

@@ -81,6 +81,9 @@ pub(super) struct Cfg {
     /// `UCX_TCP_LOCAL_CC`: the congestion control of connections within
     /// this host (None: the system's default).
     pub(super) local_cc: Option<String>,
+    /// Active messages of at least this many body bytes are received into
+    /// descriptors (desc.rs) when they do not arrive whole.
+    pub(super) rx_desc_min: usize,
     /// Upper bound of the reported bandwidth (B/s): the device's PCI link
     /// and `UCX_TCP_MAX_BW` (infinite where the release has neither).
     bw_bound: f64,
@@ -116,6 +119,8 @@ pub struct TcpIface {
     /// Receive buffers no connection holds: a connection has one only
     /// while part of a message waits in it (see `rx.rs`).
     pub(super) rx_pool: RefCell<Vec<Vec<u8>>>,
+    /// Receive descriptors of large active messages (None: off).
+    pub(super) descs: Option<super::desc::DescPoolHandle>,
     /// Send buffers no connection holds (see `tx.rs`).
     pub(super) tx_pool: RefCell<Vec<Vec<u8>>>,
     /// Room for the events of one epoll call (taken by progress).
@@ -244,6 +249,11 @@ impl Transport for TcpIface {
     fn close(iface: &mut I) {
         let s = &iface.tl;
         crate::debug!("tcp_iface {}: destroying", s.if_name);
+        if let Some(pool) = &s.descs {
+            let (n, kept) = pool.counts();
+            crate::debug!("tcp_iface {}: {} messages received as descriptors, {} kept by their handlers", s.if_name, n,
+                          kept);
+        }
         s.release_all_held(iface);
         let all: Vec<Rc<Conn>> = s.conns.borrow().iter().flatten().cloned().collect();
         for c in all {
@@ -541,10 +551,16 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         coalesce: if worker.may_hold() { c.tx_coalesce.min(1 << 24) } else { 0 },
         handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
         local_cc: local_cc(c.local_cc),
+        rx_desc_min: c.rx_desc_min,
         bw_bound: release::device_topo(&params.dev_name).pci_bw.min(release::max_bw(&c.rel)),
         bind_src: release::bind_src(&c.rel),
     };
     let hdr = IfaceHeader::new(md, worker, params, &c.base, &INTERNAL);
+    let descs = if cfg.rx_desc_min < cfg.rx_seg_size {
+        super::desc::DescPoolHandle::new(params.rx_headroom, cfg.rx_seg_size - wire::HDR_LEN)
+    } else {
+        None
+    };
     let tl = TcpIface {
         cfg,
         if_name: params.dev_name.clone(),
@@ -562,6 +578,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         fast_polls: Cell::new(0),
         last_rx: Cell::new(0),
         rx_pool: RefCell::new(Vec::new()),
+        descs,
         tx_pool: RefCell::new(Vec::new()),
         events: RefCell::new(vec![Event::EMPTY; MAX_EVENTS]),
         epoch: Cell::new(0),

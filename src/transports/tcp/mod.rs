@@ -34,6 +34,7 @@
 //! on drop.
 
 mod conn;
+mod desc;
 mod connect;
 pub mod iface;
 pub mod proto;
@@ -108,6 +109,7 @@ pub struct TcpIfaceConfig {
     pub tx_coalesce: usize,
     pub handshake_timeout: u64,
     pub local_cc: *mut c_char,
+    pub rx_desc_min: usize,
     /// The keys of later releases (placed in the table among the others).
     pub rel: release::IfaceConfigExtra,
 }
@@ -212,6 +214,14 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 (64 KiB zero-copy messages over lo) runs at a third of its rate in about half\n\
                 of the runs; reno, always available, does not (uct-rs extension).",
               offset_of!(TcpIfaceConfig, local_cc), parser::string()),
+        // Not in UCX 1.13.1: an extension of this library.
+        field(c"RX_DESC_MIN", c"16k", c"An active message of at least this many bytes that is still arriving is\n\
+                received into a buffer of its own and handed to its handler as a descriptor\n\
+                (UCT_CB_PARAM_FLAG_DESC), which the handler may keep instead of copying the\n\
+                data (libucp does, for data that arrives before its receive is posted).\n\
+                \"inf\": off, every message is handed over from the receive buffer and must be\n\
+                copied to be kept, as UCX 1.13.1 does (uct-rs extension).",
+              offset_of!(TcpIfaceConfig, rx_desc_min), parser::memunits()),
     ]);
     Table::new(t)
 });

@@ -25,6 +25,10 @@ const FAST_BULK_BYTES: usize = 2048;
 const RX_POOL_KEEP: usize = 16;
 /// Progress calls between polls of the epoll set on the direct path.
 const FAST_POLL_EVERY: u32 = 32;
+/// Bytes received after a descriptor's message in the same call: the
+/// small messages and the next header that follow it (a large message
+/// whose first bytes arrive here has them copied into its descriptor).
+const DESC_TAIL: usize = 256;
 
 impl TcpIface {
     /// The interface's progress: held messages go out, then socket events
@@ -122,6 +126,7 @@ impl TcpIface {
             State::RecvMagic | State::Accepting => self.handshake_rx(iface, conn),
             _ => match conn.put_rx.get() {
                 Some(p) => self.put_rx(iface, conn, p),
+                None if conn.rx_desc.borrow().is_some() => self.desc_rx(iface, conn),
                 None => self.am_rx(iface, conn),
             },
         }
@@ -170,9 +175,96 @@ impl TcpIface {
                 return 0;
             }
         }
+        self.handle_frames(iface, conn.clone(), rx, 0)
+    }
+
+    /// Receive the rest of the active message in the connection's
+    /// descriptor, and with it up to `DESC_TAIL` bytes of what follows
+    /// (into the receive buffer); a whole message goes to its handler,
+    /// then the frames after it are handled.
+    fn desc_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        let Some(mut d) = conn.rx_desc.borrow_mut().take() else { return 0 };
+        let mut rx = match conn.rx.try_borrow_mut() {
+            Ok(mut r) => std::mem::take(&mut *r),
+            Err(_) => {
+                *conn.rx_desc.borrow_mut() = Some(d);
+                return 0;
+            }
+        };
+        let seg = self.cfg.rx_seg_size;
+        if rx.buf.len() < seg {
+            rx.buf = self.rx_pool.borrow_mut().pop().unwrap_or_else(|| vec![0u8; seg]);
+        }
+        debug_assert!(rx.off == rx.len && d.got < d.len);
+        // SAFETY: `got < len <= cap`: inside the descriptor's payload.
+        let rest = unsafe { d.buf.payload().add(d.got) };
+        let mut iov = [
+            libc::iovec { iov_base: rest as *mut libc::c_void, iov_len: d.len - d.got },
+            libc::iovec { iov_base: rx.buf.as_mut_ptr() as *mut libc::c_void, iov_len: DESC_TAIL.min(seg) },
+        ];
+        // SAFETY: the first entry is the rest of the descriptor's payload,
+        // the second the start of the receive buffer; both are owned here
+        // and nothing else touches them during the call.
+        match unsafe { conn.sock.recvv(&mut iov) } {
+            Io::Done(n) => {
+                let body = n.min(d.len - d.got);
+                d.got += body;
+                rx.off = 0;
+                rx.len = n - body;
+                self.last_rx.set(n);
+            }
+            Io::Again => {
+                *conn.rx_desc.borrow_mut() = Some(d);
+                self.put_rx_back(conn, rx);
+                return 0;
+            }
+            Io::Closed => {
+                self.put_rx_back(conn, rx);
+                self.handle_recv_err(iface, conn, UCS_ERR_NOT_CONNECTED);
+                return 0;
+            }
+            Io::Err(e) => {
+                self.put_rx_back(conn, rx);
+                self.handle_recv_err(iface, conn, io_errno_status(e));
+                return 0;
+            }
+        }
+        if d.got < d.len {
+            *conn.rx_desc.borrow_mut() = Some(d);
+            self.put_rx_back(conn, rx);
+            return 1;
+        }
+        // SAFETY: the descriptor holds the whole message, `len` bytes at
+        // its payload, and stays valid until its handler releases it (or,
+        // when the handler does not keep it, until it is dropped below).
+        let status = unsafe {
+            iface.hdr.invoke_am_raw(d.id, d.buf.payload() as *mut libc::c_void, d.len, UCT_CB_PARAM_FLAG_DESC)
+        };
+        if let Some(pool) = &self.descs {
+            pool.count(status == UCS_INPROGRESS);
+        }
+        if status == UCS_INPROGRESS {
+            d.buf.give_away();
+        }
         let mut cur = conn.clone();
-        let mut handled = 0u32;
-        let max_len = seg - wire::HDR_LEN;
+        if !cur.alive.get() {
+            // As in `handle_frames`: the handler made an endpoint that took
+            // this connection's socket over.
+            match cur.successor.take().upgrade() {
+                Some(next) if release::RX_FOLLOWS_SOCKET && next.alive.get() => cur = next,
+                _ => return 1,
+            }
+        }
+        self.handle_frames(iface, cur, rx, 1)
+    }
+
+    /// Handle every whole frame in `rx` (received on `conn`'s socket); a
+    /// large active message that is only partly there continues in a
+    /// descriptor, any other partial frame stays in the buffer for the
+    /// next receive. `handled`: frames handled before.
+    fn handle_frames(&self, iface: &I, conn: Rc<Conn>, mut rx: Rx, mut handled: u32) -> u32 {
+        let mut cur = conn;
+        let max_len = self.cfg.rx_seg_size - wire::HDR_LEN;
         loop {
             if cur.state.get() == State::Closed {
                 // Handling the last frame closed the connection (the peer
@@ -182,7 +274,10 @@ impl TcpIface {
             }
             let ctx = RxCtx { phase: phase_of(cur.state.get()), rx_cap: cur.caps.get() & CAP_RX != 0, max_len };
             let (frame, l) = match proto::classify(&rx.buf[rx.off..rx.len], &ctx) {
-                Ok(Scan::Partial) => break,
+                Ok(Scan::Partial) => {
+                    self.start_desc(&cur, &mut rx);
+                    break;
+                }
                 Ok(Scan::Frame { frame, len }) => (frame, len),
                 Err(v) => {
                     self.violation(iface, &cur, v);
@@ -246,6 +341,27 @@ impl TcpIface {
         }
         self.put_rx_back(&cur, rx);
         handled
+    }
+
+    /// The frame at `rx.off` is an active message only partly received
+    /// (its header checked): when it is large, what is there moves into a
+    /// descriptor and the rest will be received straight into it.
+    fn start_desc(&self, conn: &Conn, rx: &mut Rx) {
+        let Some(pool) = &self.descs else { return };
+        let Some((id, len)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) else { return };
+        let len = len as usize;
+        if id >= wire::AM_ID_MAX || len < self.cfg.rx_desc_min || len > pool.cap() || conn.state.get() == State::Closed {
+            return;
+        }
+        let body = rx.off + wire::HDR_LEN;
+        let got = rx.len - body;
+        debug_assert!(got < len);
+        let buf = pool.take();
+        // SAFETY: `got < len <= cap` bytes into the descriptor's payload,
+        // from the receive buffer (a different allocation).
+        unsafe { std::ptr::copy_nonoverlapping(rx.buf.as_ptr().add(body), buf.payload(), got) };
+        *conn.rx_desc.borrow_mut() = Some(RxDesc { buf, id, len, got });
+        rx.off = rx.len;
     }
 
     /// Give the receive context back to the connection (unless it went
