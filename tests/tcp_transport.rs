@@ -737,15 +737,19 @@ unsafe fn release_desc(desc: *mut u8) {
 /// asked for is there and the user's, kept descriptors stay intact while
 /// later messages arrive, and they can be released in any order, also
 /// after the interface closed. Smaller messages are never descriptors,
-/// and with "inf" none is.
+/// and with "inf" none is (16k, the default 17k and inf).
 #[test]
 fn large_messages_arrive_as_descriptors() {
-    for setting in [c"16k", c"inf"] {
+    // (setting, smallest message that may come as a descriptor); None: the
+    // default (17k).
+    for (setting, min) in [(Some(c"16k"), 16_384usize), (None, 17 << 10), (Some(c"inf"), usize::MAX)] {
         let mut w = World::new(0);
         w.open();
         // The receiver, with a headroom for the user in front of its data.
+        let settings: Vec<(&std::ffi::CStr, &std::ffi::CStr)> =
+            setting.map(|v| vec![(c"RX_DESC_MIN", v)]).unwrap_or_default();
         // SAFETY: the World's md is open.
-        let config = unsafe { iface_config(w.md, c"tcp", &[(c"RX_DESC_MIN", setting)]) };
+        let config = unsafe { iface_config(w.md, c"tcp", &settings) };
         let mut p = device_params(c"tcp", c"lo");
         p.field_mask |= UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
         p.rx_headroom = DESC_HEADROOM;
@@ -794,9 +798,9 @@ fn large_messages_arrive_as_descriptors() {
         assert_eq!(order, (0..msgs.len() as u32).collect::<Vec<_>>(), "messages out of order");
         let n_desc = descs.seen.iter().filter(|s| s.2).count();
         for &(seq, len, desc) in &descs.seen {
-            assert!(!desc || len >= 16_384, "message {seq} of {len} bytes came as a descriptor");
+            assert!(!desc || len >= min, "message {seq} of {len} bytes came as a descriptor ({setting:?})");
         }
-        if setting == c"inf" {
+        if min == usize::MAX {
             assert_eq!(n_desc, 0, "descriptors with RX_DESC_MIN=inf");
         } else {
             assert!(n_desc > 0, "no large message came as a descriptor: {:?}", descs.seen);

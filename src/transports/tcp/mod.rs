@@ -215,10 +215,12 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 of the runs; reno, always available, does not (uct-rs extension).",
               offset_of!(TcpIfaceConfig, local_cc), parser::string()),
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"RX_DESC_MIN", c"16k", c"An active message of at least this many bytes that is still arriving is\n\
+        field(c"RX_DESC_MIN", c"17k", c"An active message of at least this many bytes that is still arriving is\n\
                 received into a buffer of its own and handed to its handler as a descriptor\n\
                 (UCT_CB_PARAM_FLAG_DESC), which the handler may keep instead of copying the\n\
                 data (libucp does, for data that arrives before its receive is posted).\n\
+                Each such message then takes a receive call of its own: smaller ones, which\n\
+                arrive several per receive, cost more that way than the copy saves.\n\
                 \"inf\": off, every message is handed over from the receive buffer and must be\n\
                 copied to be kept, as UCX 1.13.1 does (uct-rs extension).",
               offset_of!(TcpIfaceConfig, rx_desc_min), parser::memunits()),
