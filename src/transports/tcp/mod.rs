@@ -191,14 +191,16 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend([
         // Not in UCX 1.13.1: an extension of this library.
         field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
-                endpoint are held back, up to this many bytes, and go\n\
-                out together in one system call; the first message after a progress call\n\
-                is always sent at once, as are zero-copy messages above 17 KiB and the\n\
-                message after one. Held messages are on the wire before any other\n\
-                operation of the worker that can send (another endpoint or transport, the\n\
-                connection manager, progress, flush, event arm, endpoint destroy) and\n\
-                before the same thread works on another worker; only a single-threaded\n\
-                worker holds; a sender that never calls into UCT again leaves them held.\n\
+                endpoint are held back, up to this many bytes, and go out together in one\n\
+                system call; the first message after a progress call is always sent at\n\
+                once, as are zero-copy messages above 17 KiB and, on a connection that\n\
+                leaves the host, the message after one. Held messages are on the wire\n\
+                before any other operation of the worker that can send (another endpoint\n\
+                or transport, the connection manager, progress, flush, event arm, endpoint\n\
+                destroy) and before the same thread works on another worker; only a\n\
+                single-threaded worker holds; a sender that never calls into UCT again\n\
+                leaves them held (a completed send is not a delivered one: flush the\n\
+                worker or endpoint before waiting for the peer by other means).\n\
                 0: off (every message sent at once, as UCX 1.13.1 does) (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.

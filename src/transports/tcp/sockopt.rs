@@ -50,6 +50,15 @@ impl TcpIface {
         Ok(())
     }
 
+    /// The connection stays on this host and its socket was given the
+    /// congestion control `UCX_TCP_LOCAL_CC` names (by the side that
+    /// connected; an accepted one knows its peer's listening address from
+    /// the handshake).
+    #[inline]
+    pub(super) fn local_cc_conn(&self, conn: &Conn) -> bool {
+        self.cfg.local_cc.is_some() && conn.peer.get().is_some_and(|p| self.stays_on_host(&p))
+    }
+
     /// A connection to `peer` does not leave this host: the peer is a
     /// loopback address or the interface's own address.
     fn stays_on_host(&self, peer: &SockAddr) -> bool {
