@@ -12,9 +12,9 @@
 #
 # Then, over tcp with the stream feature (stream messages of 1 KiB to 4
 # MiB, each received after it arrived), in the same pairings: between two
-# of ours, large messages must have reached libucp as descriptors that it
-# kept (the debug line at close counts them); with UCX_TCP_RX_DESC_MIN=inf,
-# none.
+# of ours, large messages must have reached libucp 1.13 as descriptors that
+# it kept (the debug line at close counts them; later releases send streams
+# in smaller pieces); with UCX_TCP_RX_DESC_MIN=inf, none.
 #
 # Then, over posix,self between two of ours, the rendezvous lane of this
 # library (posix_get, see README), with the tag feature only (the lanes
@@ -113,6 +113,11 @@ else
         sd=$(tcp_descs "$T_WORK/srv.out") cd=$(tcp_descs "$T_WORK/cli.out")
         if [ -n "$why" ]; then
             fail "tcp streams, ours/ours, large messages as descriptors" "$why"
+        elif [ "${UCX_ABI:-1.13}" != 1.13 ]; then
+            # Later libucp releases send streams in pieces of a segment
+            # (8 KiB), below UCX_TCP_RX_DESC_MIN: the data is checked, the
+            # count only reported.
+            pass "tcp streams, ours/ours (libucp $UCX_ABI: descriptors kept: server $sd, client $cd)"
         elif [ "$sd" -gt 0 ] && [ "$cd" -gt 0 ]; then
             pass "tcp streams, ours/ours, large messages as descriptors (server kept $sd, client $cd)"
         else
