@@ -91,6 +91,28 @@ for tls in posix,self sysv,self posix,sysv,cma,self tcp; do
     done
 done
 
+# counted_pair NAME WANT COUNTER TLS ENV...: a pair of ours over TLS with
+# ENV, whose two outputs COUNTER reads a count from: WANT "some" (both
+# sides above 0), "none" (both 0) or "any" (only reported).
+counted_pair() {
+    local name=$1 want=$2 counter=$3 tls=$4 sn cn ok=
+    shift 4
+    EXTRA_ENV="$*" run_pair "$OURS" "$OURS" "$tls"
+    sn=$($counter "$T_WORK/srv.out") cn=$($counter "$T_WORK/cli.out")
+    case $want in
+        some) [ "$sn" -gt 0 ] && [ "$cn" -gt 0 ] && ok=1 ;;
+        none) [ "$sn" = 0 ] && [ "$cn" = 0 ] && ok=1 ;;
+        any) ok=1 ;;
+    esac
+    if [ -n "$why" ]; then
+        fail "$name" "$why"
+    elif [ -n "$ok" ]; then
+        pass "$name (server $sn, client $cn)"
+    else
+        fail "$name" "server $sn, client $cn"
+    fi
+}
+
 # tcp_descs FILE: the messages the process's tcp interfaces handed over as
 # descriptors that the handler kept (the sum of their debug lines at close).
 tcp_descs() {
@@ -109,29 +131,13 @@ else
             EXTRA_ENV="UCP_DATA_STREAM=1" run_pair "$s" "$c" tcp
             if [ -n "$why" ]; then fail "tcp streams, $label" "$why"; else pass "tcp streams, $label"; fi
         done
-        EXTRA_ENV="UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug" run_pair "$OURS" "$OURS" tcp
-        sd=$(tcp_descs "$T_WORK/srv.out") cd=$(tcp_descs "$T_WORK/cli.out")
-        if [ -n "$why" ]; then
-            fail "tcp streams, ours/ours, large messages as descriptors" "$why"
-        elif [ "${UCX_ABI:-1.13}" != 1.13 ]; then
-            # Later libucp releases send streams in pieces of a segment
-            # (8 KiB), below UCX_TCP_RX_DESC_MIN: the data is checked, the
-            # count only reported.
-            pass "tcp streams, ours/ours (libucp $UCX_ABI: descriptors kept: server $sd, client $cd)"
-        elif [ "$sd" -gt 0 ] && [ "$cd" -gt 0 ]; then
-            pass "tcp streams, ours/ours, large messages as descriptors (server kept $sd, client $cd)"
-        else
-            fail "tcp streams, ours/ours, large messages as descriptors" "kept: server $sd, client $cd"
-        fi
-        EXTRA_ENV="UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug UCX_TCP_RX_DESC_MIN=inf" run_pair "$OURS" "$OURS" tcp
-        sd=$(tcp_descs "$T_WORK/srv.out") cd=$(tcp_descs "$T_WORK/cli.out")
-        if [ -n "$why" ]; then
-            fail "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf" "$why"
-        elif [ "$sd" = 0 ] && [ "$cd" = 0 ]; then
-            pass "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf: no descriptors"
-        else
-            fail "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf" "kept: server $sd, client $cd"
-        fi
+        # Later libucp releases send streams in pieces of a segment (8 KiB),
+        # below UCX_TCP_RX_DESC_MIN: the data is checked, the count reported.
+        want=some name="tcp streams, ours/ours, large messages as descriptors libucp kept"
+        [ "${UCX_ABI:-1.13}" = 1.13 ] || want=any name="tcp streams, ours/ours (libucp $UCX_ABI: descriptors counted only)"
+        counted_pair "$name" $want tcp_descs tcp UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug
+        counted_pair "tcp streams, ours/ours, UCX_TCP_RX_DESC_MIN=inf: no descriptors" none tcp_descs tcp \
+            UCP_DATA_STREAM=1 UCX_LOG_LEVEL=debug UCX_TCP_RX_DESC_MIN=inf
     fi
 fi
 
@@ -141,23 +147,9 @@ posix_get_gets() {
     sed -n 's/.*posix_get: interface closed after \([0-9]*\) gets.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
 }
 if [ -n "$OURS" ]; then
-    EXTRA_ENV="UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1" run_pair "$OURS" "$OURS" posix,self
-    sg=$(posix_get_gets "$T_WORK/srv.out") cg=$(posix_get_gets "$T_WORK/cli.out")
-    if [ -n "$why" ]; then
-        fail "posix,self, ours/ours, rendezvous through posix_get" "$why"
-    elif [ "$sg" -gt 0 ] && [ "$cg" -gt 0 ]; then
-        pass "posix,self, ours/ours, rendezvous through posix_get (server $sg gets, client $cg)"
-    else
-        fail "posix,self, ours/ours, rendezvous through posix_get" "gets: server $sg, client $cg"
-    fi
-    EXTRA_ENV="UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1 UCX_SHM_DEVICES=memory" run_pair "$OURS" "$OURS" posix,self
-    sg=$(posix_get_gets "$T_WORK/srv.out") cg=$(posix_get_gets "$T_WORK/cli.out")
-    if [ -n "$why" ]; then
-        fail "posix,self, ours/ours, posix_get left out" "$why"
-    elif [ "$sg" = 0 ] && [ "$cg" = 0 ]; then
-        pass "posix,self, ours/ours, posix_get left out (UCX_SHM_DEVICES=memory): no gets"
-    else
-        fail "posix,self, ours/ours, posix_get left out" "gets: server $sg, client $cg"
-    fi
+    counted_pair "posix,self, ours/ours, rendezvous through posix_get (gets)" some posix_get_gets posix,self \
+        UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1
+    counted_pair "posix,self, ours/ours, posix_get left out (UCX_SHM_DEVICES=memory): no gets" none posix_get_gets \
+        posix,self UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1 UCX_SHM_DEVICES=memory
 fi
 finish
