@@ -55,9 +55,7 @@ pub fn open_peer_file(path: &CStr, shm: bool, follow: bool) -> nix::Result<Owned
 
 /// Whether the file is a regular file, and its size (`fstat`).
 pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
-    nix::sys::stat::fstat(fd).map(|st| {
-        ((st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
-    })
+    file_identity(fd).map(|(_, _, regular, size)| (regular, size))
 }
 
 /// Which file an open descriptor is (`fstat`), as [`path_identity`] tells
@@ -65,9 +63,12 @@ pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
 /// and its size. A file keeps its numbers while it exists, and one that is
 /// mapped or open somewhere exists, so equal numbers mean the same file.
 pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64, bool, u64)> {
-    nix::sys::stat::fstat(fd).map(|st| {
-        (st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
-    })
+    nix::sys::stat::fstat(fd).map(|st| identity_of(&st))
+}
+
+/// Device and inode numbers, whether it is a regular file, and its size.
+fn identity_of(st: &libc::stat) -> (u64, u64, bool, u64) {
+    (st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
 }
 
 /// Which file a segment path names now, without opening it: a `shm_open`
@@ -86,7 +87,7 @@ pub fn path_identity(path: &CStr, shm: bool, follow: bool) -> nix::Result<(u64, 
         path
     };
     let st = if follow { nix::sys::stat::stat(path) } else { nix::sys::stat::lstat(path) }?;
-    Ok((st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0)))
+    Ok(identity_of(&st))
 }
 
 /// Remove a segment file's name (`shm_unlink` or `unlink`).

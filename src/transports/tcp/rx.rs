@@ -136,13 +136,7 @@ impl TcpIface {
     /// buffer; a partial frame stays for the next call.
     fn am_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
         let seg = self.cfg.rx_seg_size;
-        let mut rx = match conn.rx.try_borrow_mut() {
-            Ok(mut r) => std::mem::take(&mut *r),
-            Err(_) => return 0,
-        };
-        if rx.buf.len() < seg {
-            rx.buf = self.rx_pool.borrow_mut().pop().unwrap_or_else(|| vec![0u8; seg]);
-        }
+        let Some(mut rx) = self.take_rx(conn) else { return 0 };
         // Make room for the message being received.
         if rx.off > 0 {
             let need = match wire::get_hdr(&rx.buf[rx.off..rx.len]) {
@@ -183,18 +177,12 @@ impl TcpIface {
     /// (into the receive buffer); a whole message goes to its handler,
     /// then the frames after it are handled.
     fn desc_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
-        let Some(mut d) = conn.rx_desc.borrow_mut().take() else { return 0 };
-        let mut rx = match conn.rx.try_borrow_mut() {
-            Ok(mut r) => std::mem::take(&mut *r),
-            Err(_) => {
-                *conn.rx_desc.borrow_mut() = Some(d);
-                return 0;
-            }
+        let Some(mut rx) = self.take_rx(conn) else { return 0 };
+        let Some(mut d) = conn.rx_desc.borrow_mut().take() else {
+            self.put_rx_back(conn, rx);
+            return 0;
         };
         let seg = self.cfg.rx_seg_size;
-        if rx.buf.len() < seg {
-            rx.buf = self.rx_pool.borrow_mut().pop().unwrap_or_else(|| vec![0u8; seg]);
-        }
         debug_assert!(rx.off == rx.len && d.got < d.len);
         // SAFETY: `got < len <= cap`: inside the descriptor's payload.
         let rest = unsafe { d.buf.payload().add(d.got) };
@@ -246,16 +234,35 @@ impl TcpIface {
         if status == UCS_INPROGRESS {
             d.buf.give_away();
         }
-        let mut cur = conn.clone();
-        if !cur.alive.get() {
-            // As in `handle_frames`: the handler made an endpoint that took
-            // this connection's socket over.
-            match cur.successor.take().upgrade() {
-                Some(next) if release::RX_FOLLOWS_SOCKET && next.alive.get() => cur = next,
-                _ => return 1,
-            }
+        match Self::after_handler(conn) {
+            Some(cur) => self.handle_frames(iface, cur, rx, 1),
+            None => 1,
         }
-        self.handle_frames(iface, cur, rx, 1)
+    }
+
+    /// The receive context of `conn`, taken out with a receive buffer
+    /// (None while it is in use).
+    fn take_rx(&self, conn: &Conn) -> Option<Rx> {
+        let seg = self.cfg.rx_seg_size;
+        let mut rx = std::mem::take(&mut *conn.rx.try_borrow_mut().ok()?);
+        if rx.buf.len() < seg {
+            rx.buf = self.rx_pool.borrow_mut().pop().unwrap_or_else(|| vec![0u8; seg]);
+        }
+        Some(rx)
+    }
+
+    /// The connection whose frames follow the one a handler just got on
+    /// `conn`: `conn` itself, or, when the handler made an endpoint that
+    /// took its socket over, that endpoint's connection (the frames after
+    /// this one are its); None when they go with `conn`.
+    fn after_handler(conn: &Rc<Conn>) -> Option<Rc<Conn>> {
+        if conn.alive.get() {
+            return Some(conn.clone());
+        }
+        match conn.successor.take().upgrade() {
+            Some(next) if release::RX_FOLLOWS_SOCKET && next.alive.get() => Some(next),
+            _ => None,
+        }
     }
 
     /// Handle every whole frame in `rx` (received on `conn`'s socket); a
@@ -291,12 +298,9 @@ impl TcpIface {
                 Frame::Am(id) => {
                     iface.hdr.invoke_am(id, &mut rx.buf[body..body + l], 0);
                     if !cur.alive.get() {
-                        // The handler made an endpoint that took this
-                        // connection's socket over: the frames after this
-                        // one are that endpoint's (or go with this one).
-                        match cur.successor.take().upgrade() {
-                            Some(next) if release::RX_FOLLOWS_SOCKET && next.alive.get() => cur = next,
-                            _ => return handled,
+                        match Self::after_handler(&cur) {
+                            Some(next) => cur = next,
+                            None => return handled,
                         }
                     }
                 }
@@ -350,7 +354,8 @@ impl TcpIface {
         let Some(pool) = &self.descs else { return };
         let Some((id, len)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) else { return };
         let len = len as usize;
-        if id >= wire::AM_ID_MAX || len < self.cfg.rx_desc_min || len > pool.cap() || conn.state.get() == State::Closed {
+        // (The header was checked; `cap` bounds the copy below all the same.)
+        if id >= wire::AM_ID_MAX || len < self.cfg.rx_desc_min || len > pool.cap() {
             return;
         }
         let body = rx.off + wire::HDR_LEN;
