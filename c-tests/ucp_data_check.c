@@ -425,12 +425,12 @@ int main(int argc, char **argv)
         }
     }
 
-    /* A completed send only means its buffer may be reused: what a
-     * transport still holds goes out while the worker is called, so the
-     * worker is flushed before the wait on the control connection (a
-     * receive that libucp completes from data already there calls no
-     * transport at all). */
-    {
+    /* A completed send only means its buffer may be reused, so the worker
+     * is flushed before the wait on the control connection (a receive that
+     * libucp completes from data already there calls no transport at all).
+     * UCP_DATA_NO_FLUSH=1 leaves the flush out, as many applications do:
+     * the data must arrive all the same. */
+    if (!getenv("UCP_DATA_NO_FLUSH")) {
         ucp_request_param_t prm = {0};
         wait_req(ucp_worker_flush_nbx(g_worker, &prm), "ucp_worker_flush_nbx");
     }

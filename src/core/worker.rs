@@ -9,9 +9,10 @@
 use crate::abi::*;
 use crate::core::registry::{self, Kind};
 use crate::ucs;
-use libc::c_void;
+use crate::ucs::async_block::mode_of;
+use libc::{c_int, c_uint, c_void};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Workers of the process holding messages back: while none does (every
 /// workload but a tcp stream), the data path's ordering check is one load
@@ -22,9 +23,13 @@ static HOLDING_WORKERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether any worker of the process may hold messages back (the data
 /// path's first check; `WorkerObj::order_before` is the exact one).
+///
+/// Acquire: a hold the safety net's timer sent (from the async thread) is
+/// counted out only after the timer is done with the holder's state, so a
+/// thread that reads zero here sees that state as the timer left it.
 #[inline(always)]
 pub fn any_holding() -> bool {
-    HOLDING_WORKERS.load(Ordering::Relaxed) != 0
+    HOLDING_WORKERS.load(Ordering::Acquire) != 0
 }
 
 thread_local! {
@@ -51,6 +56,89 @@ struct Held {
     thread: libc::pthread_t,
 }
 
+/// Ticks of the safety net's timer without any new hold after which the
+/// timer removes itself (the next hold adds it again): a worker that
+/// stopped holding costs its process no wake-ups.
+const NET_IDLE_TICKS: u32 = 100;
+
+/// The safety net of held messages: what the worker holds goes out even
+/// if its thread never calls into UCT again (it may wait for the peer by
+/// other means). A libucs timer on the worker's async context, added by
+/// the first hold, sends what has stayed held over a whole tick; while the
+/// thread keeps calling, its own calls send what it holds first and the
+/// timer finds nothing to do.
+///
+/// Locking: a lock of the worker's own (`lock`), which the worker's thread
+/// takes around every access to what the timer touches and a tick only
+/// tries, and only when it has something to do: when the hold it saw at
+/// the last tick is still there (`holds`, `held_now`), or when it has seen
+/// no hold for long and removes itself. A busy thread starts new holds
+/// all the time, so the tick then leaves the lock alone (a tick that took
+/// it and lost its CPU would stall the thread). What the lock covers:
+/// - the worker's `held` and this structure: `hold`, the slow paths of
+///   `order_before` / `order_all`, the tick;
+/// - the holder's own state (what its release function touches): the
+///   holder takes the lock around its entry points while it may hold
+///   ([`WorkerObj::hold_lock`]), except a send that starts a hold, which
+///   makes the hold its last step (see `hold`).
+///
+/// The worker's thread takes it recursively (`depth`: nested entry points,
+/// a send from a callback of progress); one atomic exchange for the
+/// outermost. Only a single-threaded worker holds, so `depth` has one
+/// thread. `seen` and `idle` are the ticks' own (libucs runs one handler
+/// of a context at a time); the other fields are only touched with the
+/// lock taken, and the atomics only written so.
+struct Net {
+    /// The async mode the timer runs in: a thread mode (spinlock or
+    /// mutex) of the worker's context, else None and no net (a signal
+    /// handler would interrupt the thread in the middle of a send; a
+    /// polled context runs nothing by itself).
+    mode: Option<u32>,
+    /// The timer's id while it is added.
+    timer: Cell<Option<c_int>>,
+    /// Holds started so far, and the count the last tick saw: a hold
+    /// still there with the count unchanged has stayed over a whole tick.
+    holds: AtomicU64,
+    seen: Cell<u64>,
+    /// The holding endpoint (`held`'s `ep`; null: nothing held), as the
+    /// tick and the worker's own ordering checks may read it without the
+    /// lock. Only the worker's thread makes it non-null; a tick may clear
+    /// it at any time.
+    held_ep: AtomicPtr<c_void>,
+    /// Ticks in a row without a new hold.
+    idle: Cell<u32>,
+    /// Set while a tick sends what is held: the holder must not run user
+    /// callbacks (it may be on the async thread) and the count of holding
+    /// workers drops only once the tick is done (`owed`).
+    in_tick: Cell<bool>,
+    owed: Cell<bool>,
+    /// Adding the timer failed once: the worker no longer holds.
+    failed: Cell<bool>,
+    /// Ticks that sent held messages (reported at destroy).
+    sent: Cell<u64>,
+    /// Taken: by the worker's thread (`depth` deep) or by a tick.
+    lock: AtomicBool,
+    /// How deep the worker's thread holds `lock` (only that thread
+    /// touches it).
+    depth: Cell<u32>,
+}
+
+/// The net's lock taken by the worker's thread (see [`Net`]), until
+/// dropped.
+pub struct HoldLock<'a>(&'a Net);
+
+impl Drop for HoldLock<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let n = self.0;
+        let d = n.depth.get() - 1;
+        n.depth.set(d);
+        if d == 0 {
+            n.lock.store(false, Ordering::Release);
+        }
+    }
+}
+
 #[repr(C)]
 pub struct WorkerObj {
     base: UnsafeCell<uct_worker_t>,
@@ -64,15 +152,24 @@ pub struct WorkerObj {
     /// any other worker. The vtable trampolines and the CM entry points
     /// check it first (`order_before` / `order_all`).
     held: Cell<Option<Held>>,
+    net: Net,
 }
 
 impl WorkerObj {
     pub fn create(async_ctx: *mut ucs_async_context_t, thread_mode: ucs_thread_mode_t) -> Result<uct_worker_h, ucs_status_t> {
+        let mode = mode_of(async_ctx).filter(|m| matches!(*m, UCS_ASYNC_MODE_THREAD_SPINLOCK | UCS_ASYNC_MODE_THREAD_MUTEX));
+        // Only a single-threaded worker holds (see `may_hold`): no net
+        // (and no lock) for the others.
+        let mode = mode.filter(|_| thread_mode == UCS_THREAD_MODE_SINGLE);
+        let net = Net { mode, timer: Cell::new(None), holds: AtomicU64::new(0), seen: Cell::new(0),
+                        held_ep: AtomicPtr::new(std::ptr::null_mut()), idle: Cell::new(0),
+                        in_tick: Cell::new(false), owed: Cell::new(false), failed: Cell::new(false),
+                        sent: Cell::new(0), lock: AtomicBool::new(false), depth: Cell::new(0) };
         // SAFETY: all-zero is a valid (not yet initialised) callback queue;
         // ucs_callbackq_init sets it up in place, inside the box, which
         // never moves afterwards.
         let w = Box::new(WorkerObj { base: UnsafeCell::new(unsafe { std::mem::zeroed() }),
-                                     async_ctx, thread_mode, held: Cell::new(None) });
+                                     async_ctx, thread_mode, held: Cell::new(None), net });
         // SAFETY: see above; the box is ours alone until it is handed out.
         let status = unsafe { ucs::ucs_callbackq_init(w.progress_q()) };
         if status != UCS_OK {
@@ -113,6 +210,13 @@ impl WorkerObj {
     #[inline(never)]
     fn order_before_slow(&self, ep: *const c_void) {
         self.release_other_workers();
+        // Without the lock first: this endpoint's own hold (a stream of
+        // sends) or nothing needs nothing (a tick only clears it).
+        let h = self.net.held_ep.load(Ordering::Relaxed);
+        if h.is_null() || std::ptr::eq(h, ep) {
+            return;
+        }
+        let _locked = self.hold_lock();
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
@@ -132,6 +236,10 @@ impl WorkerObj {
     #[inline(never)]
     fn order_all_slow(&self) {
         self.release_other_workers();
+        if self.net.held_ep.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        let _locked = self.hold_lock();
         if self.held.get().is_some() {
             self.release_held();
         }
@@ -150,6 +258,7 @@ impl WorkerObj {
         // is single-threaded and this thread is the one using it (checked
         // on the hold below).
         if let Some(w) = unsafe { Self::from_handle(other as uct_worker_h) } {
+            let _locked = w.hold_lock();
             // SAFETY: pthread_self has no preconditions.
             let me = unsafe { libc::pthread_self() };
             // SAFETY: as above (pthread_equal only compares).
@@ -166,17 +275,62 @@ impl WorkerObj {
         self.thread_mode == UCS_THREAD_MODE_SINGLE
     }
 
+    /// Whether the safety net can run on this worker (single-threaded,
+    /// its async context in a thread mode).
+    pub fn has_net(&self) -> bool {
+        self.net.mode.is_some()
+    }
+
+    /// The net's lock, taken by the worker's thread, where the net can
+    /// run: what its timer touches may be touched while this is held (see
+    /// [`Net`]). Recursive: nested entry points take it again for a
+    /// counter's increment.
+    #[inline]
+    pub fn hold_lock(&self) -> Option<HoldLock<'_>> {
+        let n = &self.net;
+        n.mode?;
+        let d = n.depth.get();
+        if d == 0 {
+            let mut spins = 0u32;
+            while n.lock.swap(true, Ordering::Acquire) {
+                // A tick has it (a system call at most), on another thread
+                // that may have lost its CPU to this one: spin briefly,
+                // then let it run.
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        n.depth.set(d + 1);
+        Some(HoldLock(n))
+    }
+
+    /// Whether the safety net's timer is sending what is held: the holder
+    /// must then only send (no user callback, no error handling: a failed
+    /// send is left for its next progress to find).
+    pub fn in_tick(&self) -> bool {
+        self.net.in_tick.get()
+    }
+
     /// Set what the worker holds, keeping `HOLDING_WORKERS` and this
     /// thread's holder in step.
     fn set_held(&self, h: Option<Held>) -> Option<Held> {
         let old = self.held.replace(h);
+        self.net.held_ep.store(h.map_or(std::ptr::null_mut(), |h| h.ep as *mut c_void), Ordering::Relaxed);
         match (old.is_some(), h.is_some()) {
             (false, true) => {
                 HOLDING_WORKERS.fetch_add(1, Ordering::Relaxed);
                 THREAD_HOLDER.with(|t| t.set(self));
             }
+            (true, false) if self.net.in_tick.get() => {
+                // Counted out when the tick is done (see `any_holding`).
+                self.net.owed.set(true);
+            }
             (true, false) => {
-                HOLDING_WORKERS.fetch_sub(1, Ordering::Relaxed);
+                HOLDING_WORKERS.fetch_sub(1, Ordering::Release);
                 THREAD_HOLDER.with(|t| {
                     if std::ptr::eq(t.get(), self) {
                         t.set(std::ptr::null());
@@ -202,19 +356,122 @@ impl WorkerObj {
     /// Endpoint `ep` starts holding messages back; `release(arg)` sends
     /// them. The caller came through `order_before(ep)` and checked
     /// `may_hold`, so nothing else is held; should something be, it goes
-    /// out now.
+    /// out now. With `limit` (ticks of the CPU clock), the safety net
+    /// sends them once they have stayed held that long (1-2 times it)
+    /// while the thread made no call that sends them; without, they wait
+    /// for such a call.
+    ///
+    /// False (nothing held) when the net was asked for and cannot run:
+    /// the caller sends the messages now.
     ///
     /// # Safety
-    /// `arg` stays valid for `release` until `unhold(ep)` is called.
-    pub unsafe fn hold(&self, ep: *const c_void, release: unsafe fn(*const c_void), arg: *const c_void) {
+    /// `arg` stays valid for `release` until `unhold(ep)` is called. From
+    /// its return on, the timer may call `release` from another thread
+    /// (with the net's lock taken): the caller touches
+    /// nothing `release` touches after this call, until its next entry
+    /// point, which takes the net's lock ([`hold_lock`](Self::hold_lock))
+    /// while something is held.
+    pub unsafe fn hold(&self, ep: *const c_void, release: unsafe fn(*const c_void), arg: *const c_void,
+                       limit: Option<u64>) -> bool {
         debug_assert!(self.may_hold());
+        let _locked = self.hold_lock();
         self.release_other_workers();
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
+        if let Some(ticks) = limit {
+            if !self.net_ready(ticks) {
+                return false;
+            }
+        }
+        let n = &self.net;
+        n.holds.store(n.holds.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         // SAFETY: pthread_self has no preconditions.
         let thread = unsafe { libc::pthread_self() };
         self.set_held(Some(Held { ep, release, arg, thread }));
+        true
+    }
+
+    /// The net's timer is added (once; `ticks` apart). Called with the
+    /// net's lock taken.
+    fn net_ready(&self, ticks: u64) -> bool {
+        let n = &self.net;
+        let Some(mode) = n.mode else { return false };
+        if n.timer.get().is_some() {
+            return true;
+        }
+        if n.failed.get() {
+            return false;
+        }
+        let mut id: c_int = -1;
+        // SAFETY: the worker outlives the timer: the tick removes it, or
+        // `destroy` does (synchronously) before the worker is freed.
+        let status = unsafe {
+            ucs::ucs_async_add_timer(mode, ticks, Some(on_tick), self as *const Self as *mut c_void, self.async_ctx,
+                                     &mut id)
+        };
+        if status != UCS_OK {
+            n.failed.set(true);
+            crate::debug!("worker {:p}: no timer for held messages ({}): messages are no longer held", self, status);
+            return false;
+        }
+        n.timer.set(Some(id));
+        n.idle.set(0);
+        n.seen.set(n.holds.load(Ordering::Relaxed));
+        true
+    }
+
+    /// A tick of the net's timer: on the async thread (libucs blocks the
+    /// async context around its handlers, which keeps two ticks apart) or,
+    /// for a tick that found the context blocked by someone else, on the
+    /// thread that later polls the missed events (libucp's progress,
+    /// outside any UCT call).
+    fn tick(&self, id: c_int) {
+        let n = &self.net;
+        let holds = n.holds.load(Ordering::Relaxed);
+        let fresh = holds != n.seen.get();
+        n.seen.set(holds);
+        if fresh {
+            // A hold started since the last tick: the thread is calling,
+            // and its calls send what it holds.
+            n.idle.set(0);
+            return;
+        }
+        if n.held_ep.load(Ordering::Relaxed).is_null() {
+            n.idle.set(n.idle.get() + 1);
+            if n.idle.get() < NET_IDLE_TICKS {
+                return;
+            }
+        }
+        if n.lock.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            // The thread is inside UCT: it sends what it holds.
+            return;
+        }
+        self.tick_locked(id, holds);
+        n.lock.store(false, Ordering::Release);
+    }
+
+    /// The tick's work with the lock taken: send a hold that stayed over a
+    /// whole tick, or remove the timer after `NET_IDLE_TICKS` without one.
+    fn tick_locked(&self, id: c_int, holds: u64) {
+        let n = &self.net;
+        if n.timer.get() != Some(id) || n.holds.load(Ordering::Relaxed) != holds {
+            return;
+        }
+        if self.held.get().is_some() {
+            n.sent.set(n.sent.get() + 1);
+            n.in_tick.set(true);
+            self.release_held();
+            n.in_tick.set(false);
+            if n.owed.replace(false) {
+                HOLDING_WORKERS.fetch_sub(1, Ordering::Release);
+            }
+        } else if n.idle.get() >= NET_IDLE_TICKS {
+            n.timer.set(None);
+            // SAFETY: our timer; libucs lets a handler remove itself (not
+            // waiting for itself to return).
+            unsafe { ucs::ucs_async_remove_handler(id, 0) };
+        }
     }
 
     /// What `ep` held went out (or was dropped with its connection).
@@ -233,12 +490,46 @@ impl WorkerObj {
         if !registry::take(w, Kind::Worker) {
             return false;
         }
-        // SAFETY: it was live, so it is our box, now owned by this call.
+        {
+            // SAFETY: it was live, so it is our box; shared with a tick
+            // that may run until the timer is removed here.
+            let shared = unsafe { &*(w as *const WorkerObj) };
+            let timer = {
+                let _locked = shared.hold_lock();
+                shared.net.timer.take()
+            };
+            if let Some(id) = timer {
+                // SAFETY: our timer; waits for a tick in progress to return
+                // (one that runs after this finds no timer and does
+                // nothing).
+                unsafe { ucs::ucs_async_remove_handler(id, 1) };
+            }
+        }
+        // SAFETY: it was live, so it is our box, now owned by this call
+        // (no tick runs any more).
         let b = unsafe { Box::from_raw(w as *mut WorkerObj) };
+        let holds = b.net.holds.load(Ordering::Relaxed);
+        if holds != 0 {
+            crate::debug!("worker {:p}: {} holds, {} sent by the timer", w, holds, b.net.sent.get());
+        }
         // Its interfaces are closed (each sent or dropped what it held).
         b.set_held(None);
         // SAFETY: the queue was initialised by `create`.
         unsafe { ucs::ucs_callbackq_cleanup(b.progress_q()) };
         true
     }
+}
+
+/// The net's timer.
+///
+/// # Safety
+/// `arg` is the worker that added the timer, alive until the timer is
+/// removed (see `net_ready`). Its thread uses it at the same time: the
+/// tick touches only atomics, its own cells (`seen`, `idle`: one tick at a
+/// time) and, with the net's lock taken, what the lock covers (see
+/// [`Net`]).
+unsafe extern "C" fn on_tick(id: c_int, _events: c_uint, arg: *mut c_void) {
+    // SAFETY: see the function contract.
+    let w = unsafe { &*(arg as *const WorkerObj) };
+    w.tick(id);
 }

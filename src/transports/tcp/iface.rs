@@ -27,7 +27,7 @@ use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
 use crate::core::ops::*;
-use crate::core::worker::WorkerObj;
+use crate::core::worker::{HoldLock, WorkerObj};
 use crate::sys::addr::SockAddr;
 use crate::sys::epoll::{Epoll, Event, EV_READ};
 use crate::sys::socket::{listen_in_range, ListenError, ListenStep, Socket};
@@ -76,6 +76,10 @@ pub(super) struct Cfg {
     pub(super) keepalive: Option<(i32, Option<i32>, i32)>,
     /// Most bytes of active messages held back for coalescing (0: off).
     pub(super) coalesce: usize,
+    /// `UCX_TCP_TX_COALESCE_TIMEOUT` in CPU clock ticks: how long held
+    /// messages wait at most while the thread does not call (None: no
+    /// limit).
+    pub(super) hold_limit: Option<u64>,
     /// Time an accepted connection has for its handshake (None: no limit).
     pub(super) handshake_timeout: Option<std::time::Duration>,
     /// `UCX_TCP_LOCAL_CC`: the congestion control of connections within
@@ -156,6 +160,29 @@ impl TcpIface {
     fn conn_of(ep: &Ep<Self>) -> &Rc<Conn> {
         &ep.tl.conn
     }
+
+    /// An entry point of an interface that may hold messages back runs
+    /// with the worker's hold lock taken: the safety net's timer sends
+    /// held messages under the same lock, from the async thread (see
+    /// `WorkerObj::hold`). Nothing to lock where nothing is held.
+    #[inline]
+    fn guard(iface: &I) -> Option<HoldLock<'_>> {
+        if iface.tl.cfg.coalesce == 0 {
+            return None;
+        }
+        iface.hdr.worker().hold_lock()
+    }
+
+    /// The same for a send, which runs no user code that could start a
+    /// hold in the middle of it: locked only while something is held (a
+    /// send that starts a hold makes it its last step).
+    #[inline(always)]
+    fn send_guard(iface: &I) -> Option<HoldLock<'_>> {
+        if !crate::core::worker::any_holding() {
+            return None;
+        }
+        Self::guard(iface)
+    }
 }
 
 // The errors of the argument checks of the send operations, kept out of
@@ -223,6 +250,7 @@ impl Transport for TcpIface {
     }
 
     fn ep_create(iface: &I, params: &EpParams<'_>) -> Result<TcpEp, ucs_status_t> {
+        let _locked = Self::guard(iface);
         iface.tl.create_ep(iface, params)
     }
 
@@ -231,6 +259,7 @@ impl Transport for TcpIface {
     }
 
     fn ep_destroy(iface: &I, ep: &mut Ep<Self>) {
+        let _locked = Self::guard(iface);
         iface.tl.destroy_ep(iface, &ep.tl.conn)
     }
 
@@ -247,6 +276,7 @@ impl Transport for TcpIface {
     }
 
     fn close(iface: &mut I) {
+        let _locked = Self::guard(iface);
         let s = &iface.tl;
         crate::debug!("tcp_iface {}: destroying", s.if_name);
         if let Some(pool) = &s.descs {
@@ -333,6 +363,7 @@ impl Transport for TcpIface {
     const REACH_NEEDS_IFACE_ADDR: bool = false;
 
     fn progress(iface: &I) -> u32 {
+        let _locked = Self::guard(iface);
         iface.tl.progress_iface(iface)
     }
 
@@ -340,6 +371,7 @@ impl Transport for TcpIface {
         if !comp.is_none() {
             return UCS_ERR_UNSUPPORTED;
         }
+        let _locked = Self::guard(iface);
         iface.tl.release_all_held(iface);
         if iface.tl.outstanding() { UCS_INPROGRESS } else { UCS_OK }
     }
@@ -352,34 +384,41 @@ impl Transport for TcpIface {
         // The epoll descriptor is readable whenever a socket has an event:
         // it is always armed (as in UCX). Held messages go out before the
         // caller sleeps.
+        let _locked = Self::guard(iface);
         iface.tl.release_all_held(iface);
         UCS_OK
     }
 
     #[inline]
     fn am_short(iface: &I, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+        let _locked = Self::send_guard(iface);
         iface.tl.send_am_short(iface, Self::conn_of(ep), id, header, payload)
     }
 
     fn am_short_iov(iface: &I, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+        let _locked = Self::send_guard(iface);
         iface.tl.send_am_short_iov(iface, Self::conn_of(ep), id, iov)
     }
 
     fn am_bcopy(iface: &I, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+        let _locked = Self::send_guard(iface);
         iface.tl.send_am_bcopy(iface, Self::conn_of(ep), id, pack)
     }
 
     fn am_zcopy(iface: &I, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
                 comp: Completion) -> ucs_status_t {
+        let _locked = Self::send_guard(iface);
         iface.tl.send_am_zcopy(iface, Self::conn_of(ep), id, header, iov, comp)
     }
 
     fn put_zcopy(iface: &I, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
                  comp: Completion) -> ucs_status_t {
+        let _locked = Self::send_guard(iface);
         iface.tl.send_put_zcopy(iface, Self::conn_of(ep), iov, remote, comp)
     }
 
     fn pending_add(iface: &I, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
+        let _locked = Self::guard(iface);
         let conn = Self::conn_of(ep);
         if iface.tl.check_tx(conn) == UCS_OK {
             return UCS_ERR_BUSY;
@@ -388,7 +427,8 @@ impl Transport for TcpIface {
         UCS_OK
     }
 
-    fn pending_purge(_iface: &I, ep: &Ep<Self>, cb: PurgeCb) {
+    fn pending_purge(iface: &I, ep: &Ep<Self>, cb: PurgeCb) {
+        let _locked = Self::guard(iface);
         let conn = Self::conn_of(ep);
         loop {
             let Some(req) = conn.pending.borrow_mut().pop_front() else { break };
@@ -397,10 +437,12 @@ impl Transport for TcpIface {
     }
 
     fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+        let _locked = Self::guard(iface);
         iface.tl.flush_ep(iface, Self::conn_of(ep), flags, comp)
     }
 
     fn ep_check(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+        let _locked = Self::guard(iface);
         iface.tl.check_ep(iface, Self::conn_of(ep), flags, comp)
     }
 
@@ -410,6 +452,7 @@ impl Transport for TcpIface {
 
     fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
                         ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
+        let _locked = Self::guard(iface);
         iface.tl.connect_to_ep(iface, Self::conn_of(ep), dev, ep_addr)
     }
 
@@ -444,6 +487,20 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
     // SAFETY: plain libucs query.
     let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
     Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
+}
+
+/// `UCX_TCP_TX_COALESCE_TIMEOUT` in CPU clock ticks, at least 1 ms (the
+/// granularity of libucs's timers; "auto": the default, 5 ms); None for
+/// "inf". A tick of the timer wakes the async thread: every 1 ms cost UCP
+/// streams over loopback 2-3 % on a 2-core machine (the thread takes a core
+/// from the two busy processes), every 5 ms nothing measurable.
+fn hold_limit_ticks(t: u64) -> Option<u64> {
+    if t == TIME_INF {
+        return None;
+    }
+    // SAFETY: plain libucs query.
+    let per_ms = (unsafe { ucs::ucs_get_cpu_clocks_per_sec() } / 1000.0) as u64;
+    Some(if t == TIME_AUTO { 5 * per_ms } else { t.max(per_ms) })
 }
 
 /// `UCX_TCP_LOCAL_CC` as set (None when empty or not valid UTF-8).
@@ -530,6 +587,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
     ifaddr.port = bound.port;
     epoll_set(&epoll, &listener, 0, EV_READ, LISTEN_TAG);
     let lfd = listener.fd();
+    let hold_limit = hold_limit_ticks(c.tx_coalesce_timeout);
     let cfg = Cfg {
         tx_seg_size,
         rx_seg_size,
@@ -547,8 +605,14 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         rcvbuf: c.rcvbuf as u64,
         keepalive,
         // Only a single-threaded worker may hold messages back (the
-        // ordering rule across its thread's workers needs one thread).
-        coalesce: if worker.may_hold() { c.tx_coalesce.min(1 << 24) } else { 0 },
+        // ordering rule across its thread's workers needs one thread), and
+        // only with the safety net where one is asked for.
+        coalesce: if worker.may_hold() && (hold_limit.is_none() || worker.has_net()) {
+            c.tx_coalesce.min(1 << 24)
+        } else {
+            0
+        },
+        hold_limit,
         handshake_timeout: time_duration(c.handshake_timeout, Duration::from_secs(HANDSHAKE_TIMEOUT_DEFAULT)),
         local_cc: local_cc(c.local_cc),
         rx_desc_min: c.rx_desc_min,

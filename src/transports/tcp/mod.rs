@@ -110,6 +110,7 @@ pub struct TcpIfaceConfig {
     pub handshake_timeout: u64,
     pub local_cc: *mut c_char,
     pub rx_desc_min: usize,
+    pub tx_coalesce_timeout: u64,
     /// The keys of later releases (placed in the table among the others).
     pub rel: release::IfaceConfigExtra,
 }
@@ -198,9 +199,8 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 before any other operation of the worker that can send (another endpoint\n\
                 or transport, the connection manager, progress, flush, event arm, endpoint\n\
                 destroy) and before the same thread works on another worker; only a\n\
-                single-threaded worker holds; a sender that never calls into UCT again\n\
-                leaves them held (a completed send is not a delivered one: flush the\n\
-                worker or endpoint before waiting for the peer by other means).\n\
+                single-threaded worker holds; a sender that stops calling into UCT gets\n\
+                them sent by a timer after TX_COALESCE_TIMEOUT.\n\
                 0: off (every message sent at once, as UCX 1.13.1 does) (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce), parser::memunits()),
         // Not in UCX 1.13.1: an extension of this library.
@@ -226,6 +226,14 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
                 \"inf\": off, every message is handed over from the receive buffer and must be\n\
                 copied to be kept, as UCX 1.13.1 does (uct-rs extension).",
               offset_of!(TcpIfaceConfig, rx_desc_min), parser::memunits()),
+        // Not in UCX 1.13.1: an extension of this library.
+        field(c"TX_COALESCE_TIMEOUT", c"5ms", c"Messages held back by TX_COALESCE while the application makes no call\n\
+                into UCT that sends them (it waits for its peer by other means) are sent\n\
+                by a timer of the worker's async context after this long (up to twice\n\
+                it; at least 1ms). Without a timer (an async context in signal or poll\n\
+                mode) messages are not held. \"inf\": no timer, held messages wait for\n\
+                the application's next call (uct-rs extension).",
+              offset_of!(TcpIfaceConfig, tx_coalesce_timeout), parser::time_units()),
     ]);
     Table::new(t)
 });

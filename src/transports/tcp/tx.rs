@@ -25,7 +25,14 @@ fn hold_token(conn: &Rc<Conn>) -> *const c_void {
 }
 
 /// The worker's call to send what a tcp interface holds back (another
-/// endpoint or transport of the worker is about to send).
+/// endpoint or transport of the worker is about to send, or the safety
+/// net's timer found it held too long).
+///
+/// The timer calls it from the async thread, with the worker's hold lock
+/// taken: every entry point of an interface that may hold takes that lock
+/// while something is held (`TcpIface::guard`), so the interface's state
+/// (its connections, their counts and buffers) is never touched by two
+/// threads at once. On that thread it only sends (`WorkerObj::in_tick`).
 ///
 /// # Safety
 /// `arg` is the live interface that registered it (see `send_buffered`).
@@ -91,6 +98,15 @@ impl TcpIface {
         match r {
             Io::Done(n) => tx.advance(n),
             Io::Again => {}
+            Io::Closed | Io::Err(_) if iface.hdr.worker().in_tick() => {
+                // The safety net's timer, possibly on the async thread:
+                // no error handling there (it calls the user). The send
+                // stays queued and EPOLLOUT armed, so progress tries it
+                // again and handles the error.
+                drop(tx);
+                self.mod_events(conn, EV_WRITE, 0);
+                return UCS_OK;
+            }
             Io::Closed => {
                 tx.reset();
                 drop(tx);
@@ -188,13 +204,25 @@ impl TcpIface {
                 tx.buf.resize(want, 0);
             }
             tx.held = end;
-            if at == 0 {
-                self.holding.borrow_mut().push(conn.clone());
-                // SAFETY: the interface unregisters (`unhold`) whenever
-                // what it holds goes out, and before it closes.
-                unsafe {
-                    iface.hdr.worker().hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void)
-                };
+            if at != 0 {
+                // Joined what the connection holds (this call runs with
+                // the worker's hold lock taken: see `guard`).
+                return UCS_OK;
+            }
+            // The first held message: the hold is the last step (the
+            // safety net may send it from another thread once `hold`
+            // returns).
+            drop(tx);
+            self.holding.borrow_mut().push(conn.clone());
+            // SAFETY: the interface unregisters (`unhold`) whenever what it
+            // holds goes out, and before it closes; nothing below touches
+            // the connection once the hold is made.
+            let held = unsafe {
+                iface.hdr.worker().hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void,
+                                        self.cfg.hold_limit)
+            };
+            if !held {
+                self.release_held(iface, conn);
             }
             return UCS_OK;
         }
