@@ -18,8 +18,13 @@
  * no call into UCT until the receiver has answered.
  *
  * The receiver checks every message: its endpoint's next sequence number,
- * its length and every payload byte. It reports when it has all of them
- * (or after 20 s without).
+ * its length and every payload byte. Its handler answers every other
+ * message with an echo on a connection of its own back to the sender
+ * (back to back from inside its progress: holds that start in a handler;
+ * it pauses now and then too).
+ * It reports when it has all messages (or after 20 s without); then it
+ * makes no call into UCT either, while the sender progresses until it has
+ * every echo, checked the same way.
  *
  * Output: "RESULT ok N" or "RESULT bad ..." / "RESULT missing ...". Exit
  * status: 0 all arrived intact and in order, 1 otherwise, 2 setup error.
@@ -42,6 +47,9 @@
 #define NEPS      2
 #define MAX_LEN   3000
 #define AM_BASE   10
+#define AM_ECHO   20
+#define ECHO_LEN  24
+#define BACKLOG   65536
 
 static const char *g_side = "sender";
 static uct_worker_h g_worker;
@@ -63,6 +71,13 @@ static unsigned rnd(unsigned n)
     g_rand ^= g_rand >> 7;
     g_rand ^= g_rand << 17;
     return (unsigned)(g_rand % n);
+}
+
+static void spin_us(unsigned us)
+{
+    double end = now() + us * 1e-6;
+    while (now() < end) {
+    }
 }
 
 static uint8_t pattern(uint64_t seq, size_t i)
@@ -147,6 +162,43 @@ static int oob_ready(int fd)
 static uint64_t g_next[NEPS], g_got;
 static int g_bad;
 static char g_why[200];
+static uct_ep_h g_echo_ep;
+/* Echoes the handler could not send (no resource), sent in order later. */
+static uint64_t g_backlog[BACKLOG];
+static unsigned g_bl_head, g_bl_tail;
+static uint64_t g_echoes;
+
+static ucs_status_t send_echo(uint64_t seq)
+{
+    uint8_t p[ECHO_LEN];
+    for (size_t i = 0; i < ECHO_LEN; i++) p[i] = pattern(seq, i);
+    return uct_ep_am_short(g_echo_ep, AM_ECHO, seq, p, ECHO_LEN);
+}
+
+static void echo(uint64_t seq)
+{
+    if (g_bl_head == g_bl_tail && send_echo(seq) == UCS_OK) return;
+    if (g_bl_tail - g_bl_head >= BACKLOG) {
+        g_bad = 1;
+        snprintf(g_why, sizeof(g_why), "echo backlog full");
+        return;
+    }
+    g_backlog[g_bl_tail++ % BACKLOG] = seq;
+}
+
+static void drain_backlog(void)
+{
+    while (g_bl_head != g_bl_tail) {
+        ucs_status_t s = send_echo(g_backlog[g_bl_head % BACKLOG]);
+        if (s == UCS_ERR_NO_RESOURCE) return;
+        if (s != UCS_OK) {
+            g_bad = 1;
+            snprintf(g_why, sizeof(g_why), "echo: %s", ucs_status_string(s));
+            return;
+        }
+        g_bl_head++;
+    }
+}
 
 static ucs_status_t am_cb(void *arg, void *data, size_t len, unsigned flags)
 {
@@ -177,12 +229,56 @@ static ucs_status_t am_cb(void *arg, void *data, size_t len, unsigned flags)
     }
     g_next[e]++;
     g_got++;
+    if (seq % 4 < 2) echo(g_echoes++);
     return UCS_OK;
+}
+
+/* One step of the receiver: progress, the echoes left over, and now and
+ * then a pause without any call (so that echoes held from its handlers
+ * stay over the timer's tick). */
+static void recv_step(void)
+{
+    uct_worker_progress(g_worker);
+    drain_backlog();
+    if (rnd(16) == 0) spin_us(rnd(3000));
+}
+
+static uct_ep_h connect_to(struct tl *t, const unsigned char *dev, const unsigned char *addr)
+{
+    uct_ep_params_t p;
+    uct_ep_h ep;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface      = t->iface;
+    p.dev_addr   = (const uct_device_addr_t*)dev;
+    p.iface_addr = (const uct_iface_addr_t*)addr;
+    if (uct_ep_create(&p, &ep) != UCS_OK) DIE("uct_ep_create");
+    return ep;
+}
+
+static void send_addr(int fd, struct tl *t)
+{
+    oob_write(fd, &t->dev_len, sizeof(t->dev_len));
+    oob_write(fd, t->dev, t->dev_len);
+    oob_write(fd, &t->addr_len, sizeof(t->addr_len));
+    oob_write(fd, t->addr, t->addr_len);
+}
+
+static void recv_addr(int fd, unsigned char *dev, unsigned char *addr)
+{
+    size_t dev_len, addr_len;
+    oob_read(fd, &dev_len, sizeof(dev_len));
+    if (dev_len > ADDR_MAX) DIE("device address length");
+    oob_read(fd, dev, dev_len);
+    oob_read(fd, &addr_len, sizeof(addr_len));
+    if (addr_len > ADDR_MAX) DIE("iface address length");
+    oob_read(fd, addr, addr_len);
 }
 
 static int receiver(int fd)
 {
     struct tl t;
+    unsigned char dev[ADDR_MAX], addr[ADDR_MAX];
     uint64_t want[NEPS];
     double t0;
     char verdict;
@@ -190,15 +286,15 @@ static int receiver(int fd)
     g_side = "receiver";
     tl_open(&t);
     for (int e = 0; e < NEPS; e++) uct_iface_set_am_handler(t.iface, AM_BASE + e, am_cb, (void*)(uintptr_t)e, 0);
-    oob_write(fd, &t.dev_len, sizeof(t.dev_len));
-    oob_write(fd, t.dev, t.dev_len);
-    oob_write(fd, &t.addr_len, sizeof(t.addr_len));
-    oob_write(fd, t.addr, t.addr_len);
+    send_addr(fd, &t);
+    recv_addr(fd, dev, addr);
+    g_echo_ep = connect_to(&t, dev, addr);
     /* Progress until the sender tells how many it sent. */
-    while (!oob_ready(fd)) uct_worker_progress(g_worker);
+    while (!oob_ready(fd)) recv_step();
     oob_read(fd, want, sizeof(want));
     t0 = now();
-    while (!g_bad && (g_next[0] < want[0] || g_next[1] < want[1]) && now() - t0 < 20) uct_worker_progress(g_worker);
+    while (!g_bad && (g_next[0] < want[0] || g_next[1] < want[1] || g_bl_head != g_bl_tail) && now() - t0 < 20)
+        recv_step();
     if (g_bad) {
         printf("RESULT bad %s\n", g_why);
         verdict = 'B';
@@ -211,14 +307,51 @@ static int receiver(int fd)
         verdict = 'O';
     }
     fflush(stdout);
+    /* The verdict and the number of echoes, then no call into UCT until
+     * the sender has them all (the last ones may be held). */
     oob_write(fd, &verdict, 1);
+    oob_write(fd, &g_echoes, sizeof(g_echoes));
     oob_read(fd, &verdict, 1);
+    uct_ep_destroy(g_echo_ep);
     uct_iface_close(t.iface);
     uct_md_close(t.md);
     return verdict == 'O' ? 0 : 1;
 }
 
 /* ---- the sender */
+
+static uint64_t g_echo_next;
+static int g_echo_bad;
+static char g_echo_why[200];
+
+static ucs_status_t echo_cb(void *arg, void *data, size_t len, unsigned flags)
+{
+    const uint8_t *d = data;
+    uint64_t seq;
+    (void)arg; (void)flags;
+    if (g_echo_bad) return UCS_OK;
+    if (len != 8 + ECHO_LEN) {
+        g_echo_bad = 1;
+        snprintf(g_echo_why, sizeof(g_echo_why), "echo of %zu bytes", len);
+        return UCS_OK;
+    }
+    memcpy(&seq, d, 8);
+    if (seq != g_echo_next) {
+        g_echo_bad = 1;
+        snprintf(g_echo_why, sizeof(g_echo_why), "echo %llu, expected %llu", (unsigned long long)seq,
+                 (unsigned long long)g_echo_next);
+        return UCS_OK;
+    }
+    for (size_t i = 0; i < ECHO_LEN; i++) {
+        if (d[8 + i] != pattern(seq, i)) {
+            g_echo_bad = 1;
+            snprintf(g_echo_why, sizeof(g_echo_why), "echo %llu byte %zu", (unsigned long long)seq, i);
+            return UCS_OK;
+        }
+    }
+    g_echo_next++;
+    return UCS_OK;
+}
 
 static uint64_t g_seq[NEPS];
 static uint8_t g_buf[8 + MAX_LEN];
@@ -303,39 +436,22 @@ static void burst(uct_ep_h *eps)
     }
 }
 
-static void spin_us(unsigned us)
-{
-    double end = now() + us * 1e-6;
-    while (now() < end) {
-    }
-}
-
 static int sender(int fd, double seconds)
 {
     struct tl t;
     unsigned char dev[ADDR_MAX], addr[ADDR_MAX];
-    size_t dev_len, addr_len;
     uct_ep_h eps[NEPS];
-    uct_ep_params_t p;
     char verdict;
+    uint64_t echoes;
     unsigned long bursts = 0;
-    double end;
+    double end, t0;
+    int ok;
 
     tl_open(&t);
-    oob_read(fd, &dev_len, sizeof(dev_len));
-    if (dev_len > ADDR_MAX) DIE("device address length");
-    oob_read(fd, dev, dev_len);
-    oob_read(fd, &addr_len, sizeof(addr_len));
-    if (addr_len > ADDR_MAX) DIE("iface address length");
-    oob_read(fd, addr, addr_len);
-    for (int e = 0; e < NEPS; e++) {
-        memset(&p, 0, sizeof(p));
-        p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        p.iface      = t.iface;
-        p.dev_addr   = (const uct_device_addr_t*)dev;
-        p.iface_addr = (const uct_iface_addr_t*)addr;
-        if (uct_ep_create(&p, &eps[e]) != UCS_OK) DIE("uct_ep_create");
-    }
+    uct_iface_set_am_handler(t.iface, AM_ECHO, echo_cb, NULL, 0);
+    recv_addr(fd, dev, addr);
+    send_addr(fd, &t);
+    for (int e = 0; e < NEPS; e++) eps[e] = connect_to(&t, dev, addr);
     end = now() + seconds;
     while (now() < end) {
         burst(eps);
@@ -354,11 +470,28 @@ static int sender(int fd, double seconds)
     fflush(stdout);
     oob_write(fd, g_seq, sizeof(g_seq));
     oob_read(fd, &verdict, 1);
+    oob_read(fd, &echoes, sizeof(echoes));
+    ok = verdict == 'O';
+    /* Every echo, while the receiver makes no call. */
+    t0 = now();
+    while (!g_echo_bad && g_echo_next < echoes && now() - t0 < 20) uct_worker_progress(g_worker);
+    if (g_echo_bad) {
+        printf("RESULT bad echo: %s\n", g_echo_why);
+        ok = 0;
+    } else if (g_echo_next < echoes) {
+        printf("RESULT missing echoes: %llu of %llu after 20 s\n", (unsigned long long)g_echo_next,
+               (unsigned long long)echoes);
+        ok = 0;
+    } else {
+        printf("sender: %llu echoes\n", (unsigned long long)echoes);
+    }
+    fflush(stdout);
+    verdict = ok ? 'O' : 'B';
     oob_write(fd, &verdict, 1);
     for (int e = 0; e < NEPS; e++) uct_ep_destroy(eps[e]);
     uct_iface_close(t.iface);
     uct_md_close(t.md);
-    return verdict == 'O' ? 0 : 1;
+    return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv)

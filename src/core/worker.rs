@@ -308,6 +308,19 @@ impl WorkerObj {
         Some(HoldLock(n))
     }
 
+    /// Take the net's lock until [`hold_unlock`](Self::hold_unlock), for a
+    /// holder whose locked stretch ends in another function than it starts
+    /// (false: no net, nothing taken).
+    pub fn hold_lock_keep(&self) -> bool {
+        self.hold_lock().map(std::mem::forget).is_some()
+    }
+
+    /// Give back a lock taken by [`hold_lock_keep`](Self::hold_lock_keep).
+    pub fn hold_unlock(&self) {
+        debug_assert!(self.net.depth.get() > 0);
+        drop(HoldLock(&self.net));
+    }
+
     /// Whether the safety net's timer is sending what is held: the holder
     /// must then only send (no user callback, no error handling: a failed
     /// send is left for its next progress to find).

@@ -112,6 +112,10 @@ pub struct TcpIface {
     pub(super) next_sn: RefCell<HashMap<SockAddr, u64>>,
     pub(super) next_key: Cell<u64>,
     pub(super) in_progress: Cell<bool>,
+    /// A hold started during this interface's progress (from a handler or
+    /// a pending request) took the worker's hold lock for the rest of it:
+    /// progress unlocks when it returns (see `TcpIface::progress`).
+    pub(super) progress_locked: Cell<bool>,
     /// Connections whose socket is in the epoll set for reading only, and
     /// for anything else (writing, connecting).
     pub(super) n_read: Cell<usize>,
@@ -362,9 +366,22 @@ impl Transport for TcpIface {
 
     const REACH_NEEDS_IFACE_ADDR: bool = false;
 
+    /// Progress runs without the hold lock (it is called all the time):
+    /// what was held when it was called went out in the trampoline, and a
+    /// hold that starts inside it takes the lock until it returns
+    /// (`send_buffered`).
     fn progress(iface: &I) -> u32 {
-        let _locked = Self::guard(iface);
-        iface.tl.progress_iface(iface)
+        let s = &iface.tl;
+        if s.in_progress.get() {
+            // Called from a handler of this interface's own progress,
+            // which does nothing (and keeps the lock it may hold).
+            return 0;
+        }
+        let n = s.progress_iface(iface);
+        if s.progress_locked.replace(false) {
+            iface.hdr.worker().hold_unlock();
+        }
+        n
     }
 
     fn iface_flush(iface: &I, _flags: u32, comp: Completion) -> ucs_status_t {
@@ -637,6 +654,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         next_sn: RefCell::new(HashMap::new()),
         next_key: Cell::new(2),
         in_progress: Cell::new(false),
+        progress_locked: Cell::new(false),
         n_read: Cell::new(0),
         n_other: Cell::new(0),
         fast_polls: Cell::new(0),

@@ -213,13 +213,19 @@ impl TcpIface {
             // safety net may send it from another thread once `hold`
             // returns).
             drop(tx);
+            let worker = iface.hdr.worker();
+            if self.in_progress.get() && !self.progress_locked.get() && worker.hold_lock_keep() {
+                // From a handler of this interface's progress, which goes on
+                // touching the connections: locked until it returns.
+                self.progress_locked.set(true);
+            }
             self.holding.borrow_mut().push(conn.clone());
             // SAFETY: the interface unregisters (`unhold`) whenever what it
             // holds goes out, and before it closes; nothing below touches
             // the connection once the hold is made.
             let held = unsafe {
-                iface.hdr.worker().hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void,
-                                        self.cfg.hold_limit)
+                worker.hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void,
+                            self.cfg.hold_limit)
             };
             if !held {
                 self.release_held(iface, conn);
