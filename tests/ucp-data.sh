@@ -118,19 +118,26 @@ counted_pair() {
 tcp_descs() {
     sed -n 's/.*messages received as descriptors, \([0-9]*\) kept.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
 }
-EXTRA_ENV="UCP_DATA_STREAM=1" run_pair "" "" tcp
-if [ -n "$why" ]; then
-    fail "tcp streams, original/original" "$why"
-else
-    pass "tcp streams, original/original"
+
+# tcp_pairings NAME ENV PAIR...: run_pair over tcp with ENV, once per
+# "SERVER CLIENT LABEL" (a libdir, "-" for the original), one result each.
+tcp_pairings() {
+    local name=$1 env=$2 pair s c label
+    shift 2
+    for pair in "$@"; do
+        read -r s c label <<<"$pair"
+        [ "$s" = - ] && s=
+        [ "$c" = - ] && c=
+        EXTRA_ENV="$env" run_pair "$s" "$c" tcp
+        if [ -n "$why" ]; then fail "$name, $label" "$why"; else pass "$name, $label"; fi
+    done
+}
+
+tcp_pairings "tcp streams" UCP_DATA_STREAM=1 "- - original/original"
+if [ -z "$why" ]; then
     if [ -n "$OURS" ]; then
-        for pair in "$OURS - ours server/original client" "- $OURS original server/ours client"; do
-            read -r s c label <<<"$pair"
-            [ "$s" = - ] && s=
-            [ "$c" = - ] && c=
-            EXTRA_ENV="UCP_DATA_STREAM=1" run_pair "$s" "$c" tcp
-            if [ -n "$why" ]; then fail "tcp streams, $label" "$why"; else pass "tcp streams, $label"; fi
-        done
+        tcp_pairings "tcp streams" UCP_DATA_STREAM=1 "$OURS - ours server/original client" \
+            "- $OURS original server/ours client"
         # Later libucp releases send streams in pieces of a segment (8 KiB),
         # below UCX_TCP_RX_DESC_MIN: the data is checked, the count reported.
         want=some name="tcp streams, ours/ours, large messages as descriptors libucp kept"
@@ -146,25 +153,10 @@ fi
 # without calling UCX; the safety net's timer must send it (with
 # UCX_TCP_TX_COALESCE_TIMEOUT=inf this hangs). The original is the
 # reference (it never holds).
-EXTRA_ENV="UCP_DATA_STREAM=1 UCP_DATA_NO_FLUSH=1" run_pair "" "" tcp
-if [ -n "$why" ]; then
-    fail "tcp streams without a final flush, original/original" "$why"
-else
-    pass "tcp streams without a final flush, original/original"
-    if [ -n "$OURS" ]; then
-        for pair in "$OURS $OURS ours/ours" "$OURS - ours server/original client" \
-                    "- $OURS original server/ours client"; do
-            read -r s c label <<<"$pair"
-            [ "$s" = - ] && s=
-            [ "$c" = - ] && c=
-            EXTRA_ENV="UCP_DATA_STREAM=1 UCP_DATA_NO_FLUSH=1" run_pair "$s" "$c" tcp
-            if [ -n "$why" ]; then
-                fail "tcp streams without a final flush, $label" "$why"
-            else
-                pass "tcp streams without a final flush, $label"
-            fi
-        done
-    fi
+tcp_pairings "tcp streams without a final flush" "UCP_DATA_STREAM=1 UCP_DATA_NO_FLUSH=1" "- - original/original"
+if [ -z "$why" ] && [ -n "$OURS" ]; then
+    tcp_pairings "tcp streams without a final flush" "UCP_DATA_STREAM=1 UCP_DATA_NO_FLUSH=1" \
+        "$OURS $OURS ours/ours" "$OURS - ours server/original client" "- $OURS original server/ours client"
 fi
 
 # posix_get_gets FILE: the gets the process's posix_get interfaces did (the
