@@ -487,6 +487,22 @@ impl WorkerObj {
         }
     }
 
+    /// Remove the net's timer, if it is added (waiting for a tick in
+    /// progress to return; one that runs after this finds no timer and
+    /// does nothing). A holder's interface calls this when it closes (the
+    /// next hold adds the timer again): the async thread libucs started
+    /// for it goes when nothing else uses it, as it came.
+    pub fn net_stop(&self) {
+        let timer = {
+            let _locked = self.hold_lock();
+            self.net.timer.take()
+        };
+        if let Some(id) = timer {
+            // SAFETY: our timer, added by `net_ready`.
+            unsafe { ucs::ucs_async_remove_handler(id, 1) };
+        }
+    }
+
     /// What `ep` held went out (or was dropped with its connection).
     pub fn unhold(&self, ep: *const c_void) {
         if self.held.get().is_some_and(|h| h.ep == ep) {
@@ -503,21 +519,9 @@ impl WorkerObj {
         if !registry::take(w, Kind::Worker) {
             return false;
         }
-        {
-            // SAFETY: it was live, so it is our box; shared with a tick
-            // that may run until the timer is removed here.
-            let shared = unsafe { &*(w as *const WorkerObj) };
-            let timer = {
-                let _locked = shared.hold_lock();
-                shared.net.timer.take()
-            };
-            if let Some(id) = timer {
-                // SAFETY: our timer; waits for a tick in progress to return
-                // (one that runs after this finds no timer and does
-                // nothing).
-                unsafe { ucs::ucs_async_remove_handler(id, 1) };
-            }
-        }
+        // SAFETY: it was live, so it is our box; shared with a tick that
+        // may run until the timer is removed here.
+        unsafe { &*(w as *const WorkerObj) }.net_stop();
         // SAFETY: it was live, so it is our box, now owned by this call
         // (no tick runs any more).
         let b = unsafe { Box::from_raw(w as *mut WorkerObj) };

@@ -280,23 +280,28 @@ impl Transport for TcpIface {
     }
 
     fn close(iface: &mut I) {
-        let _locked = Self::guard(iface);
-        let s = &iface.tl;
-        crate::debug!("tcp_iface {}: destroying", s.if_name);
-        if let Some(pool) = &s.descs {
-            let (n, kept) = pool.counts();
-            crate::debug!("tcp_iface {}: {} messages received as descriptors, {} kept by their handlers", s.if_name, n,
-                          kept);
+        {
+            let _locked = Self::guard(iface);
+            let s = &iface.tl;
+            crate::debug!("tcp_iface {}: destroying", s.if_name);
+            if let Some(pool) = &s.descs {
+                let (n, kept) = pool.counts();
+                crate::debug!("tcp_iface {}: {} messages received as descriptors, {} kept by their handlers",
+                              s.if_name, n, kept);
+            }
+            s.release_all_held(iface);
+            let all: Vec<Rc<Conn>> = s.conns.borrow().iter().flatten().cloned().collect();
+            for c in all {
+                s.destroy_conn(&c);
+            }
+            // Closing the listening socket takes it out of the epoll set (no
+            // other descriptor refers to it); the set itself closes when the
+            // interface is dropped, right after this.
+            drop(s.listener.borrow_mut().take());
         }
-        s.release_all_held(iface);
-        let all: Vec<Rc<Conn>> = s.conns.borrow().iter().flatten().cloned().collect();
-        for c in all {
-            s.destroy_conn(&c);
-        }
-        // Closing the listening socket takes it out of the epoll set (no
-        // other descriptor refers to it); the set itself closes when the
-        // interface is dropped, right after this.
-        drop(s.listener.borrow_mut().take());
+        // The safety net's timer goes with the interface (a later hold on
+        // another one adds it again): nothing of it outlives the interface.
+        iface.hdr.worker().net_stop();
     }
 
     fn get_device_address(iface: &I, out: AddrOut) -> ucs_status_t {
