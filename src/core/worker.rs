@@ -86,7 +86,8 @@ const NET_IDLE_TICKS: u32 = 100;
 /// a send from a callback of progress); one atomic exchange for the
 /// outermost. Only a single-threaded worker holds, so `depth` has one
 /// thread. `seen` and `idle` are the ticks' own (libucs runs one handler
-/// of a context at a time); the other fields are only touched with the
+/// of a context at a time), set by `net_ready` only while no timer is
+/// added (so no tick runs); the other fields are only touched with the
 /// lock taken, and the atomics only written so.
 struct Net {
     /// The async mode the timer runs in: a thread mode (spinlock or
