@@ -12,7 +12,11 @@ use crate::ucs;
 use crate::ucs::async_block::mode_of;
 use libc::{c_int, c_uint, c_void};
 use std::cell::{Cell, UnsafeCell};
+use crate::sys::epoll::Timer;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// Workers of the process holding messages back: while none does (every
 /// workload but a tcp stream), the data path's ordering check is one load
@@ -63,10 +67,19 @@ const NET_IDLE_TICKS: u32 = 100;
 
 /// The safety net of held messages: what the worker holds goes out even
 /// if its thread never calls into UCT again (it may wait for the peer by
-/// other means). A libucs timer on the worker's async context, added by
-/// the first hold, sends what has stayed held over a whole tick; while the
-/// thread keeps calling, its own calls send what it holds first and the
-/// timer finds nothing to do.
+/// other means). A timer, added by the first hold, sends what has stayed
+/// held over a whole tick; while the thread keeps calling, its own calls
+/// send what it holds first and the timer finds nothing to do.
+///
+/// The timer is a timer descriptor ([`Timer`]) watched by libucs's async
+/// thread (`ucs_async_set_event_handler`, in the thread mode of the
+/// worker's async context), not a libucs timer (`ucs_async_add_timer`):
+/// that thread waits for its timers in whole milliseconds, rounded down,
+/// and polls without sleeping for the rest of each period. With a 5 ms
+/// period that was about one millisecond in five of busy polling, on a
+/// thread that shares its CPU with the worker's own (UCP tag_bw 64 KiB over
+/// tcp lost 15-30 % in most runs). The descriptor wakes the thread once
+/// per period and no earlier.
 ///
 /// Locking: a lock of the worker's own (`lock`), which the worker's thread
 /// takes around every access to what the timer touches and a tick only
@@ -85,8 +98,8 @@ const NET_IDLE_TICKS: u32 = 100;
 /// The worker's thread takes it recursively (`depth`: nested entry points,
 /// a send from a callback of progress); one atomic exchange for the
 /// outermost. Only a single-threaded worker holds, so `depth` has one
-/// thread. `seen` and `idle` are the ticks' own (libucs runs one handler
-/// of a context at a time), set by `net_ready` only while no timer is
+/// thread. `seen` and `idle` are the ticks' own (libucs's async thread
+/// runs one handler at a time), set by `net_ready` only while no timer is
 /// added (so no tick runs); the other fields are only touched with the
 /// lock taken, and the atomics only written so.
 struct Net {
@@ -95,8 +108,13 @@ struct Net {
     /// handler would interrupt the thread in the middle of a send; a
     /// polled context runs nothing by itself).
     mode: Option<u32>,
-    /// The timer's id while it is added.
+    /// The timer's handler id (its descriptor) while it is added.
     timer: Cell<Option<c_int>>,
+    /// The timer's descriptor: made by the first hold, stopped when the
+    /// timer is removed for idleness, closed by `net_stop` (after the
+    /// handler is gone). A mutex, as a tick stops it from the async
+    /// thread; never taken on the data path.
+    clock: Mutex<Option<Timer>>,
     /// Holds started so far, and the count the last tick saw: a hold
     /// still there with the count unchanged has stayed over a whole tick.
     holds: AtomicU64,
@@ -162,7 +180,7 @@ impl WorkerObj {
         // Only a single-threaded worker holds (see `may_hold`): no net
         // (and no lock) for the others.
         let mode = mode.filter(|_| thread_mode == UCS_THREAD_MODE_SINGLE);
-        let net = Net { mode, timer: Cell::new(None), holds: AtomicU64::new(0), seen: Cell::new(0),
+        let net = Net { mode, timer: Cell::new(None), clock: Mutex::new(None), holds: AtomicU64::new(0), seen: Cell::new(0),
                         held_ep: AtomicPtr::new(std::ptr::null_mut()), idle: Cell::new(0),
                         in_tick: Cell::new(false), owed: Cell::new(false), failed: Cell::new(false),
                         sent: Cell::new(0), lock: AtomicBool::new(false), depth: Cell::new(0) };
@@ -370,7 +388,7 @@ impl WorkerObj {
     /// Endpoint `ep` starts holding messages back; `release(arg)` sends
     /// them. The caller came through `order_before(ep)` and checked
     /// `may_hold`, so nothing else is held; should something be, it goes
-    /// out now. With `limit` (ticks of the CPU clock), the safety net
+    /// out now. With `limit`, the safety net
     /// sends them once they have stayed held that long (1-2 times it)
     /// while the thread made no call that sends them; without, they wait
     /// for such a call.
@@ -386,15 +404,15 @@ impl WorkerObj {
     /// point, which takes the net's lock ([`hold_lock`](Self::hold_lock))
     /// while something is held.
     pub unsafe fn hold(&self, ep: *const c_void, release: unsafe fn(*const c_void), arg: *const c_void,
-                       limit: Option<u64>) -> bool {
+                       limit: Option<Duration>) -> bool {
         debug_assert!(self.may_hold());
         let _locked = self.hold_lock();
         self.release_other_workers();
         if self.held.get().is_some_and(|h| h.ep != ep) {
             self.release_held();
         }
-        if let Some(ticks) = limit {
-            if !self.net_ready(ticks) {
+        if let Some(period) = limit {
+            if !self.net_ready(period) {
                 return false;
             }
         }
@@ -406,9 +424,9 @@ impl WorkerObj {
         true
     }
 
-    /// The net's timer is added (once; `ticks` apart). Called with the
+    /// The net's timer is added (once; `period` apart). Called with the
     /// net's lock taken.
-    fn net_ready(&self, ticks: u64) -> bool {
+    fn net_ready(&self, period: Duration) -> bool {
         let n = &self.net;
         let Some(mode) = n.mode else { return false };
         if n.timer.get().is_some() {
@@ -417,31 +435,67 @@ impl WorkerObj {
         if n.failed.get() {
             return false;
         }
-        let mut id: c_int = -1;
-        // SAFETY: the worker outlives the timer: the tick removes it, or
-        // `destroy` does (synchronously) before the worker is freed.
-        let status = unsafe {
-            ucs::ucs_async_add_timer(mode, ticks, Some(on_tick), self as *const Self as *mut c_void, self.async_ctx,
-                                     &mut id)
-        };
-        if status != UCS_OK {
-            n.failed.set(true);
-            crate::debug!("worker {:p}: no timer for held messages ({}): messages are no longer held", self, status);
-            return false;
+        match self.start_clock(period) {
+            Ok(fd) => {
+                // SAFETY: the worker outlives the handler: the tick removes
+                // it, or `net_stop` does (synchronously) before the worker
+                // is freed; the descriptor stays open until then. No async
+                // context (see `tick`); edge-triggered, as the tick reads
+                // the descriptor only once per wake-up.
+                let status = unsafe {
+                    ucs::ucs_async_set_event_handler(mode, fd, ucs::EVENT_READ | ucs::EVENT_EDGE, Some(on_tick),
+                                                     self as *const Self as *mut c_void, std::ptr::null_mut())
+                };
+                if status == UCS_OK {
+                    n.timer.set(Some(fd));
+                    n.idle.set(0);
+                    n.seen.set(n.holds.load(Ordering::Relaxed));
+                    return true;
+                }
+                crate::debug!("worker {:p}: no timer for held messages ({}): messages are no longer held", self,
+                              status);
+            }
+            Err(e) => {
+                crate::debug!("worker {:p}: no timer descriptor for held messages ({}): messages are no longer held",
+                              self, e);
+            }
         }
-        n.timer.set(Some(id));
-        n.idle.set(0);
-        n.seen.set(n.holds.load(Ordering::Relaxed));
-        true
+        n.failed.set(true);
+        *self.clock() = None;
+        false
     }
 
-    /// A tick of the net's timer: on the async thread (libucs blocks the
-    /// async context around its handlers, which keeps two ticks apart) or,
-    /// for a tick that found the context blocked by someone else, on the
-    /// thread that later polls the missed events (libucp's progress,
-    /// outside any UCT call).
+    /// The timer's descriptor, made if needed and started `period` apart.
+    fn start_clock(&self, period: Duration) -> Result<c_int, crate::sys::Errno> {
+        let mut clock = self.clock();
+        if clock.is_none() {
+            *clock = Some(Timer::new()?);
+        }
+        let t = clock.as_ref().expect("made above");
+        t.start(period)?;
+        Ok(t.as_raw_fd())
+    }
+
+    /// The timer's descriptor, locked (a poisoned lock is taken as it is:
+    /// nothing panics while holding it).
+    fn clock(&self) -> std::sync::MutexGuard<'_, Option<Timer>> {
+        self.net.clock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A tick of the net's timer, on libucs's async thread (one per
+    /// process, which runs one handler at a time: two ticks never overlap).
+    /// The handler is not tied to the worker's async context: libucs would
+    /// otherwise defer a tick that finds the context blocked to the next
+    /// progress call of the context's owner, which is the call that may
+    /// never come, and the descriptor, not read, would not expire again.
+    /// The net's own lock keeps the tick and the worker's thread apart.
     fn tick(&self, id: c_int) {
         let n = &self.net;
+        if let Some(t) = self.clock().as_ref() {
+            // Read, so that it expires again (a periodic timer descriptor
+            // waits for its reader); a failure leaves it as it is.
+            let _ = t.drain();
+        }
         let holds = n.holds.load(Ordering::Relaxed);
         let fresh = holds != n.seen.get();
         n.seen.set(holds);
@@ -482,8 +536,12 @@ impl WorkerObj {
             }
         } else if n.idle.get() >= NET_IDLE_TICKS {
             n.timer.set(None);
-            // SAFETY: our timer; libucs lets a handler remove itself (not
-            // waiting for itself to return).
+            if let Some(t) = self.clock().as_ref() {
+                // Failing to stop it only costs wake-ups of nobody.
+                let _ = t.stop();
+            }
+            // SAFETY: our handler; libucs lets a handler remove itself (not
+            // waiting for itself to return). The descriptor stays open.
             unsafe { ucs::ucs_async_remove_handler(id, 0) };
         }
     }
@@ -499,9 +557,11 @@ impl WorkerObj {
             self.net.timer.take()
         };
         if let Some(id) = timer {
-            // SAFETY: our timer, added by `net_ready`.
+            // SAFETY: our handler, added by `net_ready`.
             unsafe { ucs::ucs_async_remove_handler(id, 1) };
         }
+        // No tick runs any more: the descriptor goes.
+        *self.clock() = None;
     }
 
     /// What `ep` held went out (or was dropped with its connection).

@@ -1,10 +1,14 @@
 //! Readiness: an [`Epoll`] set (nix's, close-on-exec) whose events carry
-//! a caller's 64-bit tag, an [`EventFd`] (non-blocking, close-on-exec),
-//! and [`poll_now`] over a list of descriptor numbers.
+//! a caller's 64-bit tag, an [`EventFd`] (non-blocking, close-on-exec), a
+//! periodic [`Timer`] descriptor, and [`poll_now`] over a list of
+//! descriptor numbers.
 
 use super::Errno;
 use nix::sys::epoll::{EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::eventfd::EfdFlags;
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use std::time::Duration;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 /// Readable (`EPOLLIN`).
@@ -184,6 +188,55 @@ impl EventFd {
     }
 }
 
+/// A periodic timer as a descriptor (a timerfd on the monotonic clock,
+/// non-blocking, close-on-exec): readable from each expiry until read.
+/// An event loop that watches it sleeps exactly until the next expiry.
+#[derive(Debug)]
+pub struct Timer(TimerFd);
+
+impl AsFd for Timer {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+impl AsRawFd for Timer {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl Timer {
+    /// A timer that is not running.
+    pub fn new() -> nix::Result<Timer> {
+        TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC).map(Timer)
+    }
+
+    /// Expire every `period` from now on (replacing an earlier setting and
+    /// its count of expirations); a zero period counts as 1 ns.
+    pub fn start(&self, period: Duration) -> nix::Result<()> {
+        let period = period.max(Duration::from_nanos(1));
+        self.0.set(Expiration::Interval(TimeSpec::from_duration(period)), TimerSetTimeFlags::empty())
+    }
+
+    /// Stop expiring.
+    pub fn stop(&self) -> nix::Result<()> {
+        self.0.unset()
+    }
+
+    /// Read the expirations since the last read (0: none). A periodic
+    /// timer expires again only once its expirations are read.
+    pub fn drain(&self) -> nix::Result<u64> {
+        let mut n = [0u8; 8];
+        match nix::unistd::read(&self.0, &mut n) {
+            Ok(8) => Ok(u64::from_ne_bytes(n)),
+            Ok(_) => Err(Errno::EIO),
+            Err(Errno::EAGAIN) => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// `poll` over `fds` without waiting; returns how many have events.
 /// Descriptor numbers are plain integers to the kernel (a stale one reports
 /// `POLLNVAL`), so the list may be built from sockets not borrowed here.
@@ -199,6 +252,26 @@ mod tests {
     use super::*;
     use crate::sys::addr::SockAddr;
     use crate::sys::socket::{listener, MsgFlags, Socket};
+
+    #[test]
+    fn timer_expires_periodically_and_stops() {
+        let t = Timer::new().unwrap();
+        let ep = Epoll::new().unwrap();
+        ep.update(&t, 0, EV_READ, 3).unwrap();
+        let mut out = [Event::EMPTY; 4];
+        // Not running: never readable.
+        assert_eq!(ep.wait(&mut out, 20).unwrap(), 0);
+        assert_eq!(t.drain(), Ok(0));
+        t.start(Duration::from_millis(2)).unwrap();
+        for _ in 0..3 {
+            assert_eq!(ep.wait(&mut out, 5000).unwrap(), 1);
+            assert_eq!(out[0].data(), 3);
+            assert!(t.drain().unwrap() >= 1);
+        }
+        t.stop().unwrap();
+        let _ = t.drain();
+        assert_eq!(ep.wait(&mut out, 30).unwrap(), 0);
+    }
 
     #[test]
     fn epoll_reports_readiness_with_tags() {

@@ -25,6 +25,10 @@ pub struct ucs_log_component_config_t {
 }
 
 /// `ucs_sys_namespace_type_t` values.
+/// `ucs_event_set_types_t` (ucs/sys/event_set.h): readable, and
+/// edge-triggered (one event per change, not one per wait).
+pub const EVENT_READ: c_uint = 1;
+pub const EVENT_EDGE: c_uint = 1 << 3;
 pub const UCS_SYS_NS_TYPE_IPC: c_uint = 0;
 pub const UCS_SYS_NS_TYPE_NET: c_uint = 2;
 pub const UCS_SYS_NS_TYPE_PID: c_uint = 3;

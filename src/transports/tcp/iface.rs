@@ -76,10 +76,9 @@ pub(super) struct Cfg {
     pub(super) keepalive: Option<(i32, Option<i32>, i32)>,
     /// Most bytes of active messages held back for coalescing (0: off).
     pub(super) coalesce: usize,
-    /// `UCX_TCP_TX_COALESCE_TIMEOUT` in CPU clock ticks: how long held
-    /// messages wait at most while the thread does not call (None: no
-    /// limit).
-    pub(super) hold_limit: Option<u64>,
+    /// `UCX_TCP_TX_COALESCE_TIMEOUT`: how long held messages wait at
+    /// most while the thread does not call (1-2 times it; None: no limit).
+    pub(super) hold_limit: Option<Duration>,
     /// Time an accepted connection has for its handshake (None: no limit).
     pub(super) handshake_timeout: Option<std::time::Duration>,
     /// `UCX_TCP_LOCAL_CC`: the congestion control of connections within
@@ -511,18 +510,12 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
     Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
 }
 
-/// `UCX_TCP_TX_COALESCE_TIMEOUT` in CPU clock ticks, at least 1 ms (the
-/// granularity of libucs's timers; "auto": the default, 5 ms); None for
-/// "inf". A tick of the timer wakes the async thread: every 1 ms cost UCP
-/// streams over loopback 2-3 % on a 2-core machine (the thread takes a core
-/// from the two busy processes), every 5 ms nothing measurable.
-fn hold_limit_ticks(t: u64) -> Option<u64> {
-    if t == TIME_INF {
-        return None;
-    }
-    // SAFETY: plain libucs query.
-    let per_ms = (unsafe { ucs::ucs_get_cpu_clocks_per_sec() } / 1000.0) as u64;
-    Some(if t == TIME_AUTO { 5 * per_ms } else { t.max(per_ms) })
+/// `UCX_TCP_TX_COALESCE_TIMEOUT`: the safety net's period, at least 1 ms
+/// ("auto": the default, 5 ms); None for "inf". A tick wakes the async
+/// thread once; on a 2-core machine whose cores run two busy processes
+/// the thread takes a core from one of them for the tick.
+fn hold_period(t: u64) -> Option<Duration> {
+    time_duration(t, Duration::from_millis(5)).map(|d| d.max(Duration::from_millis(1)))
 }
 
 /// `UCX_TCP_LOCAL_CC` as set (None when empty or not valid UTF-8).
@@ -609,7 +602,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
     ifaddr.port = bound.port;
     epoll_set(&epoll, &listener, 0, EV_READ, LISTEN_TAG);
     let lfd = listener.fd();
-    let hold_limit = hold_limit_ticks(c.tx_coalesce_timeout);
+    let hold_limit = hold_period(c.tx_coalesce_timeout);
     let cfg = Cfg {
         tx_seg_size,
         rx_seg_size,

@@ -229,9 +229,9 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         // Not in UCX 1.13.1: an extension of this library.
         field(c"TX_COALESCE_TIMEOUT", c"5ms", c"Messages held back by TX_COALESCE while the application makes no call\n\
                 into UCT that sends them (it waits for its peer by other means) are sent\n\
-                by a timer of the worker's async context after this long (up to twice\n\
-                it; at least 1ms). Without a timer (an async context in signal or poll\n\
-                mode) messages are not held. \"inf\": no timer, held messages wait for\n\
+                by a timer on libucs's async thread after this long (up to twice it;\n\
+                at least 1ms). A worker whose async context is in signal or poll mode\n\
+                runs no such timer and holds no messages. \"inf\": no timer, held messages wait for\n\
                 the application's next call (uct-rs extension).",
               offset_of!(TcpIfaceConfig, tx_coalesce_timeout), parser::time_units()),
     ]);

@@ -73,7 +73,7 @@ pub fn start(iface: &Iface<UdIface>) {
         // SAFETY: the interface outlives the handler (removed in `stop`);
         // the descriptor is the interface's completion channel.
         let status = unsafe {
-            crate::ucs::ucs_async_set_event_handler(mode, fd, 1, Some(on_event), iface as *const _ as *mut c_void,
+            crate::ucs::ucs_async_set_event_handler(mode, fd, crate::ucs::EVENT_READ, Some(on_event), iface as *const _ as *mut c_void,
                                                     ctx)
         };
         if status == UCS_OK {
