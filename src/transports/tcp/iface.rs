@@ -382,6 +382,11 @@ impl Transport for TcpIface {
             return 0;
         }
         let n = s.progress_iface(iface);
+        // What the handlers sent during the call was held (`may_hold`):
+        // it goes out now, one write per connection. The application's
+        // next message is the first of a new epoch (it goes out at once).
+        s.release_all_held(iface);
+        s.epoch.set(s.epoch.get().wrapping_add(1));
         if s.progress_locked.replace(false) {
             iface.hdr.worker().hold_unlock();
         }

@@ -55,7 +55,7 @@ const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
 /// the next message: one system call per message instead of two) is a
 /// quarter faster. Holding messages of 16 KiB (and their headers) is what
 /// makes the smaller rows faster.
-const COPY_HOLD_MAX: usize = 17 << 10;
+pub(super) const COPY_HOLD_MAX: usize = 17 << 10;
 /// Free send buffers the interface keeps for reuse.
 const TX_POOL_KEEP: usize = 16;
 
@@ -190,10 +190,20 @@ impl TcpIface {
     /// header slot at `tx.held` in `tx.buf`; an active message (`hold`) may
     /// be held back to go out with the next one.
     #[inline]
-    pub(super) fn send_buffered(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>, am_id: u8,
+    pub(super) fn send_buffered(&self, iface: &I, conn: &Rc<Conn>, tx: std::cell::RefMut<'_, Tx>, am_id: u8,
                                 len: usize, hold: bool) -> ucs_status_t {
+        self.send_buffered_frame(iface, conn, tx, am_id, len as u32, len, hold)
+    }
+
+    /// [`send_buffered`](Self::send_buffered) of a frame whose header
+    /// gives `frame_len` bytes while `len` bytes follow it (a put: its
+    /// request, then its data).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn send_buffered_frame(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>,
+                                      am_id: u8, frame_len: u32, len: usize, hold: bool) -> ucs_status_t {
         let at = tx.held;
-        wire::put_hdr(&mut tx.buf[at..], am_id, len as u32);
+        wire::put_hdr(&mut tx.buf[at..], am_id, frame_len);
         let end = at + wire::HDR_LEN + len;
         conn.set(F_NEED_FLUSH);
         if hold && self.may_hold(conn, end) {
@@ -237,17 +247,23 @@ impl TcpIface {
         self.flush_tx(iface, conn, tx, false)
     }
 
-    /// Coalescing: an active message is held back when another one already
-    /// went out on this connection since the last progress call (the
-    /// application is sending back to back) and the held bytes stay within
-    /// `UCX_TCP_TX_COALESCE`. Held messages go out with the next message
-    /// that is not held, or at the next progress, flush, event arm or
+    /// Coalescing: a message is held back, while the held bytes stay within
+    /// `UCX_TCP_TX_COALESCE`, when
+    /// - another one already went out on this connection since the last
+    ///   progress call (the application is sending back to back), or
+    /// - it is sent from a handler of this interface's progress (an answer,
+    ///   an acknowledgement, libucp's rendezvous steps): everything the
+    ///   handlers of one progress call send goes out when that call
+    ///   returns, one write per connection.
+    ///
+    /// Held messages go out with the next message that is not held, or at
+    /// the end of a progress call, the next progress, flush, event arm or
     /// endpoint destruction: one system call for many messages. The first
-    /// message after a progress call always goes out at once, so a lone
-    /// message (or a ping-pong) is never delayed.
+    /// message the application sends after a progress call always goes
+    /// out at once, so a lone message (or a ping-pong) is never delayed.
     #[inline]
-    fn may_hold(&self, conn: &Conn, end: usize) -> bool {
-        end <= self.cfg.coalesce && conn.tx_epoch.get() == self.epoch.get()
+    pub(super) fn may_hold(&self, conn: &Conn, end: usize) -> bool {
+        end <= self.cfg.coalesce && (self.in_progress.get() || conn.tx_epoch.get() == self.epoch.get())
     }
 
     /// Send the messages `conn` holds back.
