@@ -32,6 +32,30 @@
  *                                         would not fit (coalescing by copy)
  *       RAW_RX_BUF=BYTES (tcp-stream*):   the receiver's recv() size (default
  *                                         one message, SIZE + 8)
+ *   raw_ceiling tcp-rndv SIZE BYTES       libucp's rendezvous over tcp as a bare
+ *                                         exchange of frames: the sender asks
+ *                                         (RTS), the receiver answers (RTR), the
+ *                                         sender writes the SIZE bytes as puts
+ *                                         (a frame and its payload, one
+ *                                         sendmsg() each) over RAW_RNDV_LANES
+ *                                         connections (default 2), the
+ *                                         receiver acknowledges each put on its
+ *                                         connection and the sender ends the
+ *                                         message (ATP), with RAW_RNDV_WINDOW
+ *                                         messages in flight (default 32,
+ *                                         ucx_perftest's tag_bw). The puts:
+ *                                         RAW_RNDV_PARTS="BYTES@LANE,..." (the
+ *                                         sizes add up to SIZE), by default
+ *                                         SIZE split evenly over the lanes.
+ *                                         Each side writes the small frames a
+ *                                         pass over its sockets produced in one
+ *                                         call per socket, or with the next put
+ *                                         on that socket (the fewest system
+ *                                         calls); the receiver receives up to
+ *                                         RAW_RX_BUF bytes (default 65536) into
+ *                                         a staging buffer, copies the part of
+ *                                         a put that came with it and receives
+ *                                         the rest straight into the target
  *   raw_ceiling cma-pingpong SIZE ITERS   half round trip of a SIZE-byte
  *                                         process_vm_writev() into the peer,
  *                                         which polls the last byte (what
@@ -283,6 +307,234 @@ static int tcp_stream(size_t size, long bytes, int copies)
     return 0;
 }
 
+static char *private_buf(size_t size, int fill);
+
+/* tcp-rndv: the frames of the rendezvous exchange (24 bytes each; a put's
+ * payload follows its frame and lands at `off` in the receiver's buffer). */
+enum { RV_RTS = 1, RV_RTR, RV_PUT, RV_ACK, RV_ATP };
+struct rv_frame { uint32_t type, id; uint64_t len, off; };
+#define RV_MAX_LANES 4
+#define RV_MAX_PARTS 8
+
+/* Small frames a pass produced for one socket, written together. */
+struct rv_out { struct rv_frame f[256]; int n; };
+
+static void rv_queue(struct rv_out *o, uint32_t type, uint32_t id, uint64_t len, uint64_t off)
+{
+    if (o->n == (int)(sizeof(o->f) / sizeof(o->f[0]))) {
+        fprintf(stderr, "tcp-rndv: too many frames in one pass\n");
+        exit(1);
+    }
+    o->f[o->n++] = (struct rv_frame){type, id, len, off};
+}
+
+static void rv_flush(int fd, struct rv_out *o)
+{
+    if (!o->n) return;
+    struct iovec v = {o->f, o->n * sizeof(o->f[0])};
+    send_all(fd, &v, 1);
+    o->n = 0;
+}
+
+/* One socket's receive side: a staging buffer, and the put being received
+ * straight into its target. */
+struct rv_in { char *buf; size_t len, cap; char *put_at; size_t put_left; uint32_t put_id; };
+
+/* Receive on `fd` and hand every whole frame to `on_frame` (a put once all
+ * its payload is in `target`: the receiver only). */
+static void rv_poll(int fd, struct rv_in *in, char *target,
+                    void (*on_frame)(int lane, const struct rv_frame *f, void *ctx), int lane, void *ctx)
+{
+    if (in->put_left) {
+        ssize_t r = recv(fd, in->put_at, in->put_left, 0);
+        if (r > 0) {
+            in->put_at += r;
+            in->put_left -= (size_t)r;
+            if (!in->put_left) {
+                struct rv_frame done = {RV_PUT, in->put_id, 0, 0};
+                on_frame(lane, &done, ctx);
+            }
+        } else if (r == 0) exit(1);
+        else if (errno != EAGAIN && errno != EINTR) DIE("recv");
+        return;
+    }
+    ssize_t r = recv(fd, in->buf + in->len, in->cap - in->len, 0);
+    if (r == 0) exit(1);
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EINTR) DIE("recv");
+        return;
+    }
+    in->len += (size_t)r;
+    size_t off = 0;
+    while (in->len - off >= sizeof(struct rv_frame)) {
+        struct rv_frame f;
+        memcpy(&f, in->buf + off, sizeof(f));
+        off += sizeof(f);
+        if (f.type != RV_PUT) {
+            on_frame(lane, &f, ctx);
+            continue;
+        }
+        size_t have = in->len - off < f.len ? in->len - off : f.len;
+        char *at = target + f.off;
+        memcpy(at, in->buf + off, have);
+        __asm__ volatile("" : : "r"(at) : "memory");
+        off += have;
+        if (have < f.len) {
+            in->put_at = at + have;
+            in->put_left = f.len - have;
+            in->put_id = f.id;
+            break;
+        }
+        on_frame(lane, &f, ctx);
+    }
+    memmove(in->buf, in->buf + off, in->len - off);
+    in->len -= off;
+}
+
+struct rv_state {
+    int lanes, fd[RV_MAX_LANES];
+    int nparts, part_lane[RV_MAX_PARTS];
+    size_t part_len[RV_MAX_PARTS];
+    struct rv_out out[RV_MAX_LANES];
+    long done;                 /* receiver: ATPs; sender: completed messages */
+    unsigned char *acks;       /* sender: acknowledgements per window slot */
+    long window, outstanding;
+    char *payload;
+};
+
+static void rv_receiver_frame(int lane, const struct rv_frame *f, void *ctx)
+{
+    struct rv_state *s = ctx;
+    switch (f->type) {
+    case RV_RTS: rv_queue(&s->out[0], RV_RTR, f->id, 0, 0); break;
+    case RV_PUT: rv_queue(&s->out[lane], RV_ACK, f->id, 0, 0); break;
+    case RV_ATP: s->done++; break;
+    default: fprintf(stderr, "tcp-rndv: frame %u at the receiver\n", f->type); exit(1);
+    }
+}
+
+static void rv_sender_frame(int lane, const struct rv_frame *f, void *ctx)
+{
+    struct rv_state *s = ctx;
+    (void)lane;
+    switch (f->type) {
+    case RV_RTR: {
+        size_t off = 0;
+        for (int k = 0; k < s->nparts; k++) {
+            /* What the pass queued for this socket goes first, then the
+             * put's frame and payload: one sendmsg(). */
+            int l = s->part_lane[k];
+            struct rv_out *o = &s->out[l];
+            rv_queue(o, RV_PUT, f->id, s->part_len[k], off);
+            struct iovec v[2] = {{o->f, o->n * sizeof(o->f[0])}, {s->payload + off, s->part_len[k]}};
+            send_all(s->fd[l], v, 2);
+            o->n = 0;
+            off += s->part_len[k];
+        }
+        break;
+    }
+    case RV_ACK:
+        if (++s->acks[f->id % s->window] == s->nparts) {
+            s->acks[f->id % s->window] = 0;
+            rv_queue(&s->out[0], RV_ATP, f->id, 0, 0);
+            s->done++;
+            s->outstanding--;
+        }
+        break;
+    default: fprintf(stderr, "tcp-rndv: frame %u at the sender\n", f->type); exit(1);
+    }
+}
+
+/* RAW_RNDV_PARTS="BYTES@LANE,...": the puts of one message in order (their
+ * sizes must add up to SIZE); by default SIZE split evenly over the lanes. */
+static int rv_parts(struct rv_state *s, size_t size)
+{
+    const char *spec = getenv("RAW_RNDV_PARTS");
+    size_t total = 0;
+    s->nparts = 0;
+    if (!spec || !*spec) {
+        for (int l = 0; l < s->lanes; l++) {
+            s->part_lane[l] = l;
+            s->part_len[l] = size / (size_t)s->lanes + (l == s->lanes - 1 ? size % (size_t)s->lanes : 0);
+        }
+        s->nparts = s->lanes;
+        return 0;
+    }
+    for (const char *p = spec; *p && s->nparts < RV_MAX_PARTS;) {
+        char *end;
+        unsigned long len = strtoul(p, &end, 0), lane = 0;
+        if (*end == '@') lane = strtoul(end + 1, &end, 0);
+        if (len == 0 || lane >= (unsigned long)s->lanes) return -1;
+        s->part_len[s->nparts] = len;
+        s->part_lane[s->nparts++] = (int)lane;
+        total += len;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return total == size ? 0 : -1;
+}
+
+static int tcp_rndv(size_t size, long bytes)
+{
+    struct rv_state s = {.lanes = (int)env_size("RAW_RNDV_LANES", 2), .window = (long)env_size("RAW_RNDV_WINDOW", 32)};
+    int peer[RV_MAX_LANES];
+    long count = bytes / (long)size + 1;
+    size_t cap = env_size("RAW_RX_BUF", 65536);
+    if (s.lanes < 1 || s.lanes > RV_MAX_LANES || s.window < 1 || s.window > 200 || cap < sizeof(struct rv_frame) ||
+        rv_parts(&s, size)) {
+        fprintf(stderr, "tcp-rndv: RAW_RNDV_LANES 1-%d, RAW_RNDV_WINDOW 1-200, RAW_RX_BUF >= %zu, "
+                "RAW_RNDV_PARTS=BYTES@LANE,... adding up to SIZE (at most %d)\n",
+                RV_MAX_LANES, sizeof(struct rv_frame), RV_MAX_PARTS);
+        return 2;
+    }
+    for (int l = 0; l < s.lanes; l++) tcp_pair(&peer[l], &s.fd[l]);
+    struct rv_in in[RV_MAX_LANES] = {{0}};
+    for (int l = 0; l < s.lanes; l++) {
+        in[l].cap = cap;
+        in[l].buf = malloc(cap);
+        if (!in[l].buf) DIE("malloc");
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int l = 0; l < s.lanes; l++) {
+            close(s.fd[l]);
+            s.fd[l] = peer[l];
+        }
+        pin(1);
+        char *target = private_buf(size, 0);
+        while (s.done < count) {
+            for (int l = 0; l < s.lanes; l++) rv_poll(s.fd[l], &in[l], target, rv_receiver_frame, l, &s);
+            for (int l = 0; l < s.lanes; l++) rv_flush(s.fd[l], &s.out[l]);
+        }
+        exit(0);
+    }
+    for (int l = 0; l < s.lanes; l++) close(peer[l]);
+    pin(0);
+    s.payload = private_buf(size, 1);
+    s.acks = calloc((size_t)s.window, 1);
+    if (!s.acks) DIE("calloc");
+    long next = 0;
+    double t0 = now_sec();
+    while (s.done < count) {
+        while (s.outstanding < s.window && next < count) {
+            rv_queue(&s.out[0], RV_RTS, (uint32_t)next++, 0, 0);
+            s.outstanding++;
+        }
+        for (int l = 0; l < s.lanes; l++) rv_flush(s.fd[l], &s.out[l]);
+        for (int l = 0; l < s.lanes; l++) rv_poll(s.fd[l], &in[l], NULL, rv_sender_frame, l, &s);
+    }
+    for (int l = 0; l < s.lanes; l++) rv_flush(s.fd[l], &s.out[l]);
+    double t = now_sec() - t0;
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "tcp-rndv: the receiver failed\n");
+        return 1;
+    }
+    printf("%.3f %.2f\n", t / count * 1e6, size * (double)count / t / 1e6);
+    return 0;
+}
+
 /* Shared between the two processes: each one's buffer address. */
 /* A private anonymous buffer of SIZE bytes, every byte FILL (touched, so
  * its pages exist before the timing starts). */
@@ -490,7 +742,7 @@ static int shm_pipe(size_t frag, long bytes)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|tcp-stream-copy|tcp-stream-copy2|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
+        fprintf(stderr, "usage: %s tcp-pingpong|tcp-stream|tcp-stream-copy|tcp-stream-copy2|tcp-rndv|cma-pingpong|cma-put|cma-get|cma-split|memcpy|shm-pipe SIZE COUNT\n", argv[0]);
         return 2;
     }
     size_t size = strtoul(argv[2], NULL, 0);
@@ -504,6 +756,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "tcp-stream")) return tcp_stream(size, count, 0);
     if (!strcmp(argv[1], "tcp-stream-copy")) return tcp_stream(size, count, 1);
     if (!strcmp(argv[1], "tcp-stream-copy2")) return tcp_stream(size, count, 2);
+    if (!strcmp(argv[1], "tcp-rndv")) return tcp_rndv(size, count);
     if (!strcmp(argv[1], "cma-pingpong")) return cma_pingpong(size, count);
     if (!strcmp(argv[1], "cma-put")) return cma_stream(size, count, 0);
     if (!strcmp(argv[1], "cma-get")) return cma_stream(size, count, 1);

@@ -81,6 +81,11 @@ if has raw; then
         raw_row "tcp stream 4 KiB" bw ucp:tcp:stream_bw:4096 tcp-stream 4096 2147483648
         raw_row "tcp stream 16 KiB" bw ucp:tcp:stream_bw:16384 tcp-stream 16384 2147483648
         raw_row "tcp stream 64 KiB" bw ucp:tcp:stream_bw:65536 tcp-stream 65536 2147483648
+        # libucp 1.13.1's rendezvous of 64 KiB over tcp on loopback: RTS,
+        # RTR, three puts over its two tcp lanes (the sizes strace shows),
+        # one acknowledgement per put, ATP; 32 messages in flight
+        RAW_RNDV_PARTS=32768@0,31009@1,1759@0 raw_row "tcp rendezvous 64 KiB (puts of 32768 + 31009 + 1759 B over 2 connections)" \
+            bw ucp:tcp:tag_bw:65536 tcp-rndv 65536 2147483648
         # libucp's eager path copies each byte once more on the receiver
         # (transport buffer to the user's): the ceiling of that pattern
         raw_row "tcp stream 64 KiB, the receiver copying each byte once more" bw "" tcp-stream-copy 65536 2147483648
