@@ -9,7 +9,10 @@
 #     buffer and written together (coalescing by copy);
 #   - the receiver: every byte copied once more after recv() (into the
 #     user's buffer), or twice (libucp's path for data that arrives before
-#     the receive is posted: its own descriptor, then the user's buffer).
+#     the receive is posted: its own descriptor, then the user's buffer);
+#     receiving 64 KiB per call, or one message per call (what a receiver
+#     that hands libucp every message in a buffer of its own, with libucp's
+#     headroom before it, does at best without copying).
 #
 # Usage: bench/tcp-stream-ceiling.sh LIBDIR [ROUNDS]      (ROUNDS default 7)
 set -u
@@ -30,16 +33,21 @@ raw_build
 
 echo
 echo "# raw ceilings (bench/raw_ceiling.c), median of $rounds; bytes per run as in the UCP rows"
-printf '%-8s %-44s | %10s\n' size pattern "MB/s"
+printf '%-8s %-66s | %10s\n' size pattern "MB/s"
 for s in $sizes; do
     bytes=$((s * iters))
     while IFS='|' read -r label batch rxbuf mode; do
+        # "msg": one receive per message (header and body), as a receiver
+        # that gives every message a buffer of its own must receive
+        [ "$rxbuf" = msg ] && rxbuf=$((s + 8))
         RAW_TX_BATCH=$batch RAW_RX_BUF=$rxbuf raw_cell "$rounds" "$mode" "$s" "$bytes"
-        printf '%-8s %-44s | %10s\n' "$s" "$label" "$rawb"
+        printf '%-8s %-66s | %10s\n' "$s" "$label" "$rawb"
     done <<'ROWS'
-one write per message, receiver copies 1x||65536|tcp-stream-copy
-one write per message, receiver copies 2x||65536|tcp-stream-copy2
-256 KiB writes (copied), receiver copies 2x|262144|65536|tcp-stream-copy2
-256 KiB writes (copied), receiver copies 1x|262144|65536|tcp-stream-copy
+one write per message, 64 KiB receives, receiver copies 1x||65536|tcp-stream-copy
+one write per message, 64 KiB receives, receiver copies 2x||65536|tcp-stream-copy2
+256 KiB writes (copied), 64 KiB receives, receiver copies 2x|262144|65536|tcp-stream-copy2
+256 KiB writes (copied), 64 KiB receives, receiver copies 1x|262144|65536|tcp-stream-copy
+one write per message, one receive per message, receiver copies 1x||msg|tcp-stream-copy
+256 KiB writes (copied), one receive per message, receiver copies 1x|262144|msg|tcp-stream-copy
 ROWS
 done

@@ -11,8 +11,8 @@ use crate::core::registry::{self, Kind};
 use crate::ucs;
 use crate::ucs::async_block::mode_of;
 use libc::{c_int, c_uint, c_void};
-use std::cell::{Cell, UnsafeCell};
 use crate::sys::epoll::Timer;
+use std::cell::{Cell, UnsafeCell};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -110,10 +110,11 @@ struct Net {
     mode: Option<u32>,
     /// The timer's handler id (its descriptor) while it is added.
     timer: Cell<Option<c_int>>,
-    /// The timer's descriptor: made by the first hold, stopped when the
-    /// timer is removed for idleness, closed by `net_stop` (after the
-    /// handler is gone). A mutex, as a tick stops it from the async
-    /// thread; never taken on the data path.
+    /// The timer's descriptor while the timer is added: made by the
+    /// first hold, closed when the tick removes the timer for idleness or
+    /// by `net_stop` (after the handler is gone). A mutex, as the tick
+    /// reads and closes it on the async thread; never taken on the data
+    /// path.
     clock: Mutex<Option<Timer>>,
     /// Holds started so far, and the count the last tick saw: a hold
     /// still there with the count unchanged has stayed over a whole tick.
@@ -471,7 +472,7 @@ impl WorkerObj {
         if clock.is_none() {
             *clock = Some(Timer::new()?);
         }
-        let t = clock.as_ref().expect("made above");
+        let Some(t) = clock.as_ref() else { return Err(crate::sys::Errno::EBADF) };
         t.start(period)?;
         Ok(t.as_raw_fd())
     }
@@ -536,13 +537,12 @@ impl WorkerObj {
             }
         } else if n.idle.get() >= NET_IDLE_TICKS {
             n.timer.set(None);
-            if let Some(t) = self.clock().as_ref() {
-                // Failing to stop it only costs wake-ups of nobody.
-                let _ = t.stop();
-            }
             // SAFETY: our handler; libucs lets a handler remove itself (not
-            // waiting for itself to return). The descriptor stays open.
+            // waiting for itself to return).
             unsafe { ucs::ucs_async_remove_handler(id, 0) };
+            // No longer watched: the descriptor goes too (an idle worker
+            // keeps no descriptor of the net; the next hold makes one).
+            *self.clock() = None;
         }
     }
 
