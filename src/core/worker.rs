@@ -469,10 +469,11 @@ impl WorkerObj {
     /// The timer's descriptor, made if needed and started `period` apart.
     fn start_clock(&self, period: Duration) -> Result<c_int, crate::sys::Errno> {
         let mut clock = self.clock();
-        if clock.is_none() {
-            *clock = Some(Timer::new()?);
-        }
-        let Some(t) = clock.as_ref() else { return Err(crate::sys::Errno::EBADF) };
+        let made = match clock.take() {
+            Some(t) => t,
+            None => Timer::new()?,
+        };
+        let t = clock.insert(made);
         t.start(period)?;
         Ok(t.as_raw_fd())
     }

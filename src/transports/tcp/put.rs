@@ -164,36 +164,19 @@ impl TcpIface {
         let req = PutReq { addr: remote.addr, length: total as u64, sn: conn.tx_put_sn.get().wrapping_add(1) };
         let mut hdr = [0u8; wire::PUT_REQ_LEN];
         wire::encode_put_req(&mut hdr, &req);
-        if total > 0 && total <= super::tx::COPY_HOLD_MAX && self.check_tx(conn) == UCS_OK {
-            if let Ok(mut tx) = conn.tx.try_borrow_mut() {
-                self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
-                let at = tx.held + wire::HDR_LEN;
-                let body = wire::PUT_REQ_LEN + total;
-                if self.may_hold(conn, at + body) {
-                    self.tx_ensure(&mut tx, self.cfg.tx_seg_size + self.cfg.coalesce);
-                    tx.buf[at..at + wire::PUT_REQ_LEN].copy_from_slice(&hdr);
-                    let n = iov_gather(iov, &mut tx.buf[at + wire::PUT_REQ_LEN..at + body]);
-                    debug_assert_eq!(n, total);
-                    // Recorded first: a hold is the last step of a send
-                    // (the safety net may send it from another thread).
-                    let before = (conn.tx_put_sn.get(), conn.has(F_PUT_TX_WAITING_ACK));
-                    let queued = !comp.is_none();
+        // Held from a small put: copied, its request and data held with the
+        // connection's other messages. The put's own state is recorded
+        // after the hold: the safety net's release touches only the send
+        // buffer.
+        if total > 0 {
+            let body = wire::PUT_REQ_LEN + total;
+            match self.copy_hold(iface, conn, wire::AM_ID_PUT_REQ, Some(wire::PUT_REQ_LEN as u32), &hdr, iov, body) {
+                None => {}
+                Some(UCS_OK | UCS_INPROGRESS) => {
                     self.put_sent(conn, req.sn, comp);
-                    let st = self.send_buffered_frame(iface, conn, tx, wire::AM_ID_PUT_REQ, wire::PUT_REQ_LEN as u32,
-                                                      body, true);
-                    if st != UCS_OK && st != UCS_INPROGRESS {
-                        // Not sent (not held either): as if never posted.
-                        conn.tx_put_sn.set(before.0);
-                        if !before.1 {
-                            conn.clear(F_PUT_TX_WAITING_ACK);
-                        }
-                        if queued {
-                            conn.put_comps.borrow_mut().pop_back();
-                        }
-                        return st;
-                    }
                     return UCS_INPROGRESS;
                 }
+                Some(e) => return e,
             }
         }
         if let Err(e) = self.send_zcopy(iface, conn, wire::AM_ID_PUT_REQ, &hdr, Some(wire::PUT_REQ_LEN as u32), iov,

@@ -55,7 +55,7 @@ const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
 /// the next message: one system call per message instead of two) is a
 /// quarter faster. Holding messages of 16 KiB (and their headers) is what
 /// makes the smaller rows faster.
-pub(super) const COPY_HOLD_MAX: usize = 17 << 10;
+const COPY_HOLD_MAX: usize = 17 << 10;
 /// Free send buffers the interface keeps for reuse.
 const TX_POOL_KEEP: usize = 16;
 
@@ -527,23 +527,9 @@ impl TcpIface {
             return e;
         }
         // Back to back with other messages and within the coalescing bound:
-        // copied and held back with them (coalescing), complete now. A copy
-        // of up to UCX_TCP_TX_COALESCE bytes costs less than the system call
-        // it saves.
-        if total <= COPY_HOLD_MAX && total + wire::HDR_LEN <= self.cfg.coalesce && self.check_tx(conn) == UCS_OK {
-            if let Ok(mut tx) = conn.tx.try_borrow_mut() {
-                self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
-                let at = tx.held + wire::HDR_LEN;
-                if self.may_hold(conn, at + total) {
-                    // Room for the held messages and one more of the
-                    // largest (see send_buffered).
-                    self.tx_ensure(&mut tx, self.cfg.tx_seg_size + self.cfg.coalesce);
-                    tx.buf[at..at + header.len()].copy_from_slice(header);
-                    let n = iov_gather(iov, &mut tx.buf[at + header.len()..at + total]);
-                    debug_assert_eq!(header.len() + n, total);
-                    return self.send_buffered(iface, conn, tx, id, total, true);
-                }
-            }
+        // copied and held back with them, complete now.
+        if let Some(st) = self.copy_hold(iface, conn, id, None, header, iov, total) {
+            return st;
         }
         let r = self.send_zcopy(iface, conn, id, header, None, iov, comp);
         if total > COPY_HOLD_MAX && !self.local_cc_conn(conn) {
@@ -555,6 +541,35 @@ impl TcpIface {
             Ok((st, _)) => st,
             Err(e) => e,
         }
+    }
+
+    /// Coalescing by copy: a zero-copy send of `head` and `iov` (`body`
+    /// bytes in all) that may be held (`may_hold`, at most `COPY_HOLD_MAX`
+    /// bytes) is copied after the connection's held messages and held with
+    /// them; a copy of up to `UCX_TCP_TX_COALESCE` bytes costs less than
+    /// the system call it saves. Its header gives `frame_len` bytes (the
+    /// whole body when None; a put's request only). None: not copied (the
+    /// caller sends from the user's buffer); else the status of the
+    /// buffered send, whose hold is its last step.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn copy_hold(&self, iface: &I, conn: &Rc<Conn>, id: u8, frame_len: Option<u32>, head: &[u8],
+                            iov: &[uct_iov_t], body: usize) -> Option<ucs_status_t> {
+        if body > COPY_HOLD_MAX || self.check_tx(conn) != UCS_OK {
+            return None;
+        }
+        let mut tx = conn.tx.try_borrow_mut().ok()?;
+        self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
+        let at = tx.held + wire::HDR_LEN;
+        if !self.may_hold(conn, at + body) {
+            return None;
+        }
+        // Room for the held messages and one more of the largest (see
+        // send_buffered).
+        self.tx_ensure(&mut tx, self.cfg.tx_seg_size + self.cfg.coalesce);
+        tx.buf[at..at + head.len()].copy_from_slice(head);
+        let n = iov_gather(iov, &mut tx.buf[at + head.len()..at + body]);
+        debug_assert_eq!(head.len() + n, body);
+        Some(self.send_buffered_frame(iface, conn, tx, id, frame_len.unwrap_or(body as u32), body, true))
     }
 
     /// `ep_check`: a keepalive frame when the connection can send now (a
