@@ -33,8 +33,10 @@ IO_DEMO=$(command -v io_demo) || abort "io_demo" "not installed (apt-get install
 VG=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite)
 # UCX 1.18.1's own code, whatever libuct is under it (seen with its C libuct
 # as LIBDIR): its ucp_hello_world example leaks a buffer its main()
-# allocates, and libucp's multi-fragment AM send tests a value valgrind
-# takes for uninitialised (the wheel has no valgrind annotations).
+# allocates, and libucp's multi-fragment AM send and its pending queue
+# (ucp_request_pending_add, when a send answers NO_RESOURCE) test values
+# valgrind takes for uninitialised (the wheel has no valgrind
+# annotations).
 # ucx_perftest's own code, whatever libuct is under it: in the UCP tests it
 # sends its peer a structure with uninitialised padding over its control
 # socket (every frame of the report is in ucx_perftest).
@@ -61,6 +63,11 @@ if [ "$UCX_ABI" != 1.13 ]; then
    reference-libucp-proto-multi-no-resource
    Memcheck:Cond
    fun:ucp_proto_multi_no_resource
+}
+{
+   reference-libucp-pending-add-lane
+   Memcheck:Cond
+   fun:ucp_request_pending_add
 }
 SUPP
     VG+=(--suppressions="$T_WORK/ucx-$UCX_ABI.supp")
