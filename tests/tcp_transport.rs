@@ -633,21 +633,30 @@ fn back_to_back_messages_coalesce_in_order() {
     }
 }
 
-/// Coalescing leaves large zero-copy messages alone: a message above
-/// 17 KiB is sent from the user's buffer at once (not copied and held); a
-/// 16 KiB one is still copied and held. The message after a large one goes
-/// out on its own too, except on a connection within the host that got
-/// `UCX_TCP_LOCAL_CC` (the default, reno, on loopback), where it is held
-/// to go out with the next message. (Under BBR, holding after a large one
-/// halved UCP stream bandwidth over loopback; with reno it makes 64 KiB
-/// streams faster: see the comment on COPY_HOLD_MAX in the tcp transport.)
+/// Coalescing leaves large zero-copy messages alone on a connection that
+/// leaves the host: a message above 17 KiB is sent from the user's buffer
+/// at once (not copied and held); a 16 KiB one is still copied and held,
+/// and the message after a large one goes out on its own too. On a
+/// connection within the host that got `UCX_TCP_LOCAL_CC` (the default,
+/// reno, on loopback) every active message within the coalescing bound is
+/// copied and held, and the message after a larger one is held to go out
+/// with the next message. (Under BBR, holding those halved UCP stream
+/// bandwidth over loopback; with reno it makes 32 and 64 KiB streams
+/// faster: see the comment on COPY_HOLD_MAX in the tcp transport.)
 #[test]
 fn large_zero_copy_messages_are_not_held() {
-    // The system's congestion control (LOCAL_CC empty), then the default.
-    for (local_cc, after_held) in [(c"", false), (c"reno", true)] {
+    // The system's congestion control (LOCAL_CC empty), then the default
+    // with a coalescing bound of 32 KiB; (size, held) per message.
+    type Case<'a> = (&'a std::ffi::CStr, &'a [(usize, bool)], bool);
+    let cases: [Case; 2] = [
+        (c"", &[(20_000, false), (16_384, true)], false),
+        (c"reno", &[(40_000, false), (20_000, true), (16_384, true)], true),
+    ];
+    for (local_cc, sizes, after_held) in cases {
         let got = Got::default();
-        let (w, ea, eb) = coalescing_world_with(&got, &[(c"LOCAL_CC", local_cc)]);
-        large_zero_copy_case(&w, &got, ea, after_held);
+        let bound = if local_cc.is_empty() { c"64k" } else { c"32k" };
+        let (w, ea, eb) = coalescing_world_with(&got, &[(c"LOCAL_CC", local_cc), (c"TX_COALESCE", bound)]);
+        large_zero_copy_case(&w, &got, ea, sizes, after_held);
         // SAFETY: destroyed once, not used after.
         unsafe { ea.destroy() };
         // SAFETY: as above.
@@ -658,11 +667,12 @@ fn large_zero_copy_messages_are_not_held() {
     }
 }
 
-/// One run of `large_zero_copy_messages_are_not_held`: `after_held`, the
-/// message after a large zero-copy one is held back.
-fn large_zero_copy_case(w: &World, got: &Got, ea: Ep, after_held: bool) {
+/// One run of `large_zero_copy_messages_are_not_held`: per message size,
+/// whether it is held back; `after_held`, the message after one that is
+/// not is held back.
+fn large_zero_copy_case(w: &World, got: &Got, ea: Ep, sizes: &[(usize, bool)], after_held: bool) {
     let zhdr = [0x5au8; 8];
-    for (size, held) in [(20_000usize, false), (16_384, true)] {
+    for &(size, held) in sizes {
         w.progress();
         w.set_progress(0, false);
         let base = got.len();

@@ -191,11 +191,11 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend(release::keepalive_fields(rel));
     t.extend([
         // Not in UCX 1.13.1: an extension of this library.
-        field(c"TX_COALESCE", c"64k", c"Active messages sent back to back (between two progress calls) on one\n\
+        field(c"TX_COALESCE", c"256k", c"Active messages sent back to back (between two progress calls) on one\n\
                 endpoint are held back, up to this many bytes, and go out together in one\n\
                 system call; the first message after a progress call is always sent at\n\
-                once, as are zero-copy messages above 17 KiB and, on a connection that\n\
-                leaves the host, the message after one. Held messages are on the wire\n\
+                once, as are puts above 17 KiB and, on a connection that leaves the host,\n\
+                zero-copy messages above 17 KiB and the message after one. Held messages are on the wire\n\
                 before any other operation of the worker that can send (another endpoint\n\
                 or transport, the connection manager, progress, flush, event arm, endpoint\n\
                 destroy) and before the same thread works on another worker; only a\n\

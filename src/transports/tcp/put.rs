@@ -15,6 +15,7 @@
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
 use super::proto::Violation;
+use super::tx::COPY_HOLD_MAX;
 use super::wire::{self, PutReq};
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
@@ -170,7 +171,8 @@ impl TcpIface {
         // buffer.
         if total > 0 {
             let body = wire::PUT_REQ_LEN + total;
-            match self.copy_hold(iface, conn, wire::AM_ID_PUT_REQ, Some(wire::PUT_REQ_LEN as u32), &hdr, iov, body) {
+            match self.copy_hold(iface, conn, wire::AM_ID_PUT_REQ, Some(wire::PUT_REQ_LEN as u32), &hdr, iov, body,
+                                 COPY_HOLD_MAX) {
                 None => {}
                 Some(UCS_OK | UCS_INPROGRESS) => {
                     self.put_sent(conn, req.sn, comp);

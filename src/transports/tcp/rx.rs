@@ -8,6 +8,7 @@ use super::conn::*;
 use super::connect::{phase_of, Next};
 use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
 use super::proto::{self, Frame, RxCtx, Scan};
+use super::desc::DescBuf;
 use super::release;
 use super::wire;
 use crate::abi::*;
@@ -173,10 +174,14 @@ impl TcpIface {
     }
 
     /// Receive the rest of the active message in the connection's
-    /// descriptor, and with it up to `DESC_TAIL` bytes of what follows
-    /// (into the receive buffer); a whole message goes to its handler,
-    /// then the frames after it are handled.
+    /// descriptor and what follows it: when the receive buffer has room
+    /// for it, the next frame's header and, guessed to be a message of the
+    /// same length, its body straight into a second descriptor (a stream of
+    /// equal messages then takes one receive for two, without a copy);
+    /// then up to `DESC_TAIL` bytes into the receive buffer. Whole messages
+    /// go to their handler, then the frames after them are handled.
     fn desc_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
+        const H: usize = wire::HDR_LEN;
         let Some(mut rx) = self.take_rx(conn) else { return 0 };
         let Some(mut d) = conn.rx_desc.borrow_mut().take() else {
             self.put_rx_back(conn, rx);
@@ -184,23 +189,34 @@ impl TcpIface {
         };
         let seg = self.cfg.rx_seg_size;
         debug_assert!(rx.off == rx.len && d.got < d.len);
+        // The guess needs room in the receive buffer for all it may
+        // receive (header, body, tail): the bytes go back there when the
+        // next frame is something else.
+        let guess = match &self.descs {
+            Some(pool) if H + d.len + DESC_TAIL <= seg => Some(pool.take()),
+            _ => None,
+        };
         // SAFETY: `got < len <= cap`: inside the descriptor's payload.
         let rest = unsafe { d.buf.payload().add(d.got) };
-        let mut iov = [
-            libc::iovec { iov_base: rest as *mut libc::c_void, iov_len: d.len - d.got },
-            libc::iovec { iov_base: rx.buf.as_mut_ptr() as *mut libc::c_void, iov_len: DESC_TAIL.min(seg) },
-        ];
-        // SAFETY: the first entry is the rest of the descriptor's payload,
-        // the second the start of the receive buffer; both are owned here
-        // and nothing else touches them during the call.
-        match unsafe { conn.sock.recvv(&mut iov) } {
-            Io::Done(n) => {
-                let body = n.min(d.len - d.got);
-                d.got += body;
-                rx.off = 0;
-                rx.len = n - body;
-                self.last_rx.set(n);
+        let base = rx.buf.as_mut_ptr();
+        let entry = |p: *mut u8, len: usize| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: len };
+        let mut iov = [entry(rest, d.len - d.got), entry(base, DESC_TAIL.min(seg)), entry(base, 0), entry(base, 0)];
+        let entries = match &guess {
+            Some(g) => {
+                iov[1] = entry(base, H);
+                iov[2] = entry(g.payload(), d.len);
+                // SAFETY: H + DESC_TAIL <= seg, the receive buffer's length.
+                iov[3] = entry(unsafe { base.add(H) }, DESC_TAIL);
+                4
             }
+            None => 2,
+        };
+        // SAFETY: the entries are the rest of the descriptor's payload,
+        // parts of the receive buffer that do not overlap, and the guessed
+        // descriptor's payload (`len <= cap`); all are owned here and
+        // nothing else touches them during the call.
+        let n = match unsafe { conn.sock.recvv(&mut iov[..entries]) } {
+            Io::Done(n) => n,
             Io::Again => {
                 *conn.rx_desc.borrow_mut() = Some(d);
                 self.put_rx_back(conn, rx);
@@ -216,12 +232,140 @@ impl TcpIface {
                 self.handle_recv_err(iface, conn, io_errno_status(e));
                 return 0;
             }
-        }
+        };
+        self.last_rx.set(n);
+        let body = n.min(d.len - d.got);
+        d.got += body;
+        let after = n - body;
+        rx.off = 0;
+        rx.len = after;
+        let next = match guess {
+            Some(g) => {
+                let hb = after.min(H);
+                let sb = (after - hb).min(d.len);
+                self.place_guess(conn, &mut rx, g, d.len, hb, sb, after - hb - sb)
+            }
+            None => None,
+        };
         if d.got < d.len {
+            // (Nothing came after it, so no guess was kept.)
             *conn.rx_desc.borrow_mut() = Some(d);
             self.put_rx_back(conn, rx);
             return 1;
         }
+        self.deliver_desc(iface, d);
+        let Some(cur) = Self::after_handler(conn) else { return 1 };
+        let Some(nd) = next else { return self.handle_frames(iface, cur, rx, 1) };
+        // The handler may have changed the connection (closed it, or
+        // another one took its socket over): the next message is checked
+        // again against what follows now, or goes back to the receive
+        // buffer for handle_frames.
+        let mut hdr = [0u8; H];
+        wire::put_hdr(&mut hdr, nd.id, nd.len as u32);
+        if !Rc::ptr_eq(&cur, conn) || self.desc_hdr(&cur, &hdr).is_none() {
+            Self::unguess(&mut rx, nd);
+            return self.handle_frames(iface, cur, rx, 1);
+        }
+        if nd.got < nd.len {
+            debug_assert!(rx.off == rx.len);
+            *cur.rx_desc.borrow_mut() = Some(nd);
+            self.put_rx_back(&cur, rx);
+            return 1;
+        }
+        self.deliver_desc(iface, nd);
+        match Self::after_handler(&cur) {
+            Some(c) => self.handle_frames(iface, c, rx, 2),
+            None => 2,
+        }
+    }
+
+    /// After a receive that guessed the next message (`desc_rx`): `hb`
+    /// bytes of the next frame's header are at the start of `rx`, `sb`
+    /// bytes in `buf` (received as `guess` bytes of its body) and `tb`
+    /// bytes after the header in `rx`. When the header is that of an active
+    /// message a descriptor takes (checked as `handle_frames` does), the
+    /// message is returned in `buf` with what of it was received, and `rx`
+    /// holds the bytes after it; otherwise every byte goes back to `rx`, in
+    /// the order received, and `buf` to the pool.
+    #[allow(clippy::too_many_arguments)]
+    fn place_guess(&self, conn: &Conn, rx: &mut Rx, buf: DescBuf, guess: usize, hb: usize, sb: usize, tb: usize)
+                   -> Option<RxDesc> {
+        const H: usize = wire::HDR_LEN;
+        debug_assert!((hb == H || sb + tb == 0) && (sb == guess || tb == 0) && H + guess + tb <= rx.buf.len());
+        let found = if hb == H { self.desc_hdr(conn, &rx.buf[..H]) } else { None };
+        let Some((id, len)) = found else {
+            rx.buf.copy_within(H..H + tb, H + sb);
+            // SAFETY: `sb <= guess` bytes of the descriptor's payload, into
+            // the receive buffer at `H` (`H + sb + tb <= len`).
+            unsafe { std::ptr::copy_nonoverlapping(buf.payload(), rx.buf.as_mut_ptr().add(hb), sb) };
+            rx.off = 0;
+            rx.len = hb + sb + tb;
+            return None;
+        };
+        if len < sb {
+            // The message ended inside the descriptor: what follows it
+            // goes back to the receive buffer, then the tail.
+            let k = sb - len;
+            rx.buf.copy_within(H..H + tb, k);
+            // SAFETY: bytes `len..sb` of the descriptor's payload (`sb <=
+            // guess <= cap`), into the start of the receive buffer, before
+            // the tail moved to `k`.
+            unsafe { std::ptr::copy_nonoverlapping(buf.payload().add(len), rx.buf.as_mut_ptr(), k) };
+            rx.off = 0;
+            rx.len = k + tb;
+            return Some(RxDesc { buf, id, len, got: len });
+        }
+        // The descriptor holds the start of the message; when it is longer
+        // than guessed, the tail continues it.
+        let extra = if sb == guess { tb.min(len - guess) } else { 0 };
+        // SAFETY: `guess + extra <= len <= cap` bytes of the payload, from
+        // the tail in the receive buffer (another allocation).
+        unsafe { std::ptr::copy_nonoverlapping(rx.buf.as_ptr().add(H), buf.payload().add(guess), extra) };
+        rx.off = H + extra;
+        rx.len = H + tb;
+        Some(RxDesc { buf, id, len, got: sb + extra })
+    }
+
+    /// Undo a guess: the message in `d` (its header and what was received
+    /// of it) goes back to `rx`, before the bytes `rx` holds.
+    fn unguess(rx: &mut Rx, d: RxDesc) {
+        const H: usize = wire::HDR_LEN;
+        let rest = rx.len - rx.off;
+        debug_assert!(H + d.got + rest <= rx.buf.len());
+        rx.buf.copy_within(rx.off..rx.len, H + d.got);
+        wire::put_hdr(&mut rx.buf[..H], d.id, d.len as u32);
+        // SAFETY: `got <= len <= cap` bytes of the payload, into the receive
+        // buffer at `H`, before the bytes just moved.
+        unsafe { std::ptr::copy_nonoverlapping(d.buf.payload(), rx.buf.as_mut_ptr().add(H), d.got) };
+        rx.off = 0;
+        rx.len = H + d.got + rest;
+    }
+
+    /// The id and length of the active message whose header is `hdr` when
+    /// it passes `handle_frames`'s checks on `conn` and a descriptor takes
+    /// it (`desc_takes`).
+    fn desc_hdr(&self, conn: &Conn, hdr: &[u8]) -> Option<(u8, usize)> {
+        let ctx = RxCtx {
+            phase: phase_of(conn.state.get()),
+            rx_cap: conn.caps.get() & CAP_RX != 0,
+            max_len: self.cfg.rx_seg_size - wire::HDR_LEN,
+        };
+        if !matches!(proto::classify(hdr, &ctx), Ok(Scan::Partial)) {
+            return None;
+        }
+        let (id, len) = wire::get_hdr(hdr)?;
+        self.desc_takes(id, len as usize).then_some((id, len as usize))
+    }
+
+    /// Whether a partly received active message of `len` bytes continues
+    /// in a descriptor.
+    fn desc_takes(&self, id: u8, len: usize) -> bool {
+        self.descs.as_ref().is_some_and(|pool| id < wire::AM_ID_MAX && len >= self.cfg.rx_desc_min && len <= pool.cap())
+    }
+
+    /// A whole message in a descriptor goes to its handler, which may keep
+    /// the descriptor.
+    fn deliver_desc(&self, iface: &I, d: RxDesc) {
         // SAFETY: the descriptor holds the whole message, `len` bytes at
         // its payload, and stays valid until its handler releases it (or,
         // when the handler does not keep it, until it is dropped below).
@@ -233,10 +377,6 @@ impl TcpIface {
         }
         if status == UCS_INPROGRESS {
             d.buf.give_away();
-        }
-        match Self::after_handler(conn) {
-            Some(cur) => self.handle_frames(iface, cur, rx, 1),
-            None => 1,
         }
     }
 
@@ -355,7 +495,7 @@ impl TcpIface {
         let Some((id, len)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) else { return };
         let len = len as usize;
         // (The header was checked; `cap` bounds the copy below all the same.)
-        if id >= wire::AM_ID_MAX || len < self.cfg.rx_desc_min || len > pool.cap() {
+        if !self.desc_takes(id, len) {
             return;
         }
         let body = rx.off + wire::HDR_LEN;
@@ -393,5 +533,34 @@ impl TcpIface {
                 *r = rx;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transports::tcp::desc::DescPoolHandle;
+
+    /// A guessed message taken back (the connection changed under it): its
+    /// header and received bytes come first again, then what followed it.
+    #[test]
+    fn unguess_restores_stream_order() {
+        let pool = DescPoolHandle::new(16, 1000).expect("pool");
+        let buf = pool.take();
+        let body: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        // SAFETY: 300 bytes into a payload of 1000.
+        unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), buf.payload(), body.len()) };
+        let d = RxDesc { buf, id: 5, len: 900, got: 300 };
+        // What followed sits after some consumed bytes of the buffer.
+        let mut rx = Rx { buf: vec![0xaa; 2000], off: 8, len: 8 + 40 };
+        for (i, b) in rx.buf[8..48].iter_mut().enumerate() {
+            *b = i as u8 + 100;
+        }
+        TcpIface::unguess(&mut rx, d);
+        assert_eq!((rx.off, rx.len), (0, wire::HDR_LEN + 300 + 40));
+        assert_eq!(wire::get_hdr(&rx.buf[..wire::HDR_LEN]), Some((5, 900)));
+        assert_eq!(&rx.buf[wire::HDR_LEN..wire::HDR_LEN + 300], &body[..]);
+        let rest: Vec<u8> = (0..40u8).map(|i| i + 100).collect();
+        assert_eq!(&rx.buf[wire::HDR_LEN + 300..rx.len], &rest[..]);
     }
 }

@@ -45,17 +45,23 @@ unsafe fn release_for_worker(arg: *const c_void) {
 /// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
 const PENDING_INPROGRESS_ROUNDS: u32 = 1024;
 /// Coalescing and large messages: a zero-copy message above this size is
-/// never copied to be held. The message after it is not held either (it
-/// goes out on its own, as with the C original), except on a connection
-/// that stays on this host and got `UCX_TCP_LOCAL_CC`. Measured over
-/// loopback with UCP streams of 32 and 64 KiB (`bench/ucp-compare.sh`,
-/// rows `tcp:stream_bw:*`): under BBR, holding those (or the small
-/// fragment that follows a 64 KiB one) halved the stream bandwidth; with
-/// reno, holding the fragment after a 64 KiB one (so that it goes out with
-/// the next message: one system call per message instead of two) is a
-/// quarter faster. Holding messages of 16 KiB (and their headers) is what
-/// makes the smaller rows faster.
-const COPY_HOLD_MAX: usize = 17 << 10;
+/// never copied to be held, nor is a put, except an active message on a
+/// connection that stays on this host and got `UCX_TCP_LOCAL_CC`, which
+/// is held up to the coalescing bound (`am_hold_max`). The message after
+/// a larger one is not held either (it goes out on its own, as with the C
+/// original), except on such a connection. Measured over loopback with
+/// UCP streams of 32 and 64 KiB (`bench/ucp-compare.sh`, rows
+/// `tcp:stream_bw:*`): under BBR, holding those (or the small fragment
+/// that follows a 64 KiB one) halved the stream bandwidth; with reno,
+/// holding the fragment after a 64 KiB one (so that it goes out with the
+/// next message: one system call per message instead of two) is a quarter
+/// faster, and holding the 32 and 64 KiB messages themselves, so that
+/// they go out 256 KiB at a time, is worth another 1.1-1.2x once the
+/// receiver takes two of them per receive (`rx::desc_rx`). Copying and
+/// holding libucp's rendezvous puts of 31-32 KiB costs UCP tag_bw 64 KiB
+/// 5 %: puts stay at this bound. Holding messages of 16 KiB (and their
+/// headers) is what makes the smaller rows faster.
+pub(super) const COPY_HOLD_MAX: usize = 17 << 10;
 /// Free send buffers the interface keeps for reuse.
 const TX_POOL_KEEP: usize = 16;
 
@@ -528,7 +534,7 @@ impl TcpIface {
         }
         // Back to back with other messages and within the coalescing bound:
         // copied and held back with them, complete now.
-        if let Some(st) = self.copy_hold(iface, conn, id, None, header, iov, total) {
+        if let Some(st) = self.copy_hold(iface, conn, id, None, header, iov, total, self.am_hold_max(conn)) {
             return st;
         }
         let r = self.send_zcopy(iface, conn, id, header, None, iov, comp);
@@ -543,9 +549,20 @@ impl TcpIface {
         }
     }
 
+    /// The largest active message `send_am_zcopy` copies to hold it on
+    /// `conn` (see COPY_HOLD_MAX).
+    #[inline]
+    fn am_hold_max(&self, conn: &Conn) -> usize {
+        if self.local_cc_conn(conn) {
+            self.cfg.coalesce.max(COPY_HOLD_MAX)
+        } else {
+            COPY_HOLD_MAX
+        }
+    }
+
     /// Coalescing by copy: a zero-copy send of `head` and `iov` (`body`
-    /// bytes in all) that may be held (`may_hold`, at most `COPY_HOLD_MAX`
-    /// bytes) is copied after the connection's held messages and held with
+    /// bytes in all, at most `max`) that may be held (`may_hold`) is
+    /// copied after the connection's held messages and held with
     /// them; a copy of up to `UCX_TCP_TX_COALESCE` bytes costs less than
     /// the system call it saves. Its header gives `frame_len` bytes (the
     /// whole body when None; a put's request only). None: not copied (the
@@ -553,8 +570,8 @@ impl TcpIface {
     /// buffered send, whose hold is its last step.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn copy_hold(&self, iface: &I, conn: &Rc<Conn>, id: u8, frame_len: Option<u32>, head: &[u8],
-                            iov: &[uct_iov_t], body: usize) -> Option<ucs_status_t> {
-        if body > COPY_HOLD_MAX || self.check_tx(conn) != UCS_OK {
+                            iov: &[uct_iov_t], body: usize, max: usize) -> Option<ucs_status_t> {
+        if body > max || self.check_tx(conn) != UCS_OK {
             return None;
         }
         let mut tx = conn.tx.try_borrow_mut().ok()?;
