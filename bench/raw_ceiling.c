@@ -7,6 +7,14 @@
  *   raw_ceiling tcp-pingpong SIZE ITERS   half round trip of SIZE bytes over
  *                                         a loopback TCP connection (NODELAY),
  *                                         one send() and busy recv() per hop
+ *       RAW_PP_WAIT=spin|poll|epoll|block (tcp-pingpong): how a side waits
+ *                                         for the next message: recv() on the
+ *                                         non-blocking socket in a loop (the
+ *                                         default), poll() or epoll_wait()
+ *                                         with no timeout in a loop until the
+ *                                         socket is readable and then recv(),
+ *                                         or a blocking recv() (the process
+ *                                         sleeps)
  *   raw_ceiling tcp-stream SIZE BYTES     messages of an 8-byte header + SIZE
  *                                         bytes, one sendmsg() each, through a
  *                                         non-blocking socket; the receiver
@@ -99,6 +107,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -191,30 +201,73 @@ static void recv_all(int fd, char *buf, size_t n)
     }
 }
 
+/* How tcp-pingpong waits (RAW_PP_WAIT). */
+enum pp_wait { PP_SPIN, PP_POLL, PP_EPOLL, PP_BLOCK };
+
+/* One message of n bytes, waited for as `how` says (`ep`: an epoll set
+ * with fd in it, for PP_EPOLL). */
+static void pp_recv(int fd, char *buf, size_t n, enum pp_wait how, int ep)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (how == PP_POLL) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            while (poll(&p, 1, 0) == 0) {}
+        } else if (how == PP_EPOLL) {
+            struct epoll_event e;
+            while (epoll_wait(ep, &e, 1, 0) == 0) {}
+        }
+        ssize_t r = recv(fd, buf + got, n - got, 0);
+        if (r > 0) got += r;
+        else if (r == 0) exit(0);
+        else if (errno != EAGAIN && errno != EINTR) DIE("recv");
+    }
+}
+
+/* Prepare fd for `how`: blocking for PP_BLOCK, an epoll set for PP_EPOLL
+ * (returned; -1 otherwise). */
+static int pp_setup(int fd, enum pp_wait how)
+{
+    if (how == PP_BLOCK) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (how != PP_EPOLL) return -1;
+    int ep = epoll_create1(0);
+    struct epoll_event e = {.events = EPOLLIN};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e)) DIE("epoll");
+    return ep;
+}
+
 static int tcp_pingpong(size_t size, long iters)
 {
     int srv, cli;
     char *buf = calloc(1, size);
     long warm = iters / 10 + 10;
+    const char *w = getenv("RAW_PP_WAIT");
+    enum pp_wait how = PP_SPIN;
+    if (w && !strcmp(w, "poll")) how = PP_POLL;
+    else if (w && !strcmp(w, "epoll")) how = PP_EPOLL;
+    else if (w && !strcmp(w, "block")) how = PP_BLOCK;
+    else if (w && *w && strcmp(w, "spin")) DIE("RAW_PP_WAIT");
     tcp_pair(&srv, &cli);
     pid_t pid = fork();
     if (pid == 0) {
         close(cli);
         pin(1);
+        int ep = pp_setup(srv, how);
         for (;;) {
             struct iovec v = {buf, size};
-            recv_all(srv, buf, size);
+            pp_recv(srv, buf, size, how, ep);
             send_all(srv, &v, 1);
         }
     }
     close(srv);
     pin(0);
+    int ep = pp_setup(cli, how);
     struct iovec v = {buf, size};
     double t0 = 0;
     for (long i = 0; i < warm + iters; i++) {
         if (i == warm) t0 = now_sec();
         send_all(cli, &v, 1);
-        recv_all(cli, buf, size);
+        pp_recv(cli, buf, size, how, ep);
     }
     double t = now_sec() - t0;
     close(cli);
