@@ -75,9 +75,9 @@ if has raw; then
         raw_row "tcp ping-pong 8 B" lat uct:tcp:lo:am_lat:short:8 tcp-pingpong 8 200000
         # the other ways a side can wait for the next message: the busy
         # recv() above is the fastest of them on the machines measured
-        RAW_PP_WAIT=poll raw_row "tcp ping-pong 8 B, poll() before each recv()" lat "" tcp-pingpong 8 200000
-        RAW_PP_WAIT=epoll raw_row "tcp ping-pong 8 B, epoll_wait() before each recv()" lat "" tcp-pingpong 8 200000
-        RAW_PP_WAIT=block raw_row "tcp ping-pong 8 B, blocking recv()" lat "" tcp-pingpong 8 100000
+        RAW_PP_WAIT=poll raw_row "tcp ping-pong 8 B with poll() before each recv()" lat "" tcp-pingpong 8 200000
+        RAW_PP_WAIT=epoll raw_row "tcp ping-pong 8 B with epoll_wait() before each recv()" lat "" tcp-pingpong 8 200000
+        RAW_PP_WAIT=block raw_row "tcp ping-pong 8 B with a blocking recv()" lat "" tcp-pingpong 8 100000
         raw_row "tcp stream 1 KiB" bw uct:tcp:lo:am_bw:bcopy:1024 tcp-stream 1024 1073741824
         raw_row "tcp stream 4 KiB" bw uct:tcp:lo:am_bw:bcopy:4096 tcp-stream 4096 2147483648
         raw_row "tcp stream 8 KiB" bw uct:tcp:lo:am_bw:bcopy:8192 tcp-stream 8192 2147483648

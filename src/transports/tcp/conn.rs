@@ -296,6 +296,12 @@ pub(super) struct Conn {
     /// An active message being received into a descriptor; while there is
     /// one, `rx` holds nothing.
     pub(super) rx_desc: RefCell<Option<RxDesc>>,
+    /// Guessing the message after a descriptor's (rx.rs `desc_rx`): the
+    /// messages to receive without a guess, and how many the last wrong
+    /// guess made it skip (doubled at each wrong guess, up to
+    /// `GUESS_BACKOFF_MAX`, cleared by a right one).
+    pub(super) guess_skip: Cell<u8>,
+    pub(super) guess_backoff: Cell<u8>,
     /// The generation of the md's registrations when the target of
     /// `put_rx` was last checked.
     pub(super) put_gen: Cell<u64>,
@@ -380,6 +386,8 @@ impl TcpIface {
             rx_put_sn: Cell::new(u32::MAX),
             put_rx: Cell::new(None),
             rx_desc: RefCell::new(None),
+            guess_skip: Cell::new(0),
+            guess_backoff: Cell::new(0),
             put_gen: Cell::new(0),
             hs: RefCell::new(HsBuf { buf: [0; HS_BUF_LEN], len: 0 }),
             cm_pending: Cell::new(0),

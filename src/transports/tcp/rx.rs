@@ -22,6 +22,12 @@ const FAST_MAX_CONNS: usize = 4;
 /// Receives of at least this many bytes (a stream of large messages) make
 /// progress use epoll.
 const FAST_BULK_BYTES: usize = 2048;
+/// After a wrong guess of the message that follows a descriptor's, the
+/// most messages received without guessing before the next try: a wrong
+/// guess costs a copy of what it received into the wrong place, so a
+/// connection whose large messages are not followed by equal ones guesses
+/// at most once in this many.
+const GUESS_BACKOFF_MAX: u8 = 64;
 /// Free receive buffers the interface keeps for reuse.
 const RX_POOL_KEEP: usize = 16;
 /// Progress calls between polls of the epoll set on the direct path.
@@ -191,9 +197,11 @@ impl TcpIface {
         debug_assert!(rx.off == rx.len && d.got < d.len);
         // The guess needs room in the receive buffer for all it may
         // receive (header, body, tail): the bytes go back there when the
-        // next frame is something else.
+        // next frame is something else. After a wrong guess, the next
+        // few messages are received without one (GUESS_BACKOFF_MAX).
+        let skip = conn.guess_skip.get();
         let guess = match &self.descs {
-            Some(pool) if H + d.len + DESC_TAIL <= seg => Some(pool.take()),
+            Some(pool) if skip == 0 && H + d.len + DESC_TAIL <= seg => Some(pool.take()),
             _ => None,
         };
         // SAFETY: `got < len <= cap`: inside the descriptor's payload.
@@ -253,6 +261,9 @@ impl TcpIface {
             self.put_rx_back(conn, rx);
             return 1;
         }
+        if skip > 0 {
+            conn.guess_skip.set(skip - 1);
+        }
         self.deliver_desc(iface, d);
         let Some(cur) = Self::after_handler(conn) else { return 1 };
         let Some(nd) = next else { return self.handle_frames(iface, cur, rx, 1) };
@@ -293,6 +304,12 @@ impl TcpIface {
         const H: usize = wire::HDR_LEN;
         debug_assert!((hb == H || sb + tb == 0) && (sb == guess || tb == 0) && H + guess + tb <= rx.buf.len());
         let found = if hb == H { self.desc_hdr(conn, &rx.buf[..H]) } else { None };
+        if hb == H {
+            // A header to judge the guess by: a wrong one backs off.
+            let b = if found.is_some() { 0 } else { (conn.guess_backoff.get().max(1) * 2).min(GUESS_BACKOFF_MAX) };
+            conn.guess_backoff.set(b);
+            conn.guess_skip.set(b);
+        }
         let Some((id, len)) = found else {
             rx.buf.copy_within(H..H + tb, H + sb);
             // SAFETY: `sb <= guess` bytes of the descriptor's payload, into
