@@ -161,6 +161,18 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        // Ask the helper to stop rather than kill it: killed inside an
+        // allocation (after "again"), it would leave its segment's file in
+        // /dev/shm (the file is unlinked once sized). Killed only when it
+        // does not end by itself.
+        let _ = writeln!(self.stdin, "stop");
+        let _ = self.stdin.flush();
+        for _ in 0..500 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
