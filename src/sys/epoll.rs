@@ -1,7 +1,7 @@
 //! Readiness: an [`Epoll`] set (nix's, close-on-exec) whose events carry
 //! a caller's 64-bit tag, an [`EventFd`] (non-blocking, close-on-exec), a
-//! periodic [`Timer`] descriptor, and [`poll_now`] over a list of
-//! descriptor numbers.
+//! [`Timer`] descriptor (periodic or once), and [`poll_now`] over a list
+//! of descriptor numbers.
 
 use super::Errno;
 use nix::sys::epoll::{EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -188,8 +188,8 @@ impl EventFd {
     }
 }
 
-/// A periodic timer as a descriptor (a timerfd on the monotonic clock,
-/// non-blocking, close-on-exec): readable from each expiry until read.
+/// A timer as a descriptor (a timerfd on the monotonic clock, periodic or
+/// once, non-blocking, close-on-exec): readable from each expiry until read.
 /// An event loop that watches it sleeps exactly until the next expiry.
 #[derive(Debug)]
 pub struct Timer(TimerFd);
@@ -217,6 +217,18 @@ impl Timer {
     pub fn start(&self, period: Duration) -> nix::Result<()> {
         let period = period.max(Duration::from_nanos(1));
         self.0.set(Expiration::Interval(TimeSpec::from_duration(period)), TimerSetTimeFlags::empty())
+    }
+
+    /// Expire once, `after` from now (replacing an earlier setting); a
+    /// zero delay counts as 1 ns (a zero setting would stop the timer).
+    pub fn start_once(&self, after: Duration) -> nix::Result<()> {
+        let after = after.max(Duration::from_nanos(1));
+        self.0.set(Expiration::OneShot(TimeSpec::from_duration(after)), TimerSetTimeFlags::empty())
+    }
+
+    /// Stop the timer (it expires no more until started again).
+    pub fn stop(&self) -> nix::Result<()> {
+        self.0.unset()
     }
 
     /// Read the expirations since the last read (0: none). A periodic
@@ -263,6 +275,24 @@ mod tests {
             assert_eq!(out[0].data(), 3);
             assert!(t.drain().unwrap() >= 1);
         }
+    }
+
+    #[test]
+    fn timer_expires_once_and_stops() {
+        let t = Timer::new().unwrap();
+        let ep = Epoll::new().unwrap();
+        ep.update(&t, 0, EV_READ, 5).unwrap();
+        let mut out = [Event::EMPTY; 2];
+        t.start_once(Duration::from_millis(2)).unwrap();
+        assert_eq!(ep.wait(&mut out, 5000).unwrap(), 1);
+        assert_eq!(t.drain(), Ok(1));
+        // Once: nothing more after it was read.
+        assert_eq!(ep.wait(&mut out, 20).unwrap(), 0);
+        // Stopped before it expires: never readable.
+        t.start_once(Duration::from_millis(10)).unwrap();
+        t.stop().unwrap();
+        assert_eq!(ep.wait(&mut out, 40).unwrap(), 0);
+        assert_eq!(t.drain(), Ok(0));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use super::ep::INTERNAL;
 use super::progress::progress_cb;
+use super::watch::{self, Watch};
 use super::state::{free_internal, st, CmIface, CmState, SockCmTl};
 use super::super::{TIME_AUTO, TIME_INF};
 use super::proto::HDR_LEN;
@@ -73,11 +74,13 @@ pub const CM: CmDesc = CmDesc::new::<SockCmOpen>(c"TCP-SOCKCM connection manager
 // The connection manager.
 
 /// The CM object behind a `uct_cm_h` of the tcp component: its internal
-/// iface (which holds the state) and its progress callback on the worker.
+/// iface (which holds the state) and what drives it: its epoll set on the
+/// async thread (`watched`) or its progress callback on the worker.
 pub(super) struct SockCm {
     pub(super) iface: *mut CmIface,
     worker: *const WorkerObj,
-    prog_id: c_int,
+    watched: bool,
+    prog_id: Option<c_int>,
 }
 
 impl SockCm {
@@ -115,11 +118,14 @@ impl CmImpl for SockCm {
 
 impl Drop for SockCm {
     fn drop(&mut self) {
-        // SAFETY: the worker outlives the CMs opened on it; prog_id came
-        // from the same queue.
-        unsafe {
-            let q = (*self.worker).progress_q();
-            ucs::cbq::remove_safe(q, self.prog_id);
+        if self.watched {
+            // SAFETY: the iface is alive until the end of this function.
+            watch::stop(unsafe { &*self.iface });
+        }
+        if let Some(id) = self.prog_id {
+            // SAFETY: the worker outlives the CMs opened on it; the id
+            // came from the same queue.
+            unsafe { ucs::cbq::remove_safe((*self.worker).progress_q(), id) };
         }
         let tl = self.tl();
         let user_eps = {
@@ -177,6 +183,22 @@ fn handshake_timeout(t: u64) -> Option<Duration> {
 const HANDSHAKE_TIMEOUT_AUTO: Duration = Duration::from_secs(5);
 
 fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_status_t> {
+    // The async thread drives the CM where the worker's context runs in a
+    // thread mode (`watch`).
+    let threaded = crate::ucs::async_block::mode_of(worker.async_ctx)
+        .is_some_and(|m| matches!(m, UCS_ASYNC_MODE_THREAD_SPINLOCK | UCS_ASYNC_MODE_THREAD_MUTEX));
+    let watch = if threaded {
+        match Watch::new() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                crate::diag!("tcp sockcm: no epoll set for the CM ({}); it runs from progress",
+                             crate::sys::errno_str(e as i32));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let tl = SockCmTl {
         priv_data_len: cfg.priv_data_len.saturating_add(HDR_LEN),
         sndbuf: cfg.sndbuf as u64,
@@ -186,17 +208,23 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
         handshake_timeout: handshake_timeout(cfg.handshake_timeout),
         state: Mutex::new(CmState::default()),
         busy: AtomicBool::new(false),
+        watch,
     };
     let wp = worker as *const WorkerObj;
     let hdr = IfaceHeader::bare(worker, &INTERNAL);
     let iface = Iface::into_handle(hdr, tl) as *mut CmIface;
-    // SAFETY: the worker's queue is live; add_safe may be called from any
-    // thread; the callback is removed before the iface is freed.
-    let prog_id = unsafe {
-        ucs::cbq::add_safe(worker.progress_q(), Some(progress_cb),
-                                    iface as *mut c_void, 0)
+    // SAFETY: the iface is boxed and freed only after `watch::stop` (in
+    // the CM's drop); the worker, and its context, outlive the CM.
+    let watched = unsafe { watch::start(iface, worker.async_ctx) };
+    let prog_id = if watched {
+        None
+    } else {
+        // SAFETY: the worker's queue is live; add_safe may be called from
+        // any thread; the callback is removed before the iface is freed.
+        Some(unsafe { ucs::cbq::add_safe(worker.progress_q(), Some(progress_cb), iface as *mut c_void, 0) })
     };
-    crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes)", iface,
-                  cfg.priv_data_len.saturating_add(HDR_LEN));
-    Ok(Box::new(SockCm { iface, worker: wp, prog_id }))
+    crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes, {})", iface,
+                  cfg.priv_data_len.saturating_add(HDR_LEN),
+                  if watched { "on the async thread" } else { "from progress" });
+    Ok(Box::new(SockCm { iface, worker: wp, watched, prog_id }))
 }

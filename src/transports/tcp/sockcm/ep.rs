@@ -212,7 +212,8 @@ impl SockCm {
         let id = next_id();
         let handle = tl.new_ep_handle(id);
         crate::debug!("tcp sockcm: client ep {:p} (fd {}) connecting", handle, sk.fd());
-        tl.lock().eps.insert(id, EpState {
+        let mut s = tl.lock();
+        s.eps.insert(id, EpState {
             handle,
             sock: sk,
             flags: st::CLIENT,
@@ -222,8 +223,10 @@ impl SockCm {
             tx_off: 0,
             rx: Vec::new(),
             polled: true,
+            armed: 0,
         });
         tl.mark_busy();
+        tl.sync(&mut s, id);
         Ok(handle)
     }
 
@@ -240,10 +243,17 @@ impl SockCm {
         let tl = self.tl();
         // Move the endpoint over when it is created on another CM.
         if !std::ptr::eq(&origin.tl, tl) {
-            let moved = origin.tl.lock().eps.remove(&id);
+            let moved = {
+                let mut o = origin.tl.lock();
+                origin.tl.unwatch(&mut o, id);
+                o.eps.remove(&id)
+            };
             let Some(e) = moved else { return Err(UCS_ERR_INVALID_PARAM) };
-            tl.lock().eps.insert(id, e);
+            let mut s = tl.lock();
+            s.eps.insert(id, e);
             tl.mark_busy();
+            tl.sync(&mut s, id);
+            drop(s);
             // SAFETY: the endpoint is ours; it now belongs to this CM's iface.
             unsafe { (*(handle as *mut CmEp)).base.iface = self.iface as uct_iface_h };
         }
@@ -311,6 +321,7 @@ impl SockCm {
         crate::debug!("tcp sockcm: server ep {:p} (fd {}) created, answering with {} bytes", handle, fd, data.len());
         // A broken connection shows on the next poll (notify callback).
         let _ = tl.queue_msg(&mut s, id, &data, UCS_OK);
+        tl.sync(&mut s, id);
         Ok(handle)
     }
 }
@@ -398,6 +409,7 @@ impl Transport for SockCmTl {
         e.flags |= st::PACKED;
         // A broken connection shows on the next poll and is reported there.
         let _ = tl.queue_msg(&mut s, id, &bytes, UCS_OK);
+        tl.sync(&mut s, id);
         UCS_OK
     }
 
@@ -446,6 +458,7 @@ impl Transport for SockCmTl {
         }
         e.flags |= st::NOTIFY_CALLED;
         let _ = tl.queue_msg(&mut s, id, &[], UCS_OK);
+        tl.sync(&mut s, id);
         UCS_OK
     }
 }

@@ -66,8 +66,10 @@ impl SockCm {
                 std::ptr::null_mut()
             },
             paused_until: None,
+            armed: 0,
         });
         tl.mark_busy();
+        tl.sync(&mut tl.lock(), id);
         Ok(Box::new(SockListener { iface: self.iface, id }))
     }
 }
@@ -89,6 +91,8 @@ impl SockCmTl {
                     crate::error!("tcp sockcm: accept on listener {:p} failed: {}; not accepting for {} ms",
                                   l.handle, errno_str(e as i32), ACCEPT_PAUSE.as_millis());
                     l.paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                    self.sync(&mut s, lid);
+                    self.arm_clock(&mut s);
                     return;
                 }
                 Err(e) if matches!(e, Errno::ECONNABORTED | Errno::EINTR | Errno::EPROTO) => {
@@ -123,8 +127,11 @@ impl SockCmTl {
                 tx_off: 0,
                 rx: Vec::new(),
                 polled: true,
+                armed: 0,
             });
             self.mark_busy();
+            self.sync(&mut s, id);
+            self.arm_clock(&mut s);
         }
     }
 
@@ -200,7 +207,10 @@ impl ListenerImpl for SockListener {
         e.flags |= st::REJECT_CALLED;
         crate::debug!("tcp sockcm: rejecting connection request {:p} (fd {})", handle, e.fd());
         match tl.queue_msg(&mut s, id, &[], UCS_ERR_REJECTED) {
-            Ok(()) => UCS_OK,
+            Ok(()) => {
+                tl.sync(&mut s, id);
+                UCS_OK
+            }
             Err(st) => {
                 free_internal(&mut s, id);
                 st

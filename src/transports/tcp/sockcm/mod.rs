@@ -14,11 +14,13 @@
 //! through its notify callback. `uct_ep_disconnect` is `shutdown(SHUT_WR)`;
 //! the peer sees the end of the stream and calls its disconnect callback.
 //!
-//! Everything runs from the worker's progress: the CM keeps one callback on
-//! the worker while it lives, which polls its sockets without blocking.
-//! State is kept under one mutex per CM that is never held while a user
-//! callback runs, so callbacks may call back into the CM (create, destroy,
-//! reject, connect, notify) freely.
+//! Events are handled where UCX's CM handles them: on libucs's async
+//! thread, for the worker's async context, so that a process sleeping on
+//! the worker's event descriptor is woken by its connections (`watch`); a
+//! worker whose context is polled or signal-driven has the CM's sockets
+//! polled from its progress instead. State is kept under one mutex per CM
+//! that is never held while a user callback runs, so callbacks may call
+//! back into the CM (create, destroy, reject, connect, notify) freely.
 //!
 //! - `cm`: configuration, `uct_cm_open`, `uct_cm_query`, closing.
 //! - `listener`: listening sockets, accepting, rejecting.
@@ -28,7 +30,9 @@
 //!   functions (what a state may receive, the checks of a header, one step
 //!   of the receive side); public for the fuzz target `sockcm_wire`.
 //! - `wire`: sending and receiving messages on the sockets.
-//! - `progress`: polling the sockets and running the user callbacks.
+//! - `progress`: handling socket events and running the user callbacks;
+//!   the progress callback of a polled context.
+//! - `watch`: the CM's epoll set on the async thread.
 //! - `state`: the CM's tables of endpoints and listeners, state flags, and
 //!   the setup of its sockets (options, checked user addresses, the device
 //!   of a connection).
@@ -51,6 +55,7 @@ mod progress;
 mod state;
 #[doc(hidden)]
 pub mod proto;
+mod watch;
 mod wire;
 
 pub use cm::{SockCmConfig, CM};

@@ -179,7 +179,7 @@ impl SockCmTl {
                     continue;
                 }
                 let mut ev = 0;
-                if ep.flags & st::CLIENT != 0 && ep.flags & st::RESOLVED == 0 {
+                if ep.connecting() {
                     ev |= libc::POLLOUT;
                 } else {
                     ev |= libc::POLLIN;
@@ -218,14 +218,14 @@ impl SockCmTl {
     }
 
     /// Handle what polling saw on endpoint `id`.
-    fn ep_event(&self, id: u64, revents: libc::c_short) {
+    pub(super) fn ep_event(&self, id: u64, revents: libc::c_short) {
         let call = {
             let mut s = self.lock();
             let Some(ep) = s.eps.get(&id) else { return };
             if !ep.polled {
                 return;
             }
-            if ep.flags & st::CLIENT != 0 && ep.flags & st::RESOLVED == 0 {
+            if ep.connecting() {
                 self.on_connected(&mut s, id)
             } else if revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0 {
                 self.on_readable(&mut s, id)

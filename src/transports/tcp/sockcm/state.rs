@@ -59,8 +59,10 @@ pub(super) struct EpState {
     pub(super) tx: Vec<u8>,
     pub(super) tx_off: usize,
     pub(super) rx: Vec<u8>,
-    /// Still watched by progress (cleared once the endpoint failed).
+    /// Still watched (cleared once the endpoint failed).
     pub(super) polled: bool,
+    /// The events its socket is in the CM's epoll set for (0: not in it).
+    pub(super) armed: u32,
 }
 
 impl EpState {
@@ -69,6 +71,10 @@ impl EpState {
     }
     pub(super) fn connected(&self) -> bool {
         self.flags & (st::CLIENT_CONNECTED | st::SERVER_NOTIFIED) != 0
+    }
+    /// A client whose connection attempt has not finished.
+    pub(super) fn connecting(&self) -> bool {
+        self.flags & st::CLIENT != 0 && self.flags & st::RESOLVED == 0
     }
     pub(super) fn tx_pending(&self) -> bool {
         self.tx_off < self.tx.len()
@@ -86,6 +92,8 @@ pub(super) struct ListenerState {
     /// Not polled before this time: `accept` ran out of descriptors or
     /// memory, and waiting lets the process free some.
     pub(super) paused_until: Option<Instant>,
+    /// The events its socket is in the CM's epoll set for (0: not in it).
+    pub(super) armed: u32,
 }
 
 #[derive(Default)]
@@ -98,6 +106,8 @@ pub(super) struct CmState {
     /// stay until their time comes, whatever became of the connection;
     /// progress looks at the front only.
     pub(super) handshake_deadlines: VecDeque<(Instant, u64)>,
+    /// When the CM's timer is set to expire (event-driven CMs).
+    pub(super) clock_at: Option<Instant>,
 }
 
 // SAFETY: the raw pointers in the state are handles and user arguments that
@@ -124,6 +134,9 @@ pub struct SockCmTl {
     /// (None: forever).
     pub(super) handshake_timeout: Option<Duration>,
     pub(super) state: Mutex<CmState>,
+    /// The CM's epoll set, when libucs's async thread drives the CM
+    /// (`watch`); None: the worker's progress polls its sockets.
+    pub(super) watch: Option<super::watch::Watch>,
     /// Whether the state may hold an endpoint or a listener: set after
     /// every insertion, cleared by the progress callback (under the lock)
     /// when it finds none. While clear, progress returns without taking
