@@ -23,18 +23,20 @@
  *   accept     the server creates its endpoint on the request: wakes the
  *              client, whose first send (posted before) then completes
  *   s2c/c2s    a small tag message each way (eager), then a large one
- *              (LARGE bytes: rendezvous), every byte checked
+ *              (UCP_WAKEUP_LARGE bytes, 1 MiB: rendezvous; 0 leaves it
+ *              out), every byte checked
  *   close      one side closes its endpoint (UCP_WAKEUP_CLOSER=server or
  *              client, default client): wakes the other through its error
  *              callback (peer error handling), which then closes its own;
  *              both close requests must complete
  * With UCP_WAKEUP_EXIT=client (or server) that side leaves after the data
  * without closing anything (_exit), and the other must be woken by the
- * loss and finish its own close: a peer lost during shutdown.
+ * loss ("close" too) and finish its own close: a peer lost during shutdown.
  *
  * Without the CM the steps are the same except: no connect/accept (the
  * server sleeps for the client's first message, "first"), and at the end
- * both sides close their endpoints (flush) with no error expected.
+ * both sides close their endpoints (flush) at the same time, and neither
+ * leaves before both closes completed (their socket says when).
  *
  * Every step prints "cause NAME T" on the side that causes it and "wake
  * NAME T" on the side woken (T: CLOCK_MONOTONIC in nanoseconds, the same
@@ -60,7 +62,6 @@
 #define WAIT_MS        10000
 #define CAUSE_DELAY_MS 30
 #define SMALL          64
-#define LARGE          (1u << 20)
 #define TAG_S2C        0x51
 #define TAG_C2S        0x52
 
@@ -71,6 +72,7 @@ static int g_efd = -1;
 static unsigned long g_wakeups;
 static int g_failed;
 static int g_by_address;
+static int g_oob_fd = -1;
 
 /* what the callbacks set */
 static ucp_conn_request_h g_conn_req;
@@ -341,15 +343,25 @@ static const char *env_or(const char *name, const char *dflt)
     return v != NULL && *v != '\0' ? v : dflt;
 }
 
+static void oob_xfer(int fd, void *buf, size_t len, int out);
+
+/* Both sides reach this point (address mode, over its socket). */
+static void oob_barrier(void)
+{
+    char c = 1;
+    oob_xfer(g_oob_fd, &c, 1, 1);
+    oob_xfer(g_oob_fd, &c, 1, 0);
+}
+
 /* The data steps and the end, the same on both sides. */
 static void exchange(ucp_ep_h ep, int server)
 {
     const char *closer = env_or("UCP_WAKEUP_CLOSER", "client");
     const char *leaver = env_or("UCP_WAKEUP_EXIT", "");
     struct { const char *name; size_t len; } steps[] = {
-        { "small", SMALL }, { "large", LARGE },
+        { "small", SMALL }, { "large", (size_t)strtoul(env_or("UCP_WAKEUP_LARGE", "1048576"), NULL, 0) },
     };
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 2 && steps[i].len > 0; i++) {
         char s2c[32], c2s[32];
         snprintf(s2c, sizeof(s2c), "s2c-%s", steps[i].name);
         snprintf(c2s, sizeof(c2s), "c2s-%s", steps[i].name);
@@ -363,22 +375,26 @@ static void exchange(ucp_ep_h ep, int server)
     }
     const char *me = server ? "server" : "client";
     if (g_by_address) {
+        /* both close together, and neither leaves while the other's close
+         * still waits for it (a flush waits for the peer's answer) */
+        oob_barrier();
         close_ep(ep, "close", 0);
+        oob_barrier();
         return;
     }
     if (strcmp(leaver, me) == 0) {
         /* gone without a word: the process exits, the kernel closes its
          * sockets and unmaps its memory */
         sleep_ms(CAUSE_DELAY_MS);
-        stamp("cause", "lost");
+        stamp("cause", "close");
         printf("ucp_wakeup: OK (%lu wake-ups, left without closing)\n", g_wakeups);
         fflush(stdout);
         _exit(0);
     }
     if (*leaver != '\0') {
         /* the peer leaves: woken by its loss, then close */
-        if (wait_for("lost", ep_error_seen, NULL) == 0) {
-            stamp("wake", "lost");
+        if (wait_for("close", ep_error_seen, NULL) == 0) {
+            stamp("wake", "close");
         }
         close_ep(ep, "close after loss", 1);
         return;
@@ -550,7 +566,7 @@ static ucp_ep_h ep_by_address(int fd)
     if (st != UCS_OK) {
         die("ucp_ep_create", ucs_status_string(st));
     }
-    close(fd);
+    g_oob_fd = fd;
     return ep;
 }
 

@@ -159,21 +159,8 @@ ucpv_end() {
         fail "the device's registry directory is empty at the end" "left: $(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
     fi
     rm -rf "$SOFTRDMA_SHM_DIR"
-    # directories are left out: other suites running beside this one make
-    # their private registry directories there (this suite's own is gone)
-    local left path
-    left=$(shm_leftovers "$T_WORK/shm.before" | while read -r kind path; do
-        path=${path%% (*}
-        [ "$kind" = file ] && [ -d "$path" ] && continue
-        echo "$kind $path"
-    done)
-    if [ -z "$left" ]; then
-        pass "no /dev/shm file or SysV segment left over"
-    else
-        fail "no /dev/shm file or SysV segment left over" "$(printf '%s\n' "$left" | wc -l) new leftover(s)"
-        printf '%s\n' "$left" | sed 's/^/      leftover: /'
-        [ "${SHM_KEEP_LEFTOVERS:-0}" = 1 ] || shm_remove "$left"
-    fi
+    # (this suite's own registry directory is gone)
+    shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before" dirs
     finish
 }
 
