@@ -30,8 +30,11 @@
  *              callback (peer error handling), which then closes its own;
  *              both close requests must complete
  * With UCP_WAKEUP_EXIT=client (or server) that side leaves after the data
- * without closing anything (_exit), and the other must be woken by the
- * loss ("close" too) and finish its own close: a peer lost during shutdown.
+ * without closing anything (_exit, CAUSE_DELAY_MS after the data), and the
+ * other must be woken by the loss ("close" too) and finish its own close;
+ * or, when it is the closer, its close (started at once) must complete
+ * although the peer leaves in the middle of it: a peer lost during
+ * shutdown.
  *
  * Without the CM the steps are the same except: no connect/accept (the
  * server sleeps for the client's first message, "first"), and at the end
@@ -392,6 +395,12 @@ static void exchange(ucp_ep_h ep, int server)
         _exit(0);
     }
     if (*leaver != '\0') {
+        if (strcmp(closer, me) == 0) {
+            /* the peer leaves while we close: the close completes */
+            close_ep(ep, "close while the peer leaves", 0);
+            stamp("wake", "close");
+            return;
+        }
         /* the peer leaves: woken by its loss, then close */
         if (wait_for("close", ep_error_seen, NULL) == 0) {
             stamp("wake", "close");

@@ -10,7 +10,8 @@
 #               large (rendezvous) tag messages both ways, a disconnect
 #               woken on the other side (client closes, server closes),
 #               a peer that exits without closing during the shutdown
-#               (either side): pairings original/original, ours/ours,
+#               (the other side woken by the loss, or closing while it
+#               happens; either side): pairings original/original, ours/ours,
 #               ours server/original client, original server/ours client
 #   by address  the endpoints made from worker addresses (no CM), the data
 #               steps over posix, sysv, posix+cma (cma reads the large
@@ -152,7 +153,10 @@ wake_case() {
 SIDES=all wake_case "tcp CM" tcp cm "" ""
 SIDES=all wake_case "tcp CM, server closes" tcp cm "UCP_WAKEUP_CLOSER=server" "UCP_WAKEUP_CLOSER=server"
 SIDES=all wake_case "tcp CM, client lost in shutdown" tcp cm "UCP_WAKEUP_EXIT=client" "UCP_WAKEUP_EXIT=client"
-SIDES=all wake_case "tcp CM, server lost in shutdown" tcp cm "UCP_WAKEUP_EXIT=server" "UCP_WAKEUP_EXIT=server"
+SIDES=all wake_case "tcp CM, server lost while the client closes" tcp cm "UCP_WAKEUP_EXIT=server" \
+    "UCP_WAKEUP_EXIT=server"
+SIDES=all wake_case "tcp CM, client lost while the server closes" tcp cm \
+    "UCP_WAKEUP_EXIT=client UCP_WAKEUP_CLOSER=server" "UCP_WAKEUP_EXIT=client UCP_WAKEUP_CLOSER=server"
 
 # ------------------------------------------------------- the data transports
 for tls in posix sysv posix,cma tcp; do
