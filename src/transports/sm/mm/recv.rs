@@ -34,8 +34,8 @@ impl<M: Mapper> MmIface<M> {
         let hdr = ElemHdr { flags, am_id: elem.am_id(), length: elem.length() as u16 };
         match peer::decode_elem(hdr, self.max_short, self.seg_size) {
             Ok(Msg::Inline { am_id, len }) => {
-                // SAFETY: inline data lies inside the element (length clamped
-                // to the element's data area).
+                // SAFETY: inline data lies inside the element (decode_elem
+                // refused a length beyond the element's data area).
                 unsafe { iface.hdr.invoke_am_raw(am_id, elem.data() as *mut c_void, len, 0) };
             }
             Ok(Msg::Desc { am_id, len }) => {
@@ -79,7 +79,7 @@ impl<M: Mapper> MmIface<M> {
         let slot = self.elem_slot[idx].get();
         let data = self.pool.data(slot);
         // SAFETY: the descriptor is ours and holds seg_size payload bytes
-        // (len is clamped to that).
+        // (decode_elem refused a longer len).
         let status = unsafe { iface.hdr.invoke_am_raw(am_id, data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
         if status == UCS_INPROGRESS {
             // The user keeps the descriptor: note how to release it, and give
