@@ -758,37 +758,46 @@ fn a_forged_wakeup_address_gets_no_datagram() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(1, &mut rx) };
         // A unix datagram socket of the test's, at a path: what a peer might
         // aim senders' wake-ups at.
         let path = format!("/tmp/mm-wakeup-{}-{}", std::process::id(), tl.to_str().unwrap());
         let _ = std::fs::remove_file(&path);
         let victim = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
         victim.set_nonblocking(true).unwrap();
-        // SAFETY: the control block's address length (u32 at 8) and
-        // sockaddr_un (at 12) lie inside the mapping.
-        unsafe {
-            let sa = raw.base.add(12);
-            std::ptr::write_bytes(sa, 0, 110);
-            (sa as *mut u16).write_unaligned(libc::AF_UNIX as u16);
-            std::ptr::copy_nonoverlapping(path.as_ptr(), sa.add(2), path.len());
-            (raw.base.add(8) as *mut u32).write_unaligned((2 + path.len() + 1) as u32);
+        // The path's own length, then lengths beyond a sockaddr_un.
+        for claimed in [(2 + path.len() + 1) as u32, 111, u32::MAX] {
+            // SAFETY: the control block's address length (u32 at 8) and
+            // sockaddr_un (at 12) lie inside the mapping.
+            unsafe {
+                let sa = raw.base.add(12);
+                std::ptr::write_bytes(sa, 0, 110);
+                (sa as *mut u16).write_unaligned(libc::AF_UNIX as u16);
+                std::ptr::copy_nonoverlapping(path.as_ptr(), sa.add(2), path.len());
+                (raw.base.add(8) as *mut u32).write_unaligned(claimed);
+            }
+            // A new endpoint reads the forged address.
+            // SAFETY: the receiver is open; its own addresses.
+            let ep = unsafe {
+                let (dev, addr) = iface_addresses(p.rx.iface);
+                connect_to_iface(p.tx.iface, &dev, &addr).expect("second ep")
+            };
+            // The receiver asks to be woken; the send must not reach the
+            // victim.
+            // SAFETY: the receiver is open.
+            assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_OK);
+            // SAFETY: the endpoint is live; an empty payload.
+            let st = unsafe { p.tx.ops().ep_am_short.unwrap()(ep, 1, 0, std::ptr::null(), 0) };
+            assert_eq!(st, UCS_OK);
+            let mut buf = [0u8; 8];
+            assert!(victim.recv(&mut buf).is_err(), "a datagram reached the forged address (length {claimed})");
+            // SAFETY: created above, destroyed once.
+            unsafe { uct_ep_destroy(ep) };
+            drain(&p, &raw const rx, rx.inline.len() + 1);
         }
-        // A new endpoint reads the forged address.
-        // SAFETY: the receiver is open; its own addresses.
-        let ep = unsafe {
-            let (dev, addr) = iface_addresses(p.rx.iface);
-            connect_to_iface(p.tx.iface, &dev, &addr).expect("second ep")
-        };
-        // The receiver asks to be woken; the send must not reach the victim.
-        // SAFETY: the receiver is open.
-        assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_OK);
-        // SAFETY: the endpoint is live; an empty payload.
-        let st = unsafe { p.tx.ops().ep_am_short.unwrap()(ep, 1, 0, std::ptr::null(), 0) };
-        assert_eq!(st, UCS_OK);
-        let mut buf = [0u8; 8];
-        assert!(victim.recv(&mut buf).is_err(), "a datagram reached the forged address");
-        // SAFETY: created above, destroyed once.
-        unsafe { uct_ep_destroy(ep) };
         let _ = std::fs::remove_file(&path);
     });
 }
