@@ -6,6 +6,10 @@
  *                               127.0.0.1 port 0; commands on stdin
  *   attack_server cm-client PORT  a real sockcm client of the listener:
  *                               request, answer, notify, disconnect
+ *   attack_server mm-client DEV IF  a real UCT posix endpoint to the
+ *                               server's posix iface (addresses in hex, from
+ *                               the READY line): one AM short and one AM
+ *                               bcopy, both well-formed, flush, exit 0
  *   attack_server client DEV IF connect a real UCT tcp endpoint to the server
  *                               (DEV, IF: its device and iface addresses in
  *                               hex, from the server's READY line), send one
@@ -17,15 +21,23 @@
  * (uct_md_mem_reg). Canaries hold CANARY_BYTE, the region REGION_BYTE; a
  * write anywhere but the region is a write into unregistered memory.
  *
+ * A posix (shared-memory) iface on the same worker receives too: its FIFO
+ * is what a same-user peer forges elements into (tests/attack/attack.py
+ * maps it through /proc/PID/fd). When it cannot be opened, mm=- says so.
+ *
  * The READY line (one line on stdout) gives everything a peer needs:
  *   READY pid=P port=IFACE_PORT cm_port=PORT dev=HEX iface=HEX region=ADDR
  *         region_len=N before=ADDR after=ADDR far=ADDR heap=ADDR canary_len=N
+ *         far_len=N mmdev=HEX mm=HEX mm_short=N mm_seg=N
+ *   (mm: the posix iface's addresses, its AM short and bcopy limits)
  *
  * Commands (one per line, each answered by one line starting with "@@ ", so
  * the library's own log lines on stdout can be told apart):
  *   status       STATUS canary=ok|bad:WHERE@OFF region=ok|written@OFF am=N
  *                ambad=N amids=ID:N,... cmreq=N cmbad=N notify=N notifybad=N
  *                notifyerr=N disc=N eps=N epfail=N errh=N rss=KB fds=N
+ *                mm=N mmbad=N mmmax=LEN (posix iface: good and bad
+ *                messages, the longest delivered since the last reset)
  *   progress MS  progress the worker for MS milliseconds, answer "OK"
  *   peek OFF LEN the region's bytes [OFF, OFF+LEN) in hex (LEN <= 256)
  *   reset        refill the region and the canaries (before each case), "OK"
@@ -34,7 +46,9 @@
  *
  * Active-message handlers for ids 0..31 count what arrives; a message is
  * "good" when its first 8 bytes are AM_MAGIC and the rest is the pattern
- * (byte i = i & 0xff). The sockcm listener accepts every request: a server
+ * (byte i = i & 0xff). The posix iface's handlers first copy the whole
+ * message out, as a consumer that trusts the length does, then check it the
+ * same way. The sockcm listener accepts every request: a server
  * endpoint answers with SRV_PRIV_LEN bytes of pattern; its notify and
  * disconnect callbacks are counted per endpoint (a second notify on one
  * endpoint, or a connection request with lengths over the limits, is
@@ -78,6 +92,13 @@ static size_t g_max_conn_priv = MAX_CONN_PRIV;
 static unsigned char *g_map, *g_region, *g_before, *g_after, *g_far, *g_heap;
 
 static unsigned long g_am_good[32], g_am_bad[32];
+
+/* the posix iface (NULL when it could not be opened) */
+static uct_md_h g_mm_md;
+static uct_iface_h g_mm_iface;
+static unsigned long g_mm_good, g_mm_bad;
+static size_t g_mm_max;
+static unsigned char g_mm_copy[65536];
 static unsigned long g_errh;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -129,6 +150,31 @@ static ucs_status_t am_handler(void *arg, void *data, size_t length, unsigned fl
         }
     }
     g_am_bad[id]++;
+    return UCS_OK;
+}
+
+/* A consumer that believes the length it is given: copy, then check. */
+static ucs_status_t mm_am_handler(void *arg, void *data, size_t length, unsigned flags)
+{
+    uint64_t magic;
+
+    (void)arg; (void)flags;
+    if (length > g_mm_max) {
+        g_mm_max = length;
+    }
+    if (length > sizeof(g_mm_copy)) {
+        g_mm_bad++;
+        return UCS_OK;
+    }
+    memcpy(g_mm_copy, data, length);
+    if (length >= 8) {
+        memcpy(&magic, g_mm_copy, 8);
+        if (magic == AM_MAGIC && pattern_ok(g_mm_copy + 8, length - 8)) {
+            g_mm_good++;
+            return UCS_OK;
+        }
+    }
+    g_mm_bad++;
     return UCS_OK;
 }
 
@@ -334,9 +380,10 @@ static void report_status(void)
         live += g_eps[i].used;
     }
     printf("@@ STATUS canary=%s region=%s am=%lu ambad=%lu amids=%s cmreq=%lu cmbad=%lu notify=%lu "
-           "notifybad=%lu notifyerr=%lu disc=%lu eps=%d epfail=%lu errh=%lu rss=%ld fds=%d\n",
+           "notifybad=%lu notifyerr=%lu disc=%lu eps=%d epfail=%lu errh=%lu rss=%ld fds=%d "
+           "mm=%lu mmbad=%lu mmmax=%zu\n",
            canary, region, good, bad, ids, g_cmreq, g_cmbad, g_notify, g_notifybad, g_notifyerr,
-           g_disc, live, g_epfail, g_errh, rss_kb(), fd_count());
+           g_disc, live, g_epfail, g_errh, rss_kb(), fd_count(), g_mm_good, g_mm_bad, g_mm_max);
     pthread_mutex_unlock(&g_lock);
     fflush(stdout);
 }
@@ -361,7 +408,7 @@ static size_t unhex(const char *s, unsigned char *out, size_t max)
     return n;
 }
 
-static uct_component_h find_tcp(void)
+static uct_component_h find_component(const char *name)
 {
     uct_component_h *comps, c = NULL;
     unsigned n, i;
@@ -372,15 +419,152 @@ static uct_component_h find_tcp(void)
     }
     for (i = 0; i < n && c == NULL; i++) {
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if (uct_component_query(comps[i], &attr) == UCS_OK && !strcmp(attr.name, "tcp")) {
+        if (uct_component_query(comps[i], &attr) == UCS_OK && !strcmp(attr.name, name)) {
             c = comps[i];
         }
     }
     uct_release_component_list(comps);
+    return c;
+}
+
+static uct_component_h find_tcp(void)
+{
+    uct_component_h c = find_component("tcp");
+
     if (c == NULL) {
         DIE("no tcp component");
     }
     return c;
+}
+
+/* The posix iface on device "memory"; UCS_OK or why not (then nothing is
+ * left open). */
+static ucs_status_t open_mm(uct_iface_attr_t *attr)
+{
+    uct_component_h comp = find_component("posix");
+    uct_md_config_t *mcfg;
+    uct_iface_config_t *icfg;
+    uct_iface_params_t ip;
+    ucs_status_t s;
+
+    if (comp == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    if ((s = uct_md_config_read(comp, NULL, NULL, &mcfg)) != UCS_OK) {
+        return s;
+    }
+    s = uct_md_open(comp, "posix", mcfg, &g_mm_md);
+    uct_config_release(mcfg);
+    if (s != UCS_OK) {
+        return s;
+    }
+    if ((s = uct_md_iface_config_read(g_mm_md, "posix", NULL, NULL, &icfg)) != UCS_OK) {
+        uct_md_close(g_mm_md);
+        return s;
+    }
+    memset(&ip, 0, sizeof(ip));
+    ip.field_mask            = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE;
+    ip.open_mode             = UCT_IFACE_OPEN_MODE_DEVICE;
+    ip.mode.device.tl_name   = "posix";
+    ip.mode.device.dev_name  = "memory";
+    s = uct_iface_open(g_mm_md, g_worker, &ip, icfg, &g_mm_iface);
+    uct_config_release(icfg);
+    if (s == UCS_OK) {
+        s = uct_iface_query(g_mm_iface, attr);
+        if (s != UCS_OK) {
+            uct_iface_close(g_mm_iface);
+        }
+    }
+    if (s != UCS_OK) {
+        g_mm_iface = NULL;
+        uct_md_close(g_mm_md);
+        return s;
+    }
+    uct_iface_progress_enable(g_mm_iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    return UCS_OK;
+}
+
+typedef struct {
+    size_t len;
+} mm_pack_arg_t;
+
+/* AM bcopy payload: the magic, then the pattern. */
+static size_t mm_pack(void *dest, void *arg)
+{
+    size_t len = ((mm_pack_arg_t*)arg)->len;
+    uint64_t magic = AM_MAGIC;
+    unsigned char *d = dest;
+
+    memcpy(d, &magic, 8);
+    for (size_t i = 0; i + 8 < len; i++) {
+        d[8 + i] = (unsigned char)i;
+    }
+    return len;
+}
+
+/* A real posix sender: an AM short and an AM bcopy to the server's posix
+ * iface, each retried while the FIFO is full. */
+static int mm_client_main(const char *dev_hex, const char *if_hex)
+{
+    unsigned char dev[256], ifa[256], payload[64];
+    mm_pack_arg_t pa = { 3000 };
+    uct_iface_attr_t attr;
+    uct_ep_params_t p;
+    uct_ep_h ep;
+    ucs_status_t s;
+    ssize_t r;
+    long end;
+    int i;
+
+    if ((s = open_mm(&attr)) != UCS_OK) {
+        printf("mm client: posix iface: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    unhex(dev_hex, dev, sizeof(dev));
+    unhex(if_hex, ifa, sizeof(ifa));
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface      = g_mm_iface;
+    p.dev_addr   = (uct_device_addr_t*)dev;
+    p.iface_addr = (uct_iface_addr_t*)ifa;
+    s = uct_ep_create(&p, &ep);
+    if (s != UCS_OK) {
+        printf("mm client: uct_ep_create: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    for (i = 0; i < (int)sizeof(payload); i++) {
+        payload[i] = (unsigned char)i;
+    }
+    end = now_ms() + 5000;
+    do {
+        s = uct_ep_am_short(ep, 7, AM_MAGIC, payload, sizeof(payload));
+        if (s == UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(g_worker);
+        }
+    } while (s == UCS_ERR_NO_RESOURCE && now_ms() < end);
+    if (s != UCS_OK) {
+        printf("mm client: uct_ep_am_short: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    do {
+        r = uct_ep_am_bcopy(ep, 7, mm_pack, &pa, 0);
+        if (r == UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(g_worker);
+        }
+    } while (r == UCS_ERR_NO_RESOURCE && now_ms() < end);
+    if (r != (ssize_t)pa.len) {
+        printf("mm client: uct_ep_am_bcopy: %zd\n", r);
+        return 1;
+    }
+    do {
+        s = uct_ep_flush(ep, 0, NULL);
+        uct_worker_progress(g_worker);
+    } while ((s == UCS_INPROGRESS || s == UCS_ERR_NO_RESOURCE) && now_ms() < end);
+    printf("mm client: sent, flush %s\n", ucs_status_string(s));
+    uct_ep_destroy(ep);
+    uct_iface_close(g_mm_iface);
+    uct_md_close(g_mm_md);
+    return s == UCS_OK ? 0 : 1;
 }
 
 static void open_iface(uct_component_h comp, uct_iface_attr_t *attr)
@@ -600,16 +784,19 @@ int main(int argc, char **argv)
     uct_listener_attr_t la;
     struct sockaddr_in sin;
     uct_mem_h memh;
-    unsigned char dev[256], ifa[256];
-    char dev_hex[600], if_hex[600], line[256];
+    unsigned char dev[256], ifa[256], mm_dev[256], mm_ifa[256];
+    char dev_hex[600], if_hex[600], mm_dev_hex[600], mm_if_hex[600], line[256];
+    uct_iface_attr_t mm_attr;
     struct pollfd pfd;
     ucs_status_t s;
     int i;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc != 4) &&
+                     (strcmp(argv[1], "mm-client") || argc != 4) &&
                      (strcmp(argv[1], "cm-client") || argc != 3))) {
-        fprintf(stderr, "usage: %s server | client DEVHEX IFACEHEX | cm-client PORT\n", argv[0]);
+        fprintf(stderr, "usage: %s server | client DEVHEX IFACEHEX | mm-client DEVHEX IFACEHEX | "
+                "cm-client PORT\n", argv[0]);
         return 2;
     }
     if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) != UCS_OK) {
@@ -623,6 +810,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "cm-client")) {
         return cm_client_main(atoi(argv[2]));
+    }
+    if (!strcmp(argv[1], "mm-client")) {
+        return mm_client_main(argv[2], argv[3]);
     }
 
     comp = find_tcp();
@@ -691,12 +881,35 @@ int main(int argc, char **argv)
     }
     hex(dev, attr.device_addr_len, dev_hex);
     hex(ifa, attr.iface_addr_len, if_hex);
+    strcpy(mm_dev_hex, "-");
+    strcpy(mm_if_hex, "-");
+    s = open_mm(&mm_attr);
+    if (s == UCS_OK) {
+        for (i = 0; i < 32; i++) {
+            s = uct_iface_set_am_handler(g_mm_iface, i, mm_am_handler, (void*)(uintptr_t)i, 0);
+            if (s != UCS_OK) {
+                DIE("posix am handler %d: %s", i, ucs_status_string(s));
+            }
+        }
+        if (mm_attr.device_addr_len > sizeof(mm_dev) || mm_attr.iface_addr_len > sizeof(mm_ifa) ||
+            uct_iface_get_device_address(g_mm_iface, (uct_device_addr_t*)mm_dev) != UCS_OK ||
+            uct_iface_get_address(g_mm_iface, (uct_iface_addr_t*)mm_ifa) != UCS_OK) {
+            DIE("posix addresses");
+        }
+        hex(mm_dev, mm_attr.device_addr_len, mm_dev_hex);
+        hex(mm_ifa, mm_attr.iface_addr_len, mm_if_hex);
+    } else {
+        fprintf(stderr, "attack_server: no posix iface: %s\n", ucs_status_string(s));
+        memset(&mm_attr, 0, sizeof(mm_attr));
+    }
     printf("@@ READY pid=%d port=%u cm_port=%u dev=%s iface=%s region=0x%lx region_len=%d before=0x%lx "
-           "after=0x%lx far=0x%lx heap=0x%lx canary_len=%d far_len=%d\n",
+           "after=0x%lx far=0x%lx heap=0x%lx canary_len=%d far_len=%d mmdev=%s mm=%s mm_short=%zu "
+           "mm_seg=%zu\n",
            (int)getpid(), attr.iface_addr_len >= 2 ? (unsigned)(ifa[0] << 8 | ifa[1]) : 0,
            ntohs(((struct sockaddr_in*)&la.sockaddr)->sin_port), dev_hex, if_hex,
            (unsigned long)g_region, REGION_LEN, (unsigned long)g_before, (unsigned long)g_after,
-           (unsigned long)g_far, (unsigned long)g_heap, CANARY_LEN, FAR_LEN);
+           (unsigned long)g_far, (unsigned long)g_heap, CANARY_LEN, FAR_LEN, mm_dev_hex, mm_if_hex,
+           mm_attr.cap.am.max_short, mm_attr.cap.am.max_bcopy);
 
     pfd.fd = 0;
     pfd.events = POLLIN;
@@ -722,6 +935,7 @@ int main(int argc, char **argv)
             hex(g_region + off, plen, out);
             printf("@@ %s\n", out);
         } else if (!strncmp(line, "reset", 5)) {
+            g_mm_max = 0;
             memset(g_region, REGION_BYTE, REGION_LEN);
             memset(g_before, CANARY_BYTE, CANARY_LEN);
             memset(g_after, CANARY_BYTE, CANARY_LEN);
@@ -744,6 +958,10 @@ int main(int argc, char **argv)
     uct_md_mem_dereg(g_md, memh);
     uct_iface_close(g_iface);
     uct_md_close(g_md);
+    if (g_mm_iface != NULL) {
+        uct_iface_close(g_mm_iface);
+        uct_md_close(g_mm_md);
+    }
     uct_worker_destroy(g_worker);
     ucs_async_context_destroy(async);
     return 0;

@@ -12,7 +12,12 @@
 # floods, half-open connections, 200 idle connections (RSS per connection),
 # fd exhaustion under `ulimit -n 64`, and for the sockcm listener: header
 # length over the maximum, truncated header/data, data after the request, a
-# second request/notify, floods, half-open.  After each case: the process is
+# second request/notify, floods, half-open.  The server also opens a posix
+# iface; the mm-* cases write elements into its FIFO (mapped through
+# /proc/PID/fd, tests/attack/fifo.py) whose length field claims more than
+# the element or a receive descriptor holds: dropped with an error line, and
+# the posix iface then serves a python writer and a real UCT posix sender.
+# After each case: the process is
 # alive, legitimate peers (a python tcp peer, a python sockcm client, a real
 # UCT client process) are served, nothing outside the region was written,
 # fds and RSS return to their values before the case.  A crash or hang is

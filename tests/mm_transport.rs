@@ -552,22 +552,121 @@ fn forged_elements_are_dropped_and_the_fifo_moves_on() {
             drain(&p, &raw const rx, want.len());
         }
         assert_eq!(rx.inline, want);
-        // A length beyond the element is clamped to its inline room.
-        raw.forge(FLAG_INLINE, 1, u16::MAX, b"x");
-        drain(&p, &raw const rx, want.len() + 1);
-        assert_eq!(rx.inline.last().unwrap().len(), ELEM_SIZE - 28);
-        // A descriptor element with a length beyond the descriptor: clamped.
-        raw.forge(0, 1, u16::MAX, b"");
-        drain(&p, &raw const rx, want.len() + 2);
-        // SAFETY: the receiver is open.
-        let seg = unsafe { iface_attr(p.rx.iface) }.cap.am.max_bcopy;
-        assert_eq!(rx.inline.last().unwrap().len(), seg);
-        // The path still works for bcopy.
+        // The path still works for bcopy (forged lengths: the next test).
         let mut f = Fill { byte: 9, len: 3000 };
         assert_eq!(p.am_bcopy(1, &mut f), 3000);
-        drain(&p, &raw const rx, want.len() + 3);
+        drain(&p, &raw const rx, want.len() + 1);
         assert_eq!(rx.inline.last().unwrap(), &vec![9u8; 3000]);
     });
+}
+
+/// Environment variable that makes a test of this binary the child process
+/// whose log lines its parent reads (see [`run_child`]).
+const CHILD_ENV: &str = "UCT_RS_MM_TEST_CHILD";
+
+/// Runs the test `name` of this binary again as a child process (with
+/// [`CHILD_ENV`] set and UCX's log at the warning level) and returns what it
+/// printed, stdout (where UCX logs) and stderr; fails when the child does.
+fn run_child(name: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .env("UCX_LOG_LEVEL", "warn")
+        .output()
+        .expect("the child runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child {name} failed: {}\n{text}", out.status);
+    assert!(text.contains("1 passed"), "child {name} did not run:\n{text}");
+    text
+}
+
+/// The lines of `text` that UCX printed at the error level.
+fn error_lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.contains(" ERROR ")).collect()
+}
+
+/// A peer publishes an element whose length field claims more than the
+/// element (inline) or a receive descriptor holds: the message is dropped
+/// with an error line, never handed to the handler cut to size; the FIFO
+/// goes on, and the peer's next messages arrive whole. Lengths of exactly
+/// what the element or the descriptor holds are delivered whole. (In a
+/// child process, whose log lines the parent reads.)
+#[test]
+fn forged_lengths_are_dropped_with_an_error_not_cut() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        each_tl(forged_lengths_child);
+        return;
+    }
+    let text = run_child("forged_lengths_are_dropped_with_an_error_not_cut");
+    let errors = error_lines(&text);
+    // Each case runs on a new interface, whose first drop is logged.
+    let want = ["inline length 65535 exceeds", "inline length 101 exceeds", "length 65535 exceeds the receive",
+                "length 8257 exceeds the receive"];
+    for w in want {
+        let n = errors.iter().filter(|l| l.contains("mm: dropped FIFO element") && l.contains(w)).count();
+        assert_eq!(n, 2, "one error line per transport for {w:?}:\n{text}");
+    }
+    assert_eq!(errors.len(), 2 * want.len(), "no other error line:\n{text}");
+}
+
+fn forged_lengths_child(tl: &'static CStr) {
+    let msg = |n: u64, tail: &[u8]| {
+        let mut v = n.to_ne_bytes().to_vec();
+        v.extend_from_slice(tail);
+        v
+    };
+    let pattern: Vec<u8> = (0..ELEM_SIZE - 28).map(|i| (i * 7 + 3) as u8).collect();
+    {
+        // What the element and the descriptor hold, exactly: whole.
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        // SAFETY: the receiver is open.
+        let attr = unsafe { iface_attr(p.rx.iface) };
+        let (max_short, seg) = (attr.cap.am.max_short, attr.cap.am.max_bcopy);
+        assert_eq!((max_short, seg), (ELEM_SIZE - 28, 8256), "{tl:?}: the geometry the cases assume");
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the block, past the last
+        // progress call on `p`.
+        unsafe { p.listen(1, &mut rx) };
+        raw.forge(FLAG_INLINE, 1, max_short as u16, &pattern);
+        raw.forge(0, 1, seg as u16, b"");
+        drain(&p, &raw const rx, 2);
+        assert_eq!(rx.inline[0], pattern, "{tl:?}: a full element, whole");
+        assert_eq!(rx.inline[1].len(), seg, "{tl:?}: a full descriptor, whole");
+    }
+    // One byte more than the element or the descriptor holds, and the
+    // largest length the field can say: dropped.
+    let cases: [(u8, u16); 4] = [(FLAG_INLINE, u16::MAX), (FLAG_INLINE, ELEM_SIZE as u16 - 28 + 1), (0, u16::MAX),
+                                 (0, 8256 + 1)];
+    for (flags, length) in cases {
+        let p = Pair::new(tl);
+        let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the loop body, past the last
+        // progress call on `p`.
+        unsafe { p.listen(1, &mut rx) };
+        raw.forge(flags, 1, length, &pattern);
+        // The same peer's next messages: a short one, a bcopy one, then
+        // two rounds of the FIFO.
+        assert_eq!(p.am_short(1, 7, b"after"), UCS_OK);
+        let mut f = Fill { byte: 0x3c, len: 3000 };
+        assert_eq!(p.am_bcopy(1, &mut f), 3000);
+        let mut want = vec![msg(7, b"after"), vec![0x3c; 3000]];
+        drain(&p, &raw const rx, want.len());
+        for _ in 0..100 {
+            p.progress_rx();
+        }
+        let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
+        assert!(rx.inline == want, "{tl:?}: flags {flags:#x} length {length}: dropped, the next ones whole; \
+                 delivered lengths {:?}, expected {:?}", lens(&rx.inline), lens(&want));
+        for n in 0..2 * FIFO_SIZE {
+            assert_eq!(p.am_short(1, n, b"round"), UCS_OK);
+            want.push(msg(n, b"round"));
+            drain(&p, &raw const rx, want.len());
+        }
+        assert!(rx.inline == want, "{tl:?}: flags {flags:#x} length {length}: the FIFO goes on; \
+                 delivered lengths {:?}", lens(&rx.inline));
+    }
 }
 
 #[test]
@@ -659,37 +758,46 @@ fn a_forged_wakeup_address_gets_no_datagram() {
     each_tl(|tl| {
         let p = Pair::new(tl);
         let raw = raw_fifo(&p, tl);
+        let mut rx = Rx::default();
+        // SAFETY: `rx` lives to the end of the closure, past the last
+        // progress call on `p`.
+        unsafe { p.listen(1, &mut rx) };
         // A unix datagram socket of the test's, at a path: what a peer might
         // aim senders' wake-ups at.
         let path = format!("/tmp/mm-wakeup-{}-{}", std::process::id(), tl.to_str().unwrap());
         let _ = std::fs::remove_file(&path);
         let victim = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
         victim.set_nonblocking(true).unwrap();
-        // SAFETY: the control block's address length (u32 at 8) and
-        // sockaddr_un (at 12) lie inside the mapping.
-        unsafe {
-            let sa = raw.base.add(12);
-            std::ptr::write_bytes(sa, 0, 110);
-            (sa as *mut u16).write_unaligned(libc::AF_UNIX as u16);
-            std::ptr::copy_nonoverlapping(path.as_ptr(), sa.add(2), path.len());
-            (raw.base.add(8) as *mut u32).write_unaligned((2 + path.len() + 1) as u32);
+        // The path's own length, then lengths beyond a sockaddr_un.
+        for claimed in [(2 + path.len() + 1) as u32, 111, u32::MAX] {
+            // SAFETY: the control block's address length (u32 at 8) and
+            // sockaddr_un (at 12) lie inside the mapping.
+            unsafe {
+                let sa = raw.base.add(12);
+                std::ptr::write_bytes(sa, 0, 110);
+                (sa as *mut u16).write_unaligned(libc::AF_UNIX as u16);
+                std::ptr::copy_nonoverlapping(path.as_ptr(), sa.add(2), path.len());
+                (raw.base.add(8) as *mut u32).write_unaligned(claimed);
+            }
+            // A new endpoint reads the forged address.
+            // SAFETY: the receiver is open; its own addresses.
+            let ep = unsafe {
+                let (dev, addr) = iface_addresses(p.rx.iface);
+                connect_to_iface(p.tx.iface, &dev, &addr).expect("second ep")
+            };
+            // The receiver asks to be woken; the send must not reach the
+            // victim.
+            // SAFETY: the receiver is open.
+            assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_OK);
+            // SAFETY: the endpoint is live; an empty payload.
+            let st = unsafe { p.tx.ops().ep_am_short.unwrap()(ep, 1, 0, std::ptr::null(), 0) };
+            assert_eq!(st, UCS_OK);
+            let mut buf = [0u8; 8];
+            assert!(victim.recv(&mut buf).is_err(), "a datagram reached the forged address (length {claimed})");
+            // SAFETY: created above, destroyed once.
+            unsafe { uct_ep_destroy(ep) };
+            drain(&p, &raw const rx, rx.inline.len() + 1);
         }
-        // A new endpoint reads the forged address.
-        // SAFETY: the receiver is open; its own addresses.
-        let ep = unsafe {
-            let (dev, addr) = iface_addresses(p.rx.iface);
-            connect_to_iface(p.tx.iface, &dev, &addr).expect("second ep")
-        };
-        // The receiver asks to be woken; the send must not reach the victim.
-        // SAFETY: the receiver is open.
-        assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_OK);
-        // SAFETY: the endpoint is live; an empty payload.
-        let st = unsafe { p.tx.ops().ep_am_short.unwrap()(ep, 1, 0, std::ptr::null(), 0) };
-        assert_eq!(st, UCS_OK);
-        let mut buf = [0u8; 8];
-        assert!(victim.recv(&mut buf).is_err(), "a datagram reached the forged address");
-        // SAFETY: created above, destroyed once.
-        unsafe { uct_ep_destroy(ep) };
         let _ = std::fs::remove_file(&path);
     });
 }

@@ -28,19 +28,29 @@ pub fn run(data: &[u8]) {
     let r = peer::decode_elem(h, max_inline, seg_size);
     assert_eq!(r, peer::decode_elem(h, max_inline, seg_size), "a decoder of a copied value is deterministic");
     match r {
+        // A message is handed over with the length its sender wrote, never
+        // a cut one.
         Ok(Msg::Inline { am_id, len }) => {
             assert!(h.flags & FLAG_INLINE != 0 && h.flags & !KNOWN_FLAGS == 0);
             assert!(am_id < AM_ID_MAX && am_id == h.am_id);
-            assert!(len <= max_inline && len <= h.length as usize);
+            assert!(len == h.length as usize && len <= max_inline);
             assert!(ELEM_HDR + len <= elem_size, "inline data stays inside the element");
         }
         Ok(Msg::Desc { am_id, len }) => {
             assert!(h.flags & FLAG_INLINE == 0 && h.flags & !KNOWN_FLAGS == 0);
             assert!(am_id < AM_ID_MAX && am_id == h.am_id);
-            assert!(len <= seg_size && len <= h.length as usize);
+            assert!(len == h.length as usize && len <= seg_size);
         }
         Err(BadElem::Flags(f)) => assert!(f == h.flags && f & !KNOWN_FLAGS != 0),
         Err(BadElem::AmId(id)) => assert!(id == h.am_id && id >= AM_ID_MAX && h.flags & !KNOWN_FLAGS == 0),
+        Err(BadElem::InlineLength { len, max }) => {
+            assert!(h.flags & !KNOWN_FLAGS == 0 && h.am_id < AM_ID_MAX && h.flags & FLAG_INLINE != 0);
+            assert!(len == h.length && max == max_inline && len as usize > max);
+        }
+        Err(BadElem::DescLength { len, max }) => {
+            assert!(h.flags & !KNOWN_FLAGS == 0 && h.am_id < AM_ID_MAX && h.flags & FLAG_INLINE == 0);
+            assert!(len == h.length && max == seg_size && len as usize > max);
+        }
     }
 
     // The descriptor reference against a map of segments (id -> real size),

@@ -10,7 +10,9 @@ and uses 300 / 40.
 
 The server runs on whatever libuct the environment gives it (the shell
 wrapper sets LD_LIBRARY_PATH). Each case throws one class of bad input at
-the tcp iface or the sockcm listener over 127.0.0.1, then checks:
+the tcp iface or the sockcm listener over 127.0.0.1, or writes forged
+elements into the FIFO of the server's posix iface (mapped through
+/proc/PID/fd, as any process of the same user can), then checks:
 
   alive   the process still runs and answers (else crash/hang: the server
           is restarted for the next case)
@@ -20,7 +22,9 @@ the tcp iface or the sockcm listener over 127.0.0.1, then checks:
           endpoint sending an AM, a sockcm client) are served
   write   no canary changed and the registered region is untouched
   proto   what the case itself expects (nothing delivered too early, no
-          second callback, stalled connections closed, ...)
+          second callback, stalled connections closed, a forged FIFO element
+          dropped with an error line and the posix iface still served by a
+          python writer and a real UCT sender, ...)
   fds     the server's open fd count returns to its value before the case
   rss     the server's RSS returns near its value before the case
 
@@ -39,6 +43,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wire import (MAGIC, AM_CM, AM_PUT_REQ, AM_PUT_ACK, AM_KEEPALIVE, EV_ACK, EV_ACK_REQ, EV_FIN,  # noqa: E402
                   am_payload, frame, conn_req, cm_event, put_req, cm_hdr)
+from fifo import Fifo, ELEM_HDR  # noqa: E402
 
 HS_TIMEOUT = float(os.environ.get('ATTACK_HS_TIMEOUT', '1'))   # seconds
 RSS_SLACK_KB = int(os.environ.get('ATTACK_RSS_SLACK_KB', '1024'))
@@ -89,7 +94,7 @@ class Server:
         self.info = dict(kv.split('=', 1) for kv in line.split()[1:])
         for k in ('region', 'before', 'after', 'far', 'heap'):
             self.info[k] = int(self.info[k], 16)
-        for k in ('port', 'cm_port', 'region_len', 'canary_len', 'far_len', 'pid'):
+        for k in ('port', 'cm_port', 'region_len', 'canary_len', 'far_len', 'pid', 'mm_short', 'mm_seg'):
             self.info[k] = int(self.info[k])
 
     def ended(self):
@@ -809,6 +814,123 @@ def c_cm_idle_after_notify_kept(srv, n):
     return None
 
 
+# --------------------------------------------------------------------------
+# The posix iface: elements written straight into its FIFO.
+
+def _mm_fifo(srv):
+    """The server's posix FIFO, mapped here (None when it has none)."""
+    if srv.info.get('mm', '-') == '-':
+        return None
+    return Fifo(bytes.fromhex(srv.info['mm']), srv.info['mm_short'] + ELEM_HDR)
+
+
+def _mm_claim(srv, f):
+    for _ in range(100):
+        i = f.claim()
+        if i is not None:
+            return i
+        srv.progress(20)
+    raise RuntimeError('the posix FIFO stays full')
+
+
+def _mm_wait(srv, st0, count):
+    """Progress until the posix iface's handlers saw `count` more messages
+    (good or bad) than in `st0`, at most about a second; the last status."""
+    for _ in range(20):
+        st = srv.status()
+        if st['mm'] + st['mmbad'] >= st0['mm'] + st0['mmbad'] + count:
+            return st
+        srv.progress(50)
+    return srv.status()
+
+
+def legit_mm(srv, f):
+    """Well-formed messages to the posix iface: an inline element written
+    here, then a real UCT posix sender's AM short and AM bcopy. None when
+    the three arrive good and nothing else, else what went wrong."""
+    st0 = srv.status()
+    f.inline(_mm_claim(srv, f), 3, 72, am_payload(64))
+    why = run_client(srv, ['mm-client', srv.info['mmdev'], srv.info['mm']], 'uct-mm')
+    st = _mm_wait(srv, st0, 3)
+    if why:
+        return why
+    good, bad = st['mm'] - st0['mm'], st['mmbad'] - st0['mmbad']
+    return None if (good, bad) == (3, 0) else 'mm %d good %d bad of 3' % (good, bad)
+
+
+def _error_lines(srv, since):
+    return [ln for ln in srv.liblines[since:] if ' ERROR ' in ln]
+
+
+def _mm_forged(srv, inline, length):
+    """One element with the length field `length` (inline: the element's
+    data holds the good payload of its full room; descriptor: the
+    descriptor holds that of a full descriptor): nothing delivered, an
+    error line, the posix iface served after."""
+    f = _mm_fifo(srv)
+    if f is None:
+        return 'no posix iface'
+    try:
+        st0 = srv.status()
+        lines0 = len(srv.liblines)
+        i = _mm_claim(srv, f)
+        if inline:
+            f.inline(i, 3, length, am_payload(srv.info['mm_short'] - 8))
+        else:
+            f.desc(i, 3, length, am_payload(srv.info['mm_seg'] - 8))
+        st = _mm_wait(srv, st0, 1)
+        errors = _error_lines(srv, lines0)
+        served = legit_mm(srv, f)
+    finally:
+        f.close()
+    got = st['mm'] + st['mmbad'] - st0['mm'] - st0['mmbad']
+    if got:
+        return 'delivered as %d bytes' % st['mmmax']
+    if not errors:
+        return 'dropped without an error line'
+    if served:
+        return 'then not served: %s' % served
+    return None
+
+
+def c_mm_max_len_legit(srv, n):
+    """Elements of exactly the element's inline room and a descriptor's
+    size, written here: both delivered whole and good; then the posix iface
+    serves a real sender."""
+    f = _mm_fifo(srv)
+    if f is None:
+        return 'no posix iface'
+    try:
+        st0 = srv.status()
+        short, seg = srv.info['mm_short'], srv.info['mm_seg']
+        f.inline(_mm_claim(srv, f), 3, short, am_payload(short - 8))
+        f.desc(_mm_claim(srv, f), 3, seg, am_payload(seg - 8))
+        st = _mm_wait(srv, st0, 2)
+        served = legit_mm(srv, f)
+    finally:
+        f.close()
+    good, bad = st['mm'] - st0['mm'], st['mmbad'] - st0['mmbad']
+    if (good, bad) != (2, 0) or st['mmmax'] != seg:
+        return '%d good %d bad, longest %d (of %d)' % (good, bad, st['mmmax'], seg)
+    return 'not served: %s' % served if served else None
+
+
+def c_mm_inline_len_65535(srv, n):
+    return _mm_forged(srv, True, 0xffff)
+
+
+def c_mm_inline_len_over(srv, n):
+    return _mm_forged(srv, True, srv.info['mm_short'] + 1)
+
+
+def c_mm_desc_len_65535(srv, n):
+    return _mm_forged(srv, False, 0xffff)
+
+
+def c_mm_desc_len_over_seg(srv, n):
+    return _mm_forged(srv, False, srv.info['mm_seg'] + 1)
+
+
 CASES = [
     ('put-region-legit', 'tcp', c_put_region_legit),
     ('am-after-large', 'tcp', c_am_after_large),
@@ -851,6 +973,11 @@ CASES = [
     ('sockcm-connect-drop', 'sockcm', c_cm_flood),
     ('sockcm-half-open', 'sockcm', c_cm_half_open),
     ('sockcm-idle-done-kept', 'sockcm', c_cm_idle_after_notify_kept),
+    ('mm-max-len-legit', 'mm', c_mm_max_len_legit),
+    ('mm-inline-len-65535', 'mm', c_mm_inline_len_65535),
+    ('mm-inline-len-over', 'mm', c_mm_inline_len_over),
+    ('mm-desc-len-65535', 'mm', c_mm_desc_len_65535),
+    ('mm-desc-len-over-seg', 'mm', c_mm_desc_len_over_seg),
 ]
 
 

@@ -103,16 +103,17 @@ impl Fifo {
         unsafe { std::ptr::write_volatile(self.ctl.add(CTL_PID) as *mut i32, pid) }
     }
 
-    /// The wake-up socket address the receiver published.
+    /// The wake-up socket address the receiver published, with the length
+    /// its control block claims, as read (a peer may claim more than the
+    /// 110 bytes of a `sockaddr_un`: the caller checks).
     pub fn signal_addr(&self) -> (libc::sockaddr_un, libc::socklen_t) {
         // SAFETY: all-zero is a valid sockaddr_un; the copy reads the
-        // 110-byte field inside the mapping, and the length is clamped.
+        // 110-byte field inside the mapping, the length a u32 inside it.
         unsafe {
             let mut sa: libc::sockaddr_un = std::mem::zeroed();
             std::ptr::copy_nonoverlapping(self.ctl.add(CTL_SIGNAL_SOCKADDR),
                                           &mut sa as *mut libc::sockaddr_un as *mut u8, SOCKADDR_UN_SIZE);
-            let len = std::ptr::read_unaligned(self.ctl.add(CTL_SIGNAL_ADDRLEN) as *const u32);
-            (sa, len.min(SOCKADDR_UN_SIZE as u32))
+            (sa, std::ptr::read_unaligned(self.ctl.add(CTL_SIGNAL_ADDRLEN) as *const u32))
         }
     }
 

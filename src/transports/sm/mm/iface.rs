@@ -267,13 +267,19 @@ impl<M: Mapper> Transport for MmIface<M> {
             return Err(UCS_ERR_ENDPOINT_TIMEOUT);
         }
         let (signal_addr, signal_len) = rfifo.signal_addr();
-        // SAFETY: a sockaddr_un is plain bytes; the length is clamped to it.
-        let sa_bytes = unsafe {
-            std::slice::from_raw_parts(&signal_addr as *const libc::sockaddr_un as *const u8, signal_len as usize)
+        // SAFETY: a sockaddr_un is plain bytes, all of them read.
+        let sa_all = unsafe {
+            std::slice::from_raw_parts(&signal_addr as *const libc::sockaddr_un as *const u8,
+                                       std::mem::size_of::<libc::sockaddr_un>())
         };
-        let signal_ok = super::peer::check_signal_addr(sa_bytes).inspect_err(|why| {
-            crate::error!("mm: the wake-up address in the FIFO of pid {pid} is refused ({why}): no wake-ups to it")
-        }).is_ok();
+        // A claimed length beyond the address is refused, not cut to it.
+        let signal_ok = sa_all.get(..signal_len as usize)
+            .ok_or("a length beyond a unix socket address")
+            .and_then(super::peer::check_signal_addr)
+            .inspect_err(|why| crate::error!(
+                "mm: the wake-up address in the FIFO of pid {pid} is refused ({why}, length {signal_len}): \
+                 no wake-ups to it"))
+            .is_ok();
         let tail = rfifo.tail().load(Ordering::Acquire);
         crate::debug!("created mm ep, connected to remote FIFO id {:#x} (pid {})", seg_id, pid);
         Ok(MmEp {

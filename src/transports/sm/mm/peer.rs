@@ -9,10 +9,11 @@
 //! these: it indexes its handler table with the element's AM id, hands the
 //! handler the element's length as is, follows the descriptor pointer stored
 //! in the element, and writes at `segment + offset` of whatever segment the
-//! element names. Here an element with an id of `UCT_AM_ID_MAX` or more, or
-//! with a flag bit no sender writes, is dropped; lengths are clamped to what
-//! the element or the descriptor holds; a descriptor reference must lie
-//! inside the segment as mapped here.
+//! element names. Here an element with an id of `UCT_AM_ID_MAX` or more,
+//! with a flag bit no sender writes, or with a length beyond what the element
+//! (inline) or a receive descriptor holds, is dropped whole: a message is
+//! handed over as its sender wrote it or not at all, never cut to size. A
+//! descriptor reference must lie inside the segment as mapped here.
 
 use super::fifo::{DescInfo, AM_ID_MAX, ELEM_HDR, FLAG_INLINE, KNOWN_FLAGS};
 
@@ -42,6 +43,10 @@ pub enum BadElem {
     Flags(u8),
     /// An active-message id of `UCT_AM_ID_MAX` or more.
     AmId(u8),
+    /// An inline message longer than the element's data area (`max` bytes).
+    InlineLength { len: u16, max: usize },
+    /// A descriptor message longer than a receive descriptor (`max` bytes).
+    DescLength { len: u16, max: usize },
 }
 
 impl std::fmt::Display for BadElem {
@@ -49,6 +54,10 @@ impl std::fmt::Display for BadElem {
         match self {
             BadElem::Flags(fl) => write!(f, "unknown flags {fl:#04x}"),
             BadElem::AmId(id) => write!(f, "active message id {id} (valid: 0..{})", AM_ID_MAX - 1),
+            BadElem::InlineLength { len, max } =>
+                write!(f, "inline length {len} exceeds the element's {max} bytes of data"),
+            BadElem::DescLength { len, max } =>
+                write!(f, "length {len} exceeds the receive descriptor's {max} bytes"),
         }
     }
 }
@@ -73,26 +82,39 @@ pub fn parse_desc_info(bytes: &[u8]) -> Option<DescInfo> {
 
 /// Decode an element a peer published. `max_inline` is what the element's
 /// data area holds (element size minus the header), `seg_size` what a
-/// receive descriptor holds; a longer length is clamped, not refused (a
-/// length cannot make us read outside the element or the descriptor).
+/// receive descriptor holds. A longer length is refused, like an unknown
+/// flag or id: the message is dropped whole, never delivered cut to size.
 #[inline(always)]
 pub fn decode_elem(h: ElemHdr, max_inline: usize, seg_size: usize) -> Result<Msg, BadElem> {
-    // One test on the hot path: both fields are fine in the common case.
-    if h.flags & !KNOWN_FLAGS != 0 || h.am_id >= AM_ID_MAX {
-        return Err(bad_elem(h));
-    }
+    let inline = h.flags & FLAG_INLINE != 0;
+    let max = if inline { max_inline } else { seg_size };
     let len = h.length as usize;
-    if h.flags & FLAG_INLINE != 0 {
-        Ok(Msg::Inline { am_id: h.am_id, len: len.min(max_inline) })
+    // One branch on the hot path: every field is fine in the common case
+    // (non-short-circuit `|`, so the three tests are one).
+    if (h.flags & !KNOWN_FLAGS != 0) | (h.am_id >= AM_ID_MAX) | (len > max) {
+        return Err(bad_elem(h, max_inline, seg_size));
+    }
+    if inline {
+        Ok(Msg::Inline { am_id: h.am_id, len })
     } else {
-        Ok(Msg::Desc { am_id: h.am_id, len: len.min(seg_size) })
+        Ok(Msg::Desc { am_id: h.am_id, len })
     }
 }
 
+/// Why `decode_elem` refused `h` (the first reason, in the order flags, id,
+/// length).
 #[cold]
 #[inline(never)]
-fn bad_elem(h: ElemHdr) -> BadElem {
-    if h.flags & !KNOWN_FLAGS != 0 { BadElem::Flags(h.flags) } else { BadElem::AmId(h.am_id) }
+fn bad_elem(h: ElemHdr, max_inline: usize, seg_size: usize) -> BadElem {
+    if h.flags & !KNOWN_FLAGS != 0 {
+        BadElem::Flags(h.flags)
+    } else if h.am_id >= AM_ID_MAX {
+        BadElem::AmId(h.am_id)
+    } else if h.flags & FLAG_INLINE != 0 {
+        BadElem::InlineLength { len: h.length, max: max_inline }
+    } else {
+        BadElem::DescLength { len: h.length, max: seg_size }
+    }
 }
 
 /// Most inline bytes an element of `elem_size` bytes holds.
@@ -190,8 +212,22 @@ mod tests {
     #[test]
     fn elements() {
         assert_eq!(decode_elem(h(3, 5, 10), 100, 8192), Ok(Msg::Inline { am_id: 5, len: 10 }));
-        assert_eq!(decode_elem(h(2, 31, 1000), 100, 8192), Ok(Msg::Inline { am_id: 31, len: 100 }));
-        assert_eq!(decode_elem(h(FLAG_OWNER, 0, 9000), 100, 8192), Ok(Msg::Desc { am_id: 0, len: 8192 }));
+        // Lengths up to what the element or the descriptor holds, whole;
+        // one byte more, or the field's largest value, refused.
+        assert_eq!(decode_elem(h(2, 31, 100), 100, 8192), Ok(Msg::Inline { am_id: 31, len: 100 }));
+        assert_eq!(decode_elem(h(2, 31, 0), 100, 8192), Ok(Msg::Inline { am_id: 31, len: 0 }));
+        assert_eq!(decode_elem(h(2, 31, 101), 100, 8192), Err(BadElem::InlineLength { len: 101, max: 100 }));
+        assert_eq!(decode_elem(h(3, 31, u16::MAX), 100, 8192),
+                   Err(BadElem::InlineLength { len: u16::MAX, max: 100 }));
+        assert_eq!(decode_elem(h(FLAG_OWNER, 0, 8192), 100, 8192), Ok(Msg::Desc { am_id: 0, len: 8192 }));
+        assert_eq!(decode_elem(h(FLAG_OWNER, 0, 8193), 100, 8192), Err(BadElem::DescLength { len: 8193, max: 8192 }));
+        assert_eq!(decode_elem(h(0, 0, u16::MAX), 100, 8192), Err(BadElem::DescLength { len: u16::MAX, max: 8192 }));
+        // A descriptor length is not held to the inline room, nor the reverse.
+        assert_eq!(decode_elem(h(0, 4, 1000), 100, 8192), Ok(Msg::Desc { am_id: 4, len: 1000 }));
+        assert_eq!(decode_elem(h(2, 4, 100), 100, 64), Ok(Msg::Inline { am_id: 4, len: 100 }));
+        // Several faults: the first of flags, id, length is named.
+        assert_eq!(decode_elem(h(0x82, 40, u16::MAX), 100, 8192), Err(BadElem::Flags(0x82)));
+        assert_eq!(decode_elem(h(2, 40, u16::MAX), 100, 8192), Err(BadElem::AmId(40)));
         assert_eq!(decode_elem(h(3, 32, 10), 100, 8192), Err(BadElem::AmId(32)));
         assert_eq!(decode_elem(h(0, 255, 10), 100, 8192), Err(BadElem::AmId(255)));
         assert_eq!(decode_elem(h(7, 1, 10), 100, 8192), Err(BadElem::Flags(7)));

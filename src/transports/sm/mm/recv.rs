@@ -19,6 +19,10 @@ use std::sync::atomic::Ordering;
 /// The fewest messages one progress call takes from the FIFO.
 const FIFO_MIN_POLL: u32 = 1;
 
+/// Dropped elements each logged; past them, only the powers of two of the
+/// count are.
+const DROPS_LOGGED: u64 = 16;
+
 impl<M: Mapper> MmIface<M> {
     /// Handle the element at the read index, if it holds a message.
     /// Returns false when there was nothing (or it must wait).
@@ -34,8 +38,8 @@ impl<M: Mapper> MmIface<M> {
         let hdr = ElemHdr { flags, am_id: elem.am_id(), length: elem.length() as u16 };
         match peer::decode_elem(hdr, self.max_short, self.seg_size) {
             Ok(Msg::Inline { am_id, len }) => {
-                // SAFETY: inline data lies inside the element (length clamped
-                // to the element's data area).
+                // SAFETY: inline data lies inside the element (decode_elem
+                // refused a length beyond the element's data area).
                 unsafe { iface.hdr.invoke_am_raw(am_id, elem.data() as *mut c_void, len, 0) };
             }
             Ok(Msg::Desc { am_id, len }) => {
@@ -55,14 +59,16 @@ impl<M: Mapper> MmIface<M> {
         true
     }
 
-    /// Log a dropped element: the first, then at each power of two of the
-    /// count (the FIFO does not tell which sender wrote it).
+    /// Log a dropped element: each of the first [`DROPS_LOGGED`], then at
+    /// each power of two of the count, so that a peer flooding the FIFO
+    /// with forgeries cannot flood the log (the FIFO does not tell which
+    /// sender wrote an element).
     #[cold]
     #[inline(never)]
     fn bad_elem(&self, ri: u64, why: BadElem) {
         let n = self.dropped.get() + 1;
         self.dropped.set(n);
-        if n.is_power_of_two() {
+        if n <= DROPS_LOGGED || n.is_power_of_two() {
             crate::error!("mm: dropped FIFO element {} from a peer: {} ({} dropped so far)", ri, why, n);
         }
     }
@@ -79,7 +85,7 @@ impl<M: Mapper> MmIface<M> {
         let slot = self.elem_slot[idx].get();
         let data = self.pool.data(slot);
         // SAFETY: the descriptor is ours and holds seg_size payload bytes
-        // (len is clamped to that).
+        // (decode_elem refused a longer len).
         let status = unsafe { iface.hdr.invoke_am_raw(am_id, data as *mut c_void, len, UCT_CB_PARAM_FLAG_DESC) };
         if status == UCS_INPROGRESS {
             // The user keeps the descriptor: note how to release it, and give
