@@ -97,6 +97,14 @@ pub fn port_unusable(ctx: &Context, port: u8, info: &PortInfo, gid_index: i32) -
     }
 }
 
+/// Why the verbs transports do not drive a port they could otherwise use,
+/// if they do not: RoCE (an Ethernet link layer) is not implemented yet.
+/// Such a port is not listed as a transport resource (libucp gives up on
+/// a listed resource that fails to open), and opening it fails.
+pub fn port_unsupported(info: &PortInfo) -> Option<&'static str> {
+    (info.link_layer == LINK_LAYER_ETHERNET).then_some("Ethernet link layer (RoCE) not supported")
+}
+
 /// `ibv_mtu` values 1..5 are 256..4096 bytes.
 pub fn mtu_bytes(mtu: u32) -> usize {
     if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
@@ -104,7 +112,9 @@ pub fn mtu_bytes(mtu: u32) -> usize {
 
 /// The devices (`<ib device>:<port>`) a transport `tl` offers on an ib
 /// md: none (UNSUPPORTED) when the device cannot create a minimal QP of
-/// type `qp_type`, else every usable port.
+/// type `qp_type`, else every usable port the transports support (an md
+/// whose ports are all left out still registers memory, with no
+/// transport on it).
 pub fn tl_devices(md: &crate::core::md::MdObj, qp_type: u32, tl: &str)
                   -> Result<Vec<crate::core::component::TlDevice>, crate::abi::ucs_status_t> {
     use crate::abi::*;
@@ -125,12 +135,18 @@ pub fn tl_devices(md: &crate::core::md::MdObj, qp_type: u32, tl: &str)
     if !probe() {
         return Err(UCS_ERR_UNSUPPORTED);
     }
-    Ok(ib.ports.iter().filter(|(port, info)| match port_unusable(&ib.ctx, *port, info, 0) {
-        Some(why) => {
-            crate::debug!("{}: {}:{} is not usable: {}", tl, ib.name, port, why);
-            false
+    Ok(ib.ports.iter().filter(|(port, info)| {
+        if let Some(why) = port_unsupported(info) {
+            crate::debug!("{}: {}:{}: {}; not listed", tl, ib.name, port, why);
+            return false;
         }
-        None => true,
+        match port_unusable(&ib.ctx, *port, info, 0) {
+            Some(why) => {
+                crate::debug!("{}: {}:{} is not usable: {}", tl, ib.name, port, why);
+                false
+            }
+            None => true,
+        }
     }).map(|(port, _)| crate::core::component::TlDevice {
         name: format!("{}:{}", ib.name, port),
         dev_type: UCT_DEVICE_TYPE_NET,

@@ -74,7 +74,7 @@ struct sr_sqp {
 	int32_t async_wfd; /* owner's async event pipe */
 	uint64_t uptr; /* owner's struct ibv_qp * */
 	uint32_t ev_posted; /* async events written for this QP */
-	uint32_t pad;
+	uint32_t eth; /* its port's link layer is Ethernet (RoCE) */
 	struct sr_sring rq;
 };
 
@@ -117,12 +117,12 @@ struct sr_udq {
 	uint64_t due_ns; /* CLOCK_MONOTONIC */
 	uint32_t dqpn, qkey;
 	uint32_t src_qpn;
-	uint16_t slid, dlid; /* dlid 0: any */
+	uint16_t slid, dlid; /* dlid 0: any; not a LID when eth */
 	uint32_t wc_flags, imm_data;
 	uint32_t solicited;
 	uint32_t held; /* reordered: waits for the next datagram to dqpn */
 	uint32_t len;
-	uint32_t pad;
+	uint32_t eth; /* sent from an Ethernet (RoCE) port */
 	char data[];
 };
 

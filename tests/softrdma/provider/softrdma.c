@@ -45,6 +45,7 @@ SR_STATIC_ASSERTS;
 #define SR_GRH_LEN 40
 #define SR_UD_MTU 4096
 #define SR_MAX_PORTS 4
+#define SR_MAX_GIDS 16
 
 /* ---------------------------------------------------------------- objects */
 
@@ -52,6 +53,8 @@ struct sr_port {
 	enum ibv_port_state state;
 	uint16_t lid, sm_lid;
 	uint8_t link_layer;
+	int gid_tbl_len; /* the gids/<i> files of the port, from 0 on */
+	union ibv_gid gid[SR_MAX_GIDS];
 };
 
 struct sr_ctx {
@@ -214,10 +217,26 @@ static uint64_t parse_guid(const char *s)
 	return v;
 }
 
+/* A GID as sysfs writes it: eight groups of four hex digits. */
+static int parse_gid(const char *s, union ibv_gid *gid)
+{
+	unsigned int g[8];
+	int i;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x:%x:%x", &g[0], &g[1], &g[2], &g[3],
+		   &g[4], &g[5], &g[6], &g[7]) != 8)
+		return -1;
+	for (i = 0; i < 8; i++) {
+		gid->raw[2 * i] = g[i] >> 8;
+		gid->raw[2 * i + 1] = g[i] & 0xff;
+	}
+	return 0;
+}
+
 static void load_sysfs(struct sr_ctx *ctx, const char *ibdev_path)
 {
-	char buf[128], dir[512];
-	int p;
+	char buf[128], dir[512], file[32];
+	int p, g;
 
 	if (read_attr(ibdev_path, "node_guid", buf, sizeof(buf)) > 0)
 		ctx->node_guid = parse_guid(buf);
@@ -240,6 +259,13 @@ static void load_sysfs(struct sr_ctx *ctx, const char *ibdev_path)
 		if (read_attr(dir, "link_layer", buf, sizeof(buf)) > 0 &&
 		    !strcmp(buf, "Ethernet"))
 			port->link_layer = IBV_LINK_LAYER_ETHERNET;
+		for (g = 0; g < SR_MAX_GIDS; g++) {
+			snprintf(file, sizeof(file), "gids/%d", g);
+			if (read_attr(dir, file, buf, sizeof(buf)) <= 0 ||
+			    parse_gid(buf, &port->gid[g]))
+				break;
+		}
+		port->gid_tbl_len = g;
 		ctx->nports = p;
 	}
 }
@@ -311,8 +337,10 @@ static int sr_query_port(struct ibv_context *context, uint8_t port_num,
 	attr->state = p->state;
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = IBV_MTU_4096;
-	attr->gid_tbl_len = 1;
+	attr->gid_tbl_len = p->gid_tbl_len ? p->gid_tbl_len : 1;
 	attr->port_cap_flags = IBV_PORT_CM_SUP;
+	if (p->link_layer == IBV_LINK_LAYER_ETHERNET)
+		attr->port_cap_flags |= IBV_PORT_IP_BASED_GIDS;
 	attr->max_msg_sz = 1u << 30;
 	attr->pkey_tbl_len = 1;
 	attr->lid = p->lid;
@@ -921,6 +949,7 @@ static struct ibv_qp *create_qp_common(struct ibv_context *context,
 	q->async_wfd = ctx->async_wfd;
 	q->uptr = (uintptr_t)&qp->qp;
 	q->lid = ctx->port[0].lid;
+	q->eth = ctx->port[0].link_layer == IBV_LINK_LAYER_ETHERNET;
 	qp->cap = init->cap;
 	if (qp->cap.max_send_wr == 0)
 		qp->cap.max_send_wr = 1;
@@ -1095,8 +1124,11 @@ static int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	q->dest_qpn = qp->attr.dest_qp_num;
 	q->min_rnr_timer = qp->attr.min_rnr_timer;
 	q->dlid = qp->attr.ah_attr.dlid;
-	if (qp->attr.port_num >= 1 && qp->attr.port_num <= ctx->nports)
+	if (qp->attr.port_num >= 1 && qp->attr.port_num <= ctx->nports) {
 		q->lid = ctx->port[qp->attr.port_num - 1].lid;
+		q->eth = ctx->port[qp->attr.port_num - 1].link_layer ==
+			 IBV_LINK_LAYER_ETHERNET;
+	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp_to_error(qp);
 	} else if (next == IBV_QPS_RESET) {
@@ -1352,7 +1384,10 @@ static int xfer(int pid, int wr, const struct sr_iov *l, const struct sr_iov *r)
 
 enum { EXEC_DONE, EXEC_RNR };
 
-static void fill_grh(char *grh, struct sr_ctx *sctx,
+/* The GRH of a UD datagram: the source GID is the sending port's GID the
+ * AH names (RoCE: the address the datagram leaves from), or the port's
+ * link-local GID without a global AH. */
+static void fill_grh(char *grh, struct sr_ctx *sctx, int port_num,
 		     const struct ibv_ah_attr *ah, uint32_t paylen)
 {
 	uint32_t w0 = htobe32(6u << 28);
@@ -1367,6 +1402,13 @@ static void fill_grh(char *grh, struct sr_ctx *sctx,
 	grh[7] = 64;
 	memcpy(grh + 8, &prefix, 8);
 	memcpy(grh + 16, &guid, 8);
+	if (port_num >= 1 && port_num <= sctx->nports) {
+		const struct sr_port *p = &sctx->port[port_num - 1];
+		int i = ah && ah->is_global ? ah->grh.sgid_index : 0;
+
+		if (i < p->gid_tbl_len)
+			memcpy(grh + 8, p->gid[i].raw, 16);
+	}
 	if (ah && ah->is_global)
 		memcpy(grh + 24, ah->grh.dgid.raw, 16);
 }
@@ -1422,6 +1464,18 @@ static int rkey_check(struct sr_sqp *d, uint32_t rkey, uint64_t va,
 	return 0;
 }
 
+/* Whether a packet from a port (Ethernet or not) with address vector DLID
+ * dlid reaches the port of QP d. InfiniBand: the DLID is the responder
+ * port's LID (0: not checked). Ethernet (RoCE) carries no LID (UCX puts
+ * the UDP source port in the DLID field) and reaches only Ethernet ports;
+ * IB and Ethernet ports never reach each other. */
+static int path_ok(uint32_t eth, uint16_t dlid, const struct sr_sqp *d)
+{
+	if (eth || d->eth)
+		return eth && d->eth;
+	return !dlid || dlid == d->lid;
+}
+
 /* Deliver one UD datagram (m: where to, completion fields; gl: GRH and
  * payload in our address space) the way the receiving port would: no
  * matching QP, wrong qkey or LID, or no posted receive -> silently lost.
@@ -1438,7 +1492,7 @@ static void ud_deliver(const struct sr_udq *m, const struct sr_iov *gl)
 	d = qp_by_num(m->dqpn);
 	if (!d || d->type != IBV_QPT_UD ||
 	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS) ||
-	    d->qkey != m->qkey || (m->dlid && m->dlid != d->lid))
+	    d->qkey != m->qkey || !path_ok(m->eth, m->dlid, d))
 		return;
 	rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
 	if (!rq->count)
@@ -1706,13 +1760,15 @@ static int exec_ud(struct sr_qp *qp, const struct ibv_send_wr *wr,
 	m.src_qpn = qp->qp.qp_num;
 	m.slid = sqp(qp)->lid;
 	m.dlid = ah->attr.dlid;
+	m.eth = sqp(qp)->eth;
 	m.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
 		m.wc_flags |= IBV_WC_WITH_IMM;
 		m.imm_data = wr->imm_data;
 	}
 	m.solicited = !!(wr->send_flags & IBV_SEND_SOLICITED);
-	fill_grh(grh, to_ctx(qp->qp.context), &ah->attr, l->len);
+	fill_grh(grh, to_ctx(qp->qp.context), qp->attr.port_num, &ah->attr,
+		 l->len);
 	if (g_ud_lossy) {
 		ud_lossy_send(&m, grh, l);
 		goto sent;
@@ -1898,7 +1954,7 @@ static int exec_wr(struct sr_qp *qp, const struct ibv_send_wr *wr,
 	}
 	d = qp_by_num(q->dest_qpn);
 	if (!d || d->type != IBV_QPT_RC || d->dest_qpn != q->qpn ||
-	    (q->dlid && q->dlid != d->lid) ||
+	    !path_ok(q->eth, q->dlid, d) ||
 	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS))
 		return fail_wr(qp, wr, IBV_WC_RETRY_EXC_ERR);
 	slot = d->owner;

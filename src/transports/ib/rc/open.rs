@@ -15,7 +15,7 @@ use crate::core::md::MdObj;
 use crate::core::ops::PeerAddr;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
-use crate::transports::ib::device::{mtu_bytes, port_unusable, set_nonblock, tl_devices, LINK_LAYER_ETHERNET};
+use crate::transports::ib::device::{mtu_bytes, port_unsupported, port_unusable, set_nonblock, tl_devices};
 use crate::transports::ib::md::IbMd;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -50,8 +50,10 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
         crate::error!("rc_verbs: {} is not usable: {}", params.dev_name, why);
         return Err(UCS_ERR_NO_DEVICE);
     }
-    if info.link_layer == LINK_LAYER_ETHERNET {
-        crate::error!("rc_verbs: {}: RoCE ports are not supported yet", params.dev_name);
+    // Not listed (query_devices), so only a caller naming the port itself
+    // gets here.
+    if let Some(why) = port_unsupported(&info) {
+        crate::error!("rc_verbs: {}: {}", params.dev_name, why);
         return Err(UCS_ERR_UNSUPPORTED);
     }
     let d = p.derive().map_err(|e| {

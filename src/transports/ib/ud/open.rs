@@ -10,7 +10,7 @@ use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{raw, CompChannel, Cq, PortInfo, Qp, QpCaps};
 use crate::transports::ib::config::UdVerbsIfaceConfig;
-use crate::transports::ib::device::{mtu_bytes, port_unusable, set_nonblock, tl_devices, LINK_LAYER_ETHERNET};
+use crate::transports::ib::device::{mtu_bytes, port_unsupported, port_unusable, set_nonblock, tl_devices};
 use crate::transports::ib::md::IbMd;
 use crate::transports::ib::rc::addr::IbDevAddr;
 use crate::transports::ib::bufs::BufPool;
@@ -90,8 +90,10 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         crate::error!("ud_verbs: {} is not usable: {}", params.dev_name, why);
         return Err(UCS_ERR_NO_DEVICE);
     }
-    if info.link_layer == LINK_LAYER_ETHERNET {
-        crate::error!("ud_verbs: {}: RoCE ports are not supported yet", params.dev_name);
+    // Not listed (query_devices), so only a caller naming the port itself
+    // gets here.
+    if let Some(why) = port_unsupported(&info) {
+        crate::error!("ud_verbs: {}: {}", params.dev_name, why);
         return Err(UCS_ERR_UNSUPPORTED);
     }
     let seg_size = super::release::seg_size(ud.seg_size(mtu_bytes(info.active_mtu)));
