@@ -185,13 +185,7 @@ if [ "$VERBS" = 1 ]; then
     SIDES=same wake_case "by address over ud_verbs" ud_verbs addr "UCP_WAKEUP_LARGE=0" "UCP_WAKEUP_LARGE=0"
     SIDES=same wake_case "tcp CM, verbs lanes" rc_verbs,ud_verbs,tcp cm "" ""
     PREFIX=()
-    "$SOFTRDMA_BUILD/softrdma-gc" "$SOFTRDMA_BUILD/libsoftrdma-rdmav34.so" >/dev/null 2>&1
-    if shm_dir_empty; then
-        pass "the device's registry directory is empty at the end"
-    else
-        fail "the device's registry directory is empty at the end" "left: $(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-    fi
-    rm -rf "$SOFTRDMA_SHM_DIR"
+    softrdma_registry_check
 fi
 
 shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before" dirs

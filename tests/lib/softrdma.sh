@@ -7,6 +7,7 @@
 #                           cannot run here; sets SR (the softrdma directory)
 #   softrdma_shm_dir        a private registry directory under /dev/shm
 #                           (exported as SOFTRDMA_SHM_DIR; removed at exit)
+#   softrdma_registry_check the registry reaped and empty (pass/fail), removed
 #   ref_has_verbs           true when the reference UCX has rc_verbs (the
 #                           1.13.1 system build; the 1.18.1 wheel has none)
 #   lib_has_rc_verbs DIR    true when DIR's libuct lists rc_verbs on the device
@@ -61,6 +62,19 @@ softrdma_shm_dir() {
 # shm_dir_empty: true when the private registry directory holds nothing
 shm_dir_empty() {
     [ -z "$(ls -A "$SOFTRDMA_SHM_DIR" 2>/dev/null)" ]
+}
+
+# softrdma_registry_check: the users killed on a timeout (run_watch SIGKILLs
+# run.sh too) reaped as the next run.sh would, then the private registry
+# directory must be empty (a pass or a fail); it is removed
+softrdma_registry_check() {
+    "$SOFTRDMA_BUILD/softrdma-gc" "$SOFTRDMA_BUILD/libsoftrdma-rdmav34.so" >/dev/null 2>&1
+    if shm_dir_empty; then
+        pass "the device's registry directory is empty at the end"
+    else
+        fail "the device's registry directory is empty at the end" "left: $(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
+    fi
+    rm -rf "$SOFTRDMA_SHM_DIR"
 }
 
 lib_has_rc_verbs() {

@@ -150,15 +150,7 @@ ucpv_stop() {
 # file or SysV segment is left over (removed unless SHM_KEEP_LEFTOVERS=1);
 # the summary
 ucpv_end() {
-    # users killed on a timeout (run_watch SIGKILLs run.sh too) are reaped
-    # as the next run.sh would
-    "$SOFTRDMA_BUILD/softrdma-gc" "$SOFTRDMA_BUILD/libsoftrdma-rdmav34.so" >/dev/null 2>&1
-    if shm_dir_empty; then
-        pass "the device's registry directory is empty at the end"
-    else
-        fail "the device's registry directory is empty at the end" "left: $(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-    fi
-    rm -rf "$SOFTRDMA_SHM_DIR"
+    softrdma_registry_check
     # (this suite's own registry directory is gone)
     shm_check "no /dev/shm file or SysV segment left over" "$T_WORK/shm.before" dirs
     finish
