@@ -502,48 +502,64 @@ static size_t mm_pack(void *dest, void *arg)
     return len;
 }
 
-/* A real posix sender: an AM short and an AM bcopy to the server's posix
- * iface, each retried while the FIFO is full. */
-static int mm_client_main(const char *dev_hex, const char *if_hex)
+/* An endpoint on IFACE to the peer whose device and iface addresses are
+ * given in hex, then a 64-byte AM short on it, retried while the peer has
+ * no room until *END (5 s from now); NULL after a line naming WHO on
+ * failure. */
+static uct_ep_h connect_send_short(uct_iface_h iface, const char *dev_hex, const char *if_hex, const char *who,
+                                   long *end)
 {
     unsigned char dev[256], ifa[256], payload[64];
-    mm_pack_arg_t pa = { 3000 };
-    uct_iface_attr_t attr;
     uct_ep_params_t p;
     uct_ep_h ep;
     ucs_status_t s;
-    ssize_t r;
-    long end;
     int i;
 
-    if ((s = open_mm(&attr)) != UCS_OK) {
-        printf("mm client: posix iface: %s\n", ucs_status_string(s));
-        return 1;
-    }
     unhex(dev_hex, dev, sizeof(dev));
     unhex(if_hex, ifa, sizeof(ifa));
     memset(&p, 0, sizeof(p));
     p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    p.iface      = g_mm_iface;
+    p.iface      = iface;
     p.dev_addr   = (uct_device_addr_t*)dev;
     p.iface_addr = (uct_iface_addr_t*)ifa;
     s = uct_ep_create(&p, &ep);
     if (s != UCS_OK) {
-        printf("mm client: uct_ep_create: %s\n", ucs_status_string(s));
-        return 1;
+        printf("%s: uct_ep_create: %s\n", who, ucs_status_string(s));
+        return NULL;
     }
     for (i = 0; i < (int)sizeof(payload); i++) {
         payload[i] = (unsigned char)i;
     }
-    end = now_ms() + 5000;
+    *end = now_ms() + 5000;
     do {
         s = uct_ep_am_short(ep, 7, AM_MAGIC, payload, sizeof(payload));
         if (s == UCS_ERR_NO_RESOURCE) {
             uct_worker_progress(g_worker);
         }
-    } while (s == UCS_ERR_NO_RESOURCE && now_ms() < end);
+    } while (s == UCS_ERR_NO_RESOURCE && now_ms() < *end);
     if (s != UCS_OK) {
-        printf("mm client: uct_ep_am_short: %s\n", ucs_status_string(s));
+        printf("%s: uct_ep_am_short: %s\n", who, ucs_status_string(s));
+        return NULL;
+    }
+    return ep;
+}
+
+/* A real posix sender: an AM short and an AM bcopy to the server's posix
+ * iface, each retried while the FIFO is full. */
+static int mm_client_main(const char *dev_hex, const char *if_hex)
+{
+    mm_pack_arg_t pa = { 3000 };
+    uct_iface_attr_t attr;
+    uct_ep_h ep;
+    ucs_status_t s;
+    ssize_t r;
+    long end;
+
+    if ((s = open_mm(&attr)) != UCS_OK) {
+        printf("mm client: posix iface: %s\n", ucs_status_string(s));
+        return 1;
+    }
+    if ((ep = connect_send_short(g_mm_iface, dev_hex, if_hex, "mm client", &end)) == NULL) {
         return 1;
     }
     do {
@@ -608,39 +624,13 @@ static void open_iface(uct_component_h comp, uct_iface_attr_t *attr)
 
 static int client_main(const char *dev_hex, const char *if_hex)
 {
-    unsigned char dev[256], ifa[256], payload[64];
     uct_iface_attr_t attr;
-    uct_ep_params_t p;
     uct_ep_h ep;
     ucs_status_t s;
     long end;
-    int i;
 
     open_iface(find_tcp(), &attr);
-    unhex(dev_hex, dev, sizeof(dev));
-    unhex(if_hex, ifa, sizeof(ifa));
-    memset(&p, 0, sizeof(p));
-    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    p.iface      = g_iface;
-    p.dev_addr   = (uct_device_addr_t*)dev;
-    p.iface_addr = (uct_iface_addr_t*)ifa;
-    s = uct_ep_create(&p, &ep);
-    if (s != UCS_OK) {
-        printf("client: uct_ep_create: %s\n", ucs_status_string(s));
-        return 1;
-    }
-    for (i = 0; i < (int)sizeof(payload); i++) {
-        payload[i] = (unsigned char)i;
-    }
-    end = now_ms() + 5000;
-    do {
-        s = uct_ep_am_short(ep, 7, AM_MAGIC, payload, sizeof(payload));
-        if (s == UCS_ERR_NO_RESOURCE) {
-            uct_worker_progress(g_worker);
-        }
-    } while (s == UCS_ERR_NO_RESOURCE && now_ms() < end);
-    if (s != UCS_OK) {
-        printf("client: uct_ep_am_short: %s\n", ucs_status_string(s));
+    if ((ep = connect_send_short(g_iface, dev_hex, if_hex, "client", &end)) == NULL) {
         return 1;
     }
     do {
