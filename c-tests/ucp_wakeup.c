@@ -39,7 +39,9 @@
  * Without the CM the steps are the same except: no connect/accept (the
  * server sleeps for the client's first message, "first"), and at the end
  * both sides close their endpoints (flush) at the same time, and neither
- * leaves before both closes completed (their socket says when).
+ * leaves before both closes completed (their socket says when); with
+ * UCP_WAKEUP_EXIT the endpoints have peer error handling, and the end is
+ * the one described above (the transport itself reports the loss).
  *
  * Every step prints "cause NAME T" on the side that causes it and "wake
  * NAME T" on the side woken (T: CLOCK_MONOTONIC in nanoseconds, the same
@@ -377,7 +379,7 @@ static void exchange(ucp_ep_h ep, int server)
         }
     }
     const char *me = server ? "server" : "client";
-    if (g_by_address) {
+    if (g_by_address && *leaver == '\0') {
         /* both close together, and neither leaves while the other's close
          * still waits for it (a flush waits for the peer's answer) */
         oob_barrier();
@@ -569,6 +571,13 @@ static ucp_ep_h ep_by_address(int fd)
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
         .address = peer,
     };
+    if (*env_or("UCP_WAKEUP_EXIT", "") != '\0') {
+        /* a peer will leave: its loss reaches the error callback */
+        ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep_params.err_handler.cb = ep_err_cb;
+        ep_params.err_handler.arg = NULL;
+    }
     ucp_ep_h ep;
     st = ucp_ep_create(g_worker, &ep_params, &ep);
     free(peer);

@@ -16,7 +16,8 @@
 #   by address  the endpoints made from worker addresses (no CM), the data
 #               steps over posix, sysv, posix+cma (cma reads the large
 #               messages), tcp: original/original and ours/ours, mixed
-#               over posix and tcp
+#               over posix and tcp; a peer lost over tcp (peer error
+#               handling: the other side woken by the loss), either side
 #   verbs       on the soft RDMA device (when it runs here and the
 #               reference has verbs): rc_verbs+ud_verbs and ud_verbs by
 #               address (ud_verbs: small messages only), and the tcp CM
@@ -163,6 +164,10 @@ for tls in posix sysv posix,cma tcp; do
     case $tls in posix | tcp) SIDES=all ;; *) SIDES=same ;; esac
     wake_case "by address over $tls" "$tls" addr "" ""
 done
+# a peer lost with no CM: the tcp transport reports it (peer error handling)
+SIDES=all wake_case "by address over tcp, client lost" tcp addr "UCP_WAKEUP_EXIT=client" "UCP_WAKEUP_EXIT=client"
+SIDES=all wake_case "by address over tcp, server lost" tcp addr "UCP_WAKEUP_EXIT=server UCP_WAKEUP_CLOSER=server" \
+    "UCP_WAKEUP_EXIT=server UCP_WAKEUP_CLOSER=server"
 SIDES=same wake_case "tcp CM, three clients, the second lost" tcp cm "" "UCP_WAKEUP_EXIT=client" 3
 
 # ------------------------------------------------------------------- verbs
