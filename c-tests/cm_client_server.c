@@ -6,7 +6,10 @@
  *                                            the bound port to PORTFILE
  *   cm_client_server client PORT MODE
  *
- * With CMCS_IPV6=1 in the environment both sides use [::1] instead.
+ * With CMCS_IPV6=1 in the environment both sides use [::1] instead. With
+ * CMCS_ASYNC=poll the worker's async context is a polled one
+ * (UCS_ASYNC_MODE_POLL): nothing runs by itself, and the program polls it
+ * beside the worker's progress, as libucp does.
  *
  * MODE: srv-disc  exchange private data both ways, server disconnects first
  *       cli-disc  same, client disconnects first
@@ -46,6 +49,18 @@ static unsigned char g_remote[4096];
 static size_t g_remote_len, g_dev_addr_len;
 static char g_dev_name[UCT_DEVICE_NAME_MAX];
 static uct_worker_h g_worker;
+static ucs_async_context_t *g_async;
+static int g_async_poll;
+
+/* What the program's loops call: the worker's progress, and the async
+ * context's handlers when it is a polled one. */
+static void progress(void)
+{
+    uct_worker_progress(g_worker);
+    if (g_async_poll) {
+        ucs_async_poll(g_async);
+    }
+}
 static const char *g_side = "?";
 static int g_ipv6;
 
@@ -67,7 +82,7 @@ static void wait_for(volatile int *flag, const char *what)
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
-        uct_worker_progress(g_worker);
+        progress();
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (t.tv_sec - t0.tv_sec > 10) FAIL("timeout waiting for %s", what);
     }
@@ -78,7 +93,7 @@ static void progress_for(int ms)
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
-        uct_worker_progress(g_worker);
+        progress();
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
@@ -232,7 +247,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IONBF, 0);
 
     uct_component_h comp = find_tcp();
-    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) != UCS_OK) FAIL("async");
+    g_async_poll = getenv("CMCS_ASYNC") != NULL && !strcmp(getenv("CMCS_ASYNC"), "poll");
+    if (ucs_async_context_create(g_async_poll ? UCS_ASYNC_MODE_POLL : UCS_ASYNC_MODE_THREAD_SPINLOCK, &async)
+        != UCS_OK) FAIL("async");
+    g_async = async;
     if (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &g_worker) != UCS_OK) FAIL("worker");
     if (uct_cm_config_read(comp, NULL, NULL, &cfg) != UCS_OK) FAIL("uct_cm_config_read");
     s = uct_cm_open(comp, g_worker, cfg, &cm);

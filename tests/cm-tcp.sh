@@ -5,8 +5,10 @@
 # fills the data through pack callbacks; a rejected client must get
 # UCS_ERR_REJECTED.  The same again over [::1] (CMCS_IPV6=1) when the
 # machine has IPv6 loopback.  Each mode runs LIBDIR on both sides, then mixed (LIBDIR
-# server + system client, system server + LIBDIR client).  With an empty
-# LIBDIR every process uses the system library.
+# server + system client, system server + LIBDIR client).  Then two of
+# LIBDIR with a polled async context (CMCS_ASYNC=poll: the CM runs from the
+# worker's progress there; the original's fails).  With an empty LIBDIR
+# every process uses the system library.
 #
 # EXPECT_FAIL_TLS containing "tcp" skips the cases that load LIBDIR (for a
 # library without the tcp CM yet); the program exits 77 when the library
@@ -38,7 +40,7 @@ run_pair() {
     local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
     local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
     rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env $(lib_env "$slib") CMCS_IPV6=$AF6 "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
+    env $(lib_env "$slib") CMCS_IPV6=$AF6 CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
     local spid=$!
     T_CHILDREN="$spid"
     for i in $(seq 100); do
@@ -51,7 +53,7 @@ run_pair() {
         return
     fi
     port=$(cat "$pf")
-    env $(lib_env "$clib") CMCS_IPV6=$AF6 "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
+    env $(lib_env "$clib") CMCS_IPV6=$AF6 CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
     wait "$spid"
     T_CHILDREN=
     srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
@@ -89,4 +91,13 @@ for mode in srv-disc cli-disc pack reject; do
     done
 done
 done
+# A polled async context (the program polls it beside the worker's
+# progress): the CM then runs from the worker's progress. Two of ours only:
+# the original's CM fails there (libucs's poll hands its handlers the error
+# event with every call: "error event on server ep").
+if [ -n "$OURS" ] && ! skip_ours; then
+    for mode in srv-disc cli-disc; do
+        CMCS_ASYNC=poll run_pair "cm $mode async=poll srv=ours cli=ours" "$OURS" "$OURS" "$mode"
+    done
+fi
 finish
