@@ -34,7 +34,8 @@ VG=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
 # UCX 1.18.1's own code, whatever libuct is under it (seen with its C libuct
 # as LIBDIR): its ucp_hello_world example leaks a buffer its main()
 # allocates, and libucp's multi-fragment AM send and its pending queue
-# (ucp_request_pending_add, when a send answers NO_RESOURCE) test values
+# (ucp_request_pending_add, when a send answers NO_RESOURCE, also through
+# its inlined ucp_ep_get_lane as valgrind reports it) test values
 # valgrind takes for uninitialised (the wheel has no valgrind
 # annotations).
 # ucx_perftest's own code, whatever libuct is under it: in the UCP tests it
@@ -67,6 +68,12 @@ if [ "$UCX_ABI" != 1.13 ]; then
 {
    reference-libucp-pending-add-lane
    Memcheck:Cond
+   fun:ucp_request_pending_add
+}
+{
+   reference-libucp-pending-add-lane-inlined
+   Memcheck:Cond
+   fun:ucp_ep_get_lane
    fun:ucp_request_pending_add
 }
 SUPP

@@ -71,8 +71,9 @@ UCT_SELF_DEV=memory0
 case $UCX_ABI in 1.13) ;; *) UCT_SELF_DEV=memory ;; esac
 # UCX reads every UCX_* variable of its environment and warns about the ones
 # it does not know ("unused env variable"): these are for the scripts only,
-# never passed on to the programs they start.
-export -n UCX_PREFIX UCX_ABI UCX_RELEASE UCX_EXAMPLES 2>/dev/null
+# never passed on to the programs they start (UCX_PREFIX_1_18: the 1.18
+# reference of scripts/test-all.sh and CI).
+export -n UCX_PREFIX UCX_ABI UCX_RELEASE UCX_EXAMPLES UCX_PREFIX_1_18 2>/dev/null
 CC=${CC:-gcc}
 
 T_PASSED=0
