@@ -144,7 +144,7 @@ while read -r kind tls; do
     #   first rank's sockets close before the second one has begun to close
     #   its endpoint, libucp prints "error during flush" and "disconnect
     #   failed" after the checks passed (the original 1.18: 1 run in 20
-    #   under load; see docs/perf/issue15-status.md; ours more often);
+    #   under load; see bench/results/2026-12-05-tcp-work-log.md; ours more often);
     # - MPICH over UCX_TLS=tcp sometimes hangs in MPI_Finalize after
     #   "mpi_check: OK" until the timeout (the original 1.18.1: 3 runs in
     #   40 here, ours 1 in 30; the 1.18 CI run of 2026-12-04 caught it).
