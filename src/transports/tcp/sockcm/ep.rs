@@ -316,6 +316,14 @@ impl SockCm {
         };
         let mut s = tl.lock();
         let Some(e) = s.eps.get_mut(&id) else { return Err(UCS_ERR_CONNECTION_RESET) };
+        // The async thread may have seen the connection fail while the lock
+        // was free; it reported nothing (the endpoint had no callbacks yet),
+        // so the failure is reported here, as for one found failed above.
+        if e.flags & st::FAILED != 0 {
+            crate::debug!("tcp sockcm: server ep {:p} (fd {}) failed while being created", handle, fd);
+            free_internal(&mut s, id);
+            return Err(UCS_ERR_CONNECTION_RESET);
+        }
         e.cbs = cbs;
         e.flags |= st::SERVER_CREATED | st::PACKED;
         crate::debug!("tcp sockcm: server ep {:p} (fd {}) created, answering with {} bytes", handle, fd, data.len());
