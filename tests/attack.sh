@@ -27,7 +27,7 @@
 # (ATTACK_HS_TIMEOUT) so stalled peers are closed quickly by a library that
 # has them (one without them warns about unused variables).
 #
-# ATTACK_FULL=1: the full tier (every AM id 36..255, 2000-connection floods,
+# UCT_RS_TIER=full: the full tier (every AM id 36..255, 2000-connection floods,
 # 200 half-open connections).  ATTACK_MARKDOWN=FILE writes the table as
 # markdown, ATTACK_TSV=FILE the rows for tests/attack/ab_table.py (the
 # README table).  ATTACK_LOGDIR=DIR keeps the server's log lines.
@@ -48,7 +48,7 @@ else
 fi
 
 args=("$T_WORK/attack_server" --tsv "${ATTACK_TSV:-$T_WORK/rows.tsv}" --logdir "${ATTACK_LOGDIR:-$T_WORK/logs}")
-[ "${ATTACK_FULL:-0}" = 1 ] && args+=(--full)
+full_tier && args+=(--full)
 [ -n "${ATTACK_MARKDOWN:-}" ] && args+=(--markdown "$ATTACK_MARKDOWN")
 [ -n "${ATTACK_ONLY:-}" ] && args+=(--only "$ATTACK_ONLY")
 # The whole run is bounded too (each case is bounded inside).

@@ -45,7 +45,7 @@
 # LIBDIR without ud_verbs on the device: every LIBDIR case FAILs (ud_verbs
 # is required), the original's still run.
 # Tiers: quick (default) runs four kill_peer cases and two perftest rows;
-# UD_VERBS_FULL=1 all of them. Knobs: UD_TIMEOUT (2s), KILL_TIMEOUT (10,
+# UCT_RS_TIER=full all of them. Knobs: UD_TIMEOUT (2s), KILL_TIMEOUT (10,
 # kill_peer's bound in seconds), KILL_BOUND (20), WITNESS_MSGS (200).
 # Usage: tests/kill-ud.sh LIBDIR
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,7 +60,6 @@ UD_TIMEOUT=${UD_TIMEOUT:-2s}
 KILL_TIMEOUT=${KILL_TIMEOUT:-10}
 KILL_BOUND=${KILL_BOUND:-20}
 WITNESS_MSGS=${WITNESS_MSGS:-200}
-FULL=${UD_VERBS_FULL:-}
 make_workdir
 . "$here/lib/softrdma.sh"
 softrdma_setup
@@ -162,7 +161,7 @@ kp_run() {
 }
 
 while read -r op victim check want tier; do
-    [ "$tier" = quick ] || [ -n "$FULL" ] || continue
+    [ "$tier" = quick ] || full_tier || continue
     name="ud_verbs $op, kill the $victim, $check"
     kp_run "" "$name" "$op" "$victim" "$check"
     if [ -n "$why" ]; then
@@ -260,7 +259,7 @@ judge_ours() {
     fi
 }
 while IFS='|' read -r row tier args; do
-    [ "$tier" = quick ] || [ -n "$FULL" ] || continue
+    [ "$tier" = quick ] || full_tier || continue
     # shellcheck disable=SC2086
     kill_row "" "" $args
     if [ "$how" = aborted ] || [ "$how" = error ]; then

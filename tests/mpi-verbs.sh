@@ -12,7 +12,7 @@
 #                           lock loop (2 and 4 ranks)
 #   c-tests/shmem_check.c   put, get, atomics, fence + wait_until (2 ranks)
 #
-# Cases (the CI tier; MPI_VERBS_FULL=1 adds the ones marked +):
+# Cases (the quick tier; UCT_RS_TIER=full adds the ones marked +):
 #   Open MPI  2 and 4 ranks; 2 ranks over rc_verbs,ud_verbs,posix,self
 #             (shared memory and RDMA mixed, as MPI uses it); 2 ranks with
 #             10 % of the UD datagrams dropped (the wire-up over ud_verbs
@@ -50,7 +50,7 @@
 # Open MPI's own transports (btl) out of the way; UCX_NET_DEVICES names the
 # soft device. MALLOC_PERTURB_ is unset for the ranks (see mpi-shmem.sh:
 # Open MPI's spml ucx touches freed memory in shmem_finalize).
-# Knobs: MPI_VERBS_FULL=1, MPI_VERBS_ONLY=REGEX (cases whose name matches),
+# Knobs: UCT_RS_TIER=full, MPI_VERBS_ONLY=REGEX (cases whose name matches),
 # MPI_VERBS_TIMEOUT (seconds per run, 150).
 # Skipped without the device, without verbs in the reference UCX (the 1.18.1
 # wheel), and without mpicc/oshcc/mpicc.mpich (apt-get install openmpi-bin
@@ -73,7 +73,6 @@ SOFTRDMA_SHM_DIR=$(mktemp -d /dev/shm/uct-mpi-verbs.XXXXXX) || abort "registry d
 export SOFTRDMA_SHM_DIR
 shm_snapshot "$T_WORK/shm.before"
 OURS=$UCT_LIBDIR
-FULL=${MPI_VERBS_FULL:-0}
 ONLY=${MPI_VERBS_ONLY:-}
 TMO=${MPI_VERBS_TIMEOUT:-150}
 DEV=softrdma0:1
@@ -235,19 +234,19 @@ cases() {
     echo "ompi 4 $rcud local"
     echo "ompi 2 $mixed local"
     echo "ompi 2 $rcud local SOFTRDMA_UD_DROP=10"
-    [ "$FULL" = 1 ] && echo "ompi 2 ud_verbs local"
-    [ "$FULL" = 1 ] && echo "ompi 2 ud_verbs local SOFTRDMA_UD_DROP=1"
+    full_tier && echo "ompi 2 ud_verbs local"
+    full_tier && echo "ompi 2 ud_verbs local SOFTRDMA_UD_DROP=1"
     echo "mpich 2 $rcud local"
     echo "mpich 4 $rcud local"
-    [ "$FULL" = 1 ] && echo "mpich 2 $mixed local"
+    full_tier && echo "mpich 2 $mixed local"
     echo "shmem 2 $rcud local"
-    [ "$FULL" = 1 ] && echo "shmem 4 $rcud local"
+    full_tier && echo "shmem 4 $rcud local"
     if [ "$NETNS_OK" = 1 ]; then
         echo "ompi 2 $rcud netns"
         echo "mpich 2 $rcud netns"
-        [ "$FULL" = 1 ] && echo "ompi 4 $rcud netns"
-        [ "$FULL" = 1 ] && echo "mpich 4 $rcud netns"
-        [ "$FULL" = 1 ] && echo "shmem 2 $rcud netns"
+        full_tier && echo "ompi 4 $rcud netns"
+        full_tier && echo "mpich 4 $rcud netns"
+        full_tier && echo "shmem 2 $rcud netns"
     fi
     return 0
 }

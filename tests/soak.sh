@@ -14,7 +14,7 @@
 # sender may grow by 32 KB more per endpoint: each endpoint maps the peer's
 # FIFO, as UCX's mm does (UCX 1.18.1's sender grows ~24 MB over 1000).
 #
-# Quick tier (CI): SOAK_MSGS=100000 per transport.  SOAK_FULL=1: 10^7.
+# Quick tier (CI): SOAK_MSGS=100000 per transport.  UCT_RS_TIER=full: 10^7.
 # SOAK_TLS overrides the transports ("tcp:lo posix:memory").
 # Usage: tests/soak.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +33,7 @@ else
 fi
 
 EPS=${SOAK_EPS:-1000}
-if [ "${SOAK_FULL:-0}" = 1 ]; then
+if full_tier; then
     MSGS=${SOAK_MSGS:-10000000}
     LIMIT=${SOAK_TIMEOUT:-3600}
 else

@@ -10,7 +10,7 @@
 #   UCX_TLS   rc_verbs,ud_verbs,tcp; ud_verbs,tcp; rc_verbs,ud_verbs,posix,self,tcp
 #   API       stream, tag;  -s 16 and -s 300000 (rendezvous);  -i 3
 #   tiers     CI: all four over rc_verbs,ud_verbs,tcp, two over each other
-#             set; UCPV_FULL=1: all twelve
+#             set; UCT_RS_TIER=full: all twelve
 #   refused   UCX_TLS=ud_verbs (no tcp: no connection manager; the
 #             original's client exits 255): LIBDIR must fail cleanly too
 #
@@ -141,7 +141,7 @@ for set in $UCPV_SETS; do
     tls=$set,tcp
     for api in stream tag; do
         for size in 16 300000; do
-            ucpv_full || ci_case "$set" "$api" "$size" || continue
+            full_tier || ci_case "$set" "$api" "$size" || continue
             ab "ucp_client_server UCX_TLS=$tls -c $api -s $size" "$tls" "$api" "$size"
         done
     done

@@ -17,7 +17,7 @@
 # letters); the lanes libucp chose (its info log, ep_cfg lines) are the
 # original's; LIBDIR may print no UCX warning or error line the original
 # does not.  A case the original fails must not crash or hang on LIBDIR.
-# UCPV_FULL=1 runs the mixed cases in every mode and set.
+# UCT_RS_TIER=full runs the mixed cases in every mode and set.
 # Usage: tests/ucp-verbs-hello.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/ucp-verbs.sh"
@@ -106,10 +106,10 @@ done
 # mixed: the original on one side, LIBDIR on the other
 if [ -n "$OURS" ]; then
     for tls in $UCPV_SETS; do
-        case $tls in *posix*) ucpv_full || continue ;; esac
+        case $tls in *posix*) full_tier || continue ;; esac
         for size in $SIZES; do
             for mode in busy -w -f; do
-                [ "$mode" = busy ] || ucpv_full || continue
+                [ "$mode" = busy ] || full_tier || continue
                 args=()
                 [ "$mode" != busy ] && args=("$mode")
                 ab "ucp_hello_world UCX_TLS=$tls $mode -s $size, server original, client LIBDIR" \

@@ -10,7 +10,7 @@
 #   UCX_TLS   rc_verbs,ud_verbs,tcp; ud_verbs,tcp; rc_verbs,ud_verbs,posix,self,tcp
 #   modes     tag read+write 1 B-300 KB; AM read+write 1 B-300 KB;
 #             tag -z window 8 1 KB-1 MB; AM -z write 1 B-1 MB in 64 KB chunks
-#   -i        ITERS (200; UCPV_FULL=1: 1000)
+#   -i        ITERS (200; UCT_RS_TIER=full: 1000)
 #   tiers     CI: the tag modes only.  The original fails the AM modes (-A)
 #             over every set most of the time, slowly: its libucp hands ud_verbs
 #             active messages over the transport's limits ("Invalid
@@ -18,7 +18,7 @@
 #             payload length: 17226 (expected: <= 4096)"), the client gives
 #             up after some 50 s ("timeout waiting for N replies") or hangs
 #             (it passed where rc_verbs was wired up before the first
-#             message);  UCPV_FULL=1: every mode over every set (PAIR_TIMEOUT
+#             message);  UCT_RS_TIER=full: every mode over every set (PAIR_TIMEOUT
 #             90 s), the AM ones judged against that run of the original
 #
 # A case passes as on the original: the client exits 0 with "Client exit
@@ -33,8 +33,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 ucpv_begin "$@"
 ITERS=${ITERS:-200}
-ucpv_full && ITERS=1000
-ucpv_full && [ "$PAIR_TIMEOUT" -lt 90 ] && PAIR_TIMEOUT=90
+full_tier && ITERS=1000
+full_tier && [ "$PAIR_TIMEOUT" -lt 90 ] && PAIR_TIMEOUT=90
 command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
 IO_DEMO=$(command -v io_demo) || abort "io_demo" "not installed (apt-get install ucx-utils)"
 UCPV_ENV=(UCX_LOG_LEVEL=info)
@@ -145,7 +145,7 @@ modes=(
 for set in $UCPV_SETS; do
     tls=$set,tcp
     for m in "${modes[@]}"; do
-        case $m in *-A*) ucpv_full || continue ;; esac
+        case $m in *-A*) full_tier || continue ;; esac
         # shellcheck disable=SC2086 # the mode is a list of options
         ab "io_demo UCX_TLS=$tls $m -i $ITERS" "$tls" $m
     done

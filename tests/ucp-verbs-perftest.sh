@@ -13,7 +13,7 @@
 #   -n        8 B: ITERS (200), 1 MiB: ITERS_LARGE (20); warm-up a tenth
 #   tiers     CI: over rc_verbs,ud_verbs every test at 8 B, the bandwidth
 #             tests, ucp_get and ucp_add (refused) at 1 MiB; five rows over
-#             each other set; UCPV_FULL=1: every test and size over all
+#             each other set; UCT_RS_TIER=full: every test and size over all
 #             three sets, with ITERS 2000 and ITERS_LARGE 100
 #
 # Each case runs on the original first, then on LIBDIR.  A case the
@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 ucpv_begin "$@"
 need_perftest
-if ucpv_full; then
+if full_tier; then
     ITERS=${ITERS:-2000} ITERS_LARGE=${ITERS_LARGE:-100}
 else
     ITERS=${ITERS:-200} ITERS_LARGE=${ITERS_LARGE:-20}
@@ -83,7 +83,7 @@ cases() {
     local set=$1 t s
     for t in $ALL_TESTS $ATOMICS; do
         for s in 8 1048576; do
-            if ! ucpv_full; then
+            if ! full_tier; then
                 case $set:$t:$s in
                     rc_verbs,ud_verbs:*:8 | rc_verbs,ud_verbs:ucp_add:1048576) ;;
                     rc_verbs,ud_verbs:*_lat:1048576 | rc_verbs,ud_verbs:ucp_*:1048576)

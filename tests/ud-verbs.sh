@@ -25,7 +25,7 @@
 # note). LIBDIR without ud_verbs on the device: every LIBDIR case FAILs
 # (ud_verbs is required); nothing waits for it.
 # Tiers: quick (default: a few rows of each kind, 500 iterations, a few
-# minutes); UD_VERBS_FULL=1: every row, direction and loss level (2000
+# minutes); UCT_RS_TIER=full: every row, direction and loss level (2000
 # iterations; 1000 at 1 % loss, 300 at 10 %: the original's am_lat short
 # does not finish 10000 iterations at 10 % within 90 s).
 # Knobs: UD_ITERS, UD_LOSS_ITERS (10 %, delay), UD_LOSS1_ITERS (1 %,
@@ -44,9 +44,8 @@ make_workdir
 softrdma_setup
 OURS=$UCT_LIBDIR
 UCX_INFO=$(ucx_tool ucx_info)
-FULL=${UD_VERBS_FULL:-}
 RECORD=${UD_VERBS_RECORD:-}
-if [ -n "$FULL" ]; then
+if full_tier; then
     UD_ITERS=${UD_ITERS:-2000}
 else
     UD_ITERS=${UD_ITERS:-500}
@@ -197,14 +196,14 @@ else
 fi
 
 # perftest rows
-if [ -n "$FULL" ]; then
+if full_tier; then
     ONLY='.'
     MIX_ONLY='.'
 else
     ONLY='am_lat (short 8|bcopy (1024|4096)|zcopy 4000)|am_bw (short (8|1024)|bcopy 4000|zcopy 1024)'
     MIX_ONLY='am_lat (short 8|zcopy 4000)|am_bw (bcopy 4000|short 1024)'
 fi
-if [ -n "$FULL" ]; then
+if full_tier; then
     ab "perftest ud_verbs" "$ONLY" mixed SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
 else
     ab "perftest ud_verbs" "$ONLY" no SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS="$UD_ITERS"
@@ -214,7 +213,7 @@ fi
 # lossy rows: only the sizes the original takes
 LOSSY_ALL='am_(lat|bw) (short 8|bcopy (8|1024|4000)|zcopy (8|1024|4000))$'
 LOSS_ENV=(SOFTRDMA_MATRIX=ud SOFTRDMA_UD_SEED=1 SOFTRDMA_WARMUP=30 SOFTRDMA_ROW_TIMEOUT="$LOSSY_TMO")
-if [ -n "$FULL" ]; then
+if full_tier; then
     ab "drop 1 %" "$LOSSY_ALL" mixed "${LOSS_ENV[@]}" SOFTRDMA_UD_DROP=1 SOFTRDMA_ITERS="$UD_LOSS1_ITERS"
     ab "drop 10 %" "$LOSSY_ALL" mixed "${LOSS_ENV[@]}" SOFTRDMA_UD_DROP=10 SOFTRDMA_ITERS="$UD_LOSS_ITERS"
     ab "reorder 30 %" "$LOSSY_ALL" mixed "${LOSS_ENV[@]}" SOFTRDMA_UD_REORDER=30 SOFTRDMA_ITERS="$UD_LOSS1_ITERS"

@@ -4,7 +4,7 @@
 Usage: attack.py SERVER_BIN [--full] [--only NAME,...] [--markdown FILE] [--tsv FILE]
                   [--logdir DIR]
 
---full (or ATTACK_FULL=1): every unknown AM id 36..255, 2000-connection
+--full (or UCT_RS_TIER=full): every unknown AM id 36..255, 2000-connection
 floods, 200 half-open connections; the default quick tier samples the ids
 and uses 300 / 40.
 
@@ -47,7 +47,9 @@ from fifo import Fifo, ELEM_HDR  # noqa: E402
 
 HS_TIMEOUT = float(os.environ.get('ATTACK_HS_TIMEOUT', '1'))   # seconds
 RSS_SLACK_KB = int(os.environ.get('ATTACK_RSS_SLACK_KB', '1024'))
-CASE_LIMIT = 900 if os.environ.get('ATTACK_FULL') == '1' or '--full' in sys.argv else 180
+# the tier: UCT_RS_TIER=full (as for every suite) or --full
+FULL_TIER = os.environ.get('UCT_RS_TIER') == 'full' or '--full' in sys.argv
+CASE_LIMIT = 900 if FULL_TIER else 180
 IO_TIMEOUT = 3.0
 
 
@@ -1248,7 +1250,7 @@ def main():
         print(__doc__)
         return 2
     binary = args.pop(0)
-    full = os.environ.get('ATTACK_FULL') == '1'
+    full = FULL_TIER
     md, only, logdir, tsv = None, None, None, None
     while args:
         a = args.pop(0)

@@ -25,7 +25,7 @@
 #
 # Counting: pass NAME / fail NAME [REASON]; finish prints "N passed, M failed"
 # and exits non-zero when M > 0; skip_suite REASON stops a whole suite as
-# skipped (exit 77, 0 cases).
+# skipped (exit 77, 0 cases).  full_tier: true under UCT_RS_TIER=full.
 
 set -u
 
@@ -75,6 +75,24 @@ case $UCX_ABI in 1.13) ;; *) UCT_SELF_DEV=memory ;; esac
 # reference of scripts/test-all.sh and CI).
 export -n UCX_PREFIX UCX_ABI UCX_RELEASE UCX_EXAMPLES UCX_PREFIX_1_18 2>/dev/null
 CC=${CC:-gcc}
+
+# The tier: UCT_RS_TIER=quick (default; what CI runs) or full (the suites
+# marked "quick,full" in tests/suites.txt then do more: more cases, rows,
+# messages). One variable for every suite and for tests/attack/attack.py,
+# which reads it from the environment.
+UCT_RS_TIER=${UCT_RS_TIER:-quick}
+case $UCT_RS_TIER in
+    quick | full) ;;
+    *)
+        printf 'FAIL  UCT_RS_TIER=%s: want quick or full\n0 passed, 1 failed\n' "$UCT_RS_TIER"
+        exit 1 ;;
+esac
+export UCT_RS_TIER
+
+# full_tier: true under UCT_RS_TIER=full.
+full_tier() {
+    [ "$UCT_RS_TIER" = full ]
+}
 
 T_PASSED=0
 T_FAILED=0

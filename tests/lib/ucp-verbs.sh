@@ -12,8 +12,8 @@
 #   UCPV_SETS               the three TLS sets of the suites: rc_verbs and
 #                           ud_verbs; ud_verbs alone; both with posix and
 #                           self (shared memory beside RDMA, as MPI runs)
-#   ucpv_full               true for the full tier (UCPV_FULL=1); the CI
-#                           tier (default) runs a subset where a suite says
+#   full_tier (common.sh)   true under UCT_RS_TIER=full; the quick tier
+#                           (default, CI) runs a subset where a suite says
 #   ucpv_side LIB TLS ST CMD...
 #                           one process: LIB's libuct ("" = the original),
 #                           UCX_TLS=TLS (plus $UCPV_ENV, a list of VAR=VALUE),
@@ -41,15 +41,10 @@ _ucpv_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$_ucpv_dir/softrdma.sh"
 
 UCPV_SETS="rc_verbs,ud_verbs ud_verbs rc_verbs,ud_verbs,posix,self"
-UCPV_FULL=${UCPV_FULL:-0}
 UCPV_ENV=()
 UCPV_RECORD=${UCPV_RECORD:-}
 # not a UCX variable: keep it out of the programs' environment
-export -n UCPV_FULL UCPV_RECORD 2>/dev/null
-
-ucpv_full() {
-    [ "$UCPV_FULL" = 1 ]
-}
+export -n UCPV_RECORD 2>/dev/null
 
 # _ucpv_has_tls LIB: true when LIB's libuct lists rc_verbs and ud_verbs on
 # softrdma0:1; the transports it does list go to $T_WORK/tls.LABEL
@@ -79,7 +74,7 @@ ucpv_begin() {
                 "it lists: $(cat "$T_WORK/tls.ours")(the original: $(cat "$T_WORK/tls.system"))"
         fi
     fi
-    ucpv_full && echo "# full tier (UCPV_FULL=1)"
+    full_tier && echo "# full tier (UCT_RS_TIER=full)"
     return 0
 }
 
