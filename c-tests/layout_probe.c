@@ -18,7 +18,7 @@
  *   offsetof(T,member.path) N, fieldsize(T,member.path) N,
  *   NAME <integer value>, NAME "<string value>".
  *
- * c-tests/layout-check.sh builds both modes, diffs the outputs and checks
+ * tests/layout-check.sh builds both modes, diffs the outputs and checks
  * our output against tests/data/ucx-<release>-layouts.tsv.
  */
 

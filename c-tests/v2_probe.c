@@ -1,6 +1,6 @@
 /*
  * What libucp reads from libuct, printed so that two libraries can be
- * compared line by line (c-tests/v2-probe.sh runs it on the C original and
+ * compared line by line (tests/v2-probe.sh runs it on the C original and
  * on ours and diffs the outputs):
  *
  *   for every md: its attributes (flags, memory types, rkey size, reg_cost);

@@ -13,7 +13,7 @@
 # cleanly (no signal, no hang) with the message the table gives.
 #
 # EXPECT_FAIL_CASES="posix:-z sysv:-z" (or a bare transport, "cma", or the
-# hello-self.sh spelling EXPECT_FAIL_TLS="posix sysv") marks cases that are
+# hello-uct.sh spelling EXPECT_FAIL_TLS="posix sysv") marks cases that are
 # not done yet on the library under test: such a case passes when it fails
 # cleanly (or works: XPASS), and fails only on a crash or a hang.
 # At the end no new /dev/shm file or SysV segment may be left over.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ib md's registrations on the soft RDMA device (tests/softrdma), one
-# process, through the exported API (tests/ib_rcache.c, see there):
+# process, through the exported API (c-tests/ib_rcache.c, see there):
 #  - UCX 1.13: through the registration cache (the same buffer twice = the
 #    same handle and key, one device registration; kept after release; a
 #    new mapping at the same address = a new registration, the stale one
@@ -40,7 +40,7 @@ fi
 
 # -rdynamic: the program's ibv_reg_mr/ibv_dereg_mr counters must be what
 # the library's calls bind to.
-if "$CC" -O2 -g -Wall -rdynamic "${UCX_CFLAGS[@]}" -o "$T_WORK/ib_rcache" "$here/ib_rcache.c" \
+if "$CC" -O2 -g -Wall -rdynamic "${UCX_CFLAGS[@]}" -o "$T_WORK/ib_rcache" "$here/../c-tests/ib_rcache.c" \
         "${UCX_LDFLAGS[@]}" -luct -lucs -ldl 2>"$T_WORK/cc.log"; then
     pass "build ib_rcache"
 else

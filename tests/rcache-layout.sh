@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layout of libucs's registration cache types that src/ucs/rcache.rs
 # declares for a release (its layout_1_13 / layout_1_18 assertions) against
-# that release's ucs/memory/rcache.h: tests/rcache_layout.c prints every
+# that release's ucs/memory/rcache.h: c-tests/rcache_layout.c prints every
 # size, offset and constant from the header; each must equal the value our
 # assertion states, and every assertion must have its line.
 #   tests/rcache-layout.sh                 UCX 1.13.1 (the system headers)
@@ -16,7 +16,7 @@ case $UCX_ABI in
 esac
 make_workdir
 if ! "$CC" -std=gnu11 -Wall -DUCX_MINOR=$minor "${UCX_CFLAGS[@]/#-I/-isystem}" -o "$T_WORK/probe" \
-        "$here/rcache_layout.c" 2>"$T_WORK/cc.log"; then
+        "$here/../c-tests/rcache_layout.c" 2>"$T_WORK/cc.log"; then
     cat "$T_WORK/cc.log"
     abort "build rcache_layout"
 fi

@@ -5,9 +5,12 @@
 # UCX_ABI) select the reference UCX installation (tests/lib/common.sh); a
 # suite that does not apply to it is skipped (exit 77, 0 cases).  The suites and
 # their order come from tests/suites.txt (the list meson.build reads too).
-# Usage: tests/run-all.sh [LIBDIR]    (or UCT_LIBDIR=...)
-#        tests/run-all.sh --list      (the suites: name and script)
-# Environment passed through: EXPECT_FAIL_TLS (hello-self.sh, hello-shm.sh,
+# Usage: tests/run-all.sh [--suite TAG]... [LIBDIR]    (or UCT_LIBDIR=...)
+#        tests/run-all.sh [--suite TAG]... --list      (name, script, tags)
+# --suite TAG keeps the suites with that tag (an AREA, TIER or "needs-NEED"
+# of suites.txt, as meson's --suite; several: any of them).  UCT_RS_TIER=full
+# runs the full tier of the suites that have one (tests/lib/common.sh).
+# Environment passed through: EXPECT_FAIL_TLS (hello-uct.sh, hello-shm.sh,
 # mixed-shm.sh, mixed-tcp.sh, kill-peer.sh, perftest-shm.sh), EXPECT_FAIL_CASES
 # (hello-shm.sh), EXPECT_FAIL_ROWS (perftest-shm.sh), ITERS (perftest-self.sh,
 # perftest-shm.sh, mixed-shm.sh, netns-tcp.sh).
@@ -20,18 +23,40 @@ top=$(dirname "$here")
 suites=$here/suites.txt
 leftovers=tests/lib/shm-leftovers.sh
 
+want=()   # the --suite tags
+list=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --suite)
+            [ $# -ge 2 ] || { echo "--suite needs a TAG"; exit 2; }
+            want+=("$2")
+            shift 2 ;;
+        --list) list=1; shift ;;
+        *) break ;;
+    esac
+done
+
 # One "SCRIPT ARGKIND" per suite, from suites.txt.  Extra steps around them:
 # "self-test" (the leftover checker on itself) and "suite-leftovers".
 steps=("$leftovers self-test")
-while read -r name script argkind; do
+while read -r name script area tier needs argkind; do
     case $name in "" | "#"*) continue ;; esac
-    if [ "${1-}" = --list ]; then
-        printf '%-20s %s\n' "$name" "$script"
+    tags="${area//,/ } ${tier//,/ }"
+    [ "${needs:--}" = - ] || tags="$tags needs-${needs//,/ needs-}"
+    if [ ${#want[@]} -gt 0 ]; then
+        keep=
+        for t in "${want[@]}"; do
+            case " $tags " in *" $t "*) keep=1 ;; esac
+        done
+        [ -n "$keep" ] || continue
+    fi
+    if [ -n "$list" ]; then
+        printf '%-20s %-34s %s\n' "$name" "$script" "$tags"
         continue
     fi
     steps+=("$script ${argkind:-libdir}")
 done <"$suites"
-[ "${1-}" = --list ] && exit 0
+[ -n "$list" ] && exit 0
 steps+=("$leftovers suite-leftovers")
 
 libdir=${1-${UCT_LIBDIR:-}}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory per idle peer of a tcp interface: a process opens tcp on lo
-# (tests/tools/tcp_idle_server.c), N raw connections are made to its
+# (c-tests/tcp_idle_server.c), N raw connections are made to its
 # listening port (default 200), and its VmRSS is compared before and after,
 # for peers that only connect and for peers that also send part of the
 # magic number (the first byte used to allocate the whole receive segment).
@@ -20,7 +20,7 @@ resolve_libdir "$@"
 N=${RSS_CONNS:-200}
 MAX=${RSS_MAX_PER_CONN:-2048}
 make_workdir
-if build_c "$T_WORK/srv" "$here/tools/tcp_idle_server.c" 2>"$T_WORK/cc.log"; then
+if build_c "$T_WORK/srv" "$here/../c-tests/tcp_idle_server.c" 2>"$T_WORK/cc.log"; then
     pass "build tcp_idle_server"
 else
     cat "$T_WORK/cc.log"

@@ -220,12 +220,12 @@ build_c() {
     "$CC" -O2 -g -Wall "${UCX_CFLAGS[@]}" -o "$out" "$@" "${UCX_LDFLAGS[@]}" -luct -lucs -ldl
 }
 
-# build_run_watch: compile tests/tools/run_watch.c into the work directory.
+# build_run_watch: compile c-tests/run_watch.c into the work directory.
 # Then: "$RUN_WATCH" SECONDS STATUSFILE CMD... records "exit N", "signal N"
 # or "timeout" in STATUSFILE (see the source for why a shell cannot).
 build_run_watch() {
     RUN_WATCH=$T_WORK/run_watch
-    "$CC" -O2 -Wall -o "$RUN_WATCH" "$(dirname "${BASH_SOURCE[0]}")/../tools/run_watch.c" ||
+    "$CC" -O2 -Wall -o "$RUN_WATCH" "$(dirname "${BASH_SOURCE[0]}")/../../c-tests/run_watch.c" ||
         abort "build run_watch"
 }
 

@@ -5,15 +5,15 @@
 # plain run on the system library, and the dynamic linker must bind
 # uct_iface_open to the preloaded file (checked twice: through dladdr plus
 # /proc/self/maps inside the probe, and through LD_DEBUG=bindings).
-# Usage: c-tests/preload.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
+# Usage: tests/preload.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/lib/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir
 probe=$T_WORK/api_self
 
-if build_c "$probe" "$here/api_self.c" 2>"$T_WORK/cc.log"; then
+if build_c "$probe" "$here/../c-tests/api_self.c" 2>"$T_WORK/cc.log"; then
     pass "build api_self"
 else
     cat "$T_WORK/cc.log"

@@ -10,14 +10,14 @@
 # (README): before the comparison, both outputs have, in the posix and sysv
 # blocks, the AM/put/get zcopy capability bits cleared, the AM zcopy limits
 # and the zcopy perf lines removed, and the md's reg_mem_types dropped.
-# Usage: c-tests/v2-probe.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
+# Usage: tests/v2-probe.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/lib/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir
 
-if build_c "$T_WORK/v2_probe" "$here/v2_probe.c" 2>"$T_WORK/cc.log"; then
+if build_c "$T_WORK/v2_probe" "$here/../c-tests/v2_probe.c" 2>"$T_WORK/cc.log"; then
     pass "build v2_probe"
 else
     cat "$T_WORK/cc.log"

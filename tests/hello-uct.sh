@@ -11,7 +11,7 @@
 # EXPECT_FAIL_TLS="posix sysv tcp" marks transports that are expected to be
 # unsupported: such a case counts as passed when it fails cleanly (no
 # signal, no hang), and as failed when a process crashes or times out.
-# Usage: tests/hello-self.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
+# Usage: tests/hello-uct.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 . "$here/lib/two-proc.sh"

@@ -5,14 +5,14 @@
 # lines ("api: ...").  On a release other than 1.13 (UCX_PREFIX) the probe's
 # 1.13 expectations that the original does not meet may fail: then ours must
 # fail them the same way (same exit status, identical lines).
-# Usage: c-tests/api-self.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
+# Usage: tests/api-self.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/lib/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir
 
-if build_c "$T_WORK/api_self" "$here/api_self.c" 2>"$T_WORK/cc.log"; then
+if build_c "$T_WORK/api_self" "$here/../c-tests/api_self.c" 2>"$T_WORK/cc.log"; then
     pass "build api_self"
 else
     cat "$T_WORK/cc.log"

@@ -3,9 +3,9 @@
 # with the real UCX headers of one release and with its reference layout
 # table.
 #
-#   c-tests/layout-check.sh                 UCX 1.13.1: the installed
+#   tests/layout-check.sh                   UCX 1.13.1: the installed
 #                                           (Debian 12) headers
-#   UCX_ABI=1.18 UCX_INCLUDE=DIR c-tests/layout-check.sh   (or UCX_PREFIX=DIR: DIR/include)
+#   UCX_ABI=1.18 UCX_INCLUDE=DIR tests/layout-check.sh   (or UCX_PREFIX=DIR: DIR/include)
 #                                           UCX 1.18.1: DIR is the include
 #                                           directory of a 1.18.1 install
 #                                           (e.g. the PyPI wheel's
@@ -119,13 +119,13 @@ if [ "$update_v2_ref" = 1 ]; then
         echo "# that only appear when the real UCX $release src/uct/api/v2/uct_v2.h is"
         if [ "$minor" = 13 ]; then
             echo "# included: -DPROBE_SYSTEM -DPROBE_HAVE_V2). Debian does not install that"
-            echo "# header, so c-tests/layout-check.sh compares our v2 output with this file."
-            echo "# Regenerate: UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> c-tests/layout-check.sh --update-v2-ref"
+            echo "# header, so tests/layout-check.sh compares our v2 output with this file."
+            echo "# Regenerate: UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> tests/layout-check.sh --update-v2-ref"
         else
             echo "# included: -DPROBE_SYSTEM -DPROBE_HAVE_V2 -DUCT_RS_UCX_ABI_MINOR=$minor). UCX"
-            echo "# installs do not ship that header, so c-tests/layout-check.sh compares our"
+            echo "# installs do not ship that header, so tests/layout-check.sh compares our"
             echo "# v2 output with this file. Regenerate: UCX_ABI=$UCX_ABI UCX_INCLUDE=<include dir>"
-            echo "# UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> c-tests/layout-check.sh --update-v2-ref"
+            echo "# UCX_V2_INCLUDE=<dir with uct/api/v2/uct_v2.h> tests/layout-check.sh --update-v2-ref"
         fi
         grep -vxF -f "$work/plain.txt" "$work/system.txt"
     } > "$v2ref"

@@ -14,14 +14,14 @@
 # SIGSEGV in uct_worker_oneshot_callback_proxy, ~1 run in 10 under load).
 # Such a run of the original is noted and run again (up to 5 times); a
 # crash of the tested library is never retried.
-# Usage: c-tests/async-progress.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
+# Usage: tests/async-progress.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/lib/common.sh"
+. "$here/lib/common.sh"
 
 resolve_libdir "$@"
 make_workdir
 
-if build_c "$T_WORK/async_progress" "$here/async_progress.c" -lpthread 2>"$T_WORK/cc.log"; then
+if build_c "$T_WORK/async_progress" "$here/../c-tests/async_progress.c" -lpthread 2>"$T_WORK/cc.log"; then
     pass "build async_progress"
 else
     cat "$T_WORK/cc.log"

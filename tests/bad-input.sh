@@ -7,10 +7,10 @@
 # log an error; on our library they run a second time under valgrind's
 # memcheck (when installed), which must see no invalid access at all: the
 # library may not even read through such a pointer.
-# Usage: c-tests/bad-input.sh [LIBDIR] [-- CASE-FILTER...]
+# Usage: tests/bad-input.sh [LIBDIR] [-- CASE-FILTER...]
 #        (or UCT_LIBDIR=...; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tests/lib/common.sh"
+. "$here/lib/common.sh"
 
 libarg=()
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then
@@ -30,7 +30,7 @@ if [ "${UCX_ABI:-1.13}" != 1.13 ] && testing_original; then
 fi
 make_workdir
 
-if build_c "$T_WORK/bad_input" "$here/bad_input.c" 2>"$T_WORK/cc.log"; then
+if build_c "$T_WORK/bad_input" "$here/../c-tests/bad_input.c" 2>"$T_WORK/cc.log"; then
     pass "build bad_input"
 else
     cat "$T_WORK/cc.log"
