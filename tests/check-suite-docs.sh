@@ -48,7 +48,8 @@ while read -r name script area tier needs extra; do
     if [ -z "$bad" ]; then
         pass "$name"
     else
-        fail "$name" "${bad# }"
+        bad=${bad# }
+        fail "$name" "${bad%;}"
     fi
 done <"$suites"
 
