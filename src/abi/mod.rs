@@ -43,7 +43,7 @@
 //! `layout_asserts_1_13.rs` and `layout_asserts_1_18.rs`), and the C header
 //! generated from this module (`include/uct-rs/uct_abi.h`, one file for
 //! every release: `UCT_RS_UCX_ABI_MINOR` selects) is compared with the real
-//! UCX headers by `c-tests/layout-check.sh` (`UCX_ABI=1.18` for 1.18).
+//! UCX headers by `tests/layout-check.sh` (`UCX_ABI=1.18` for 1.18).
 
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::unreadable_literal, clippy::zero_ptr)]
