@@ -42,8 +42,6 @@
 # Usage: tests/bad-input-ud.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
-. "$here/lib/softrdma.sh"
 . "$here/lib/bad-input.sh"
 
 softrdma_begin "$@"

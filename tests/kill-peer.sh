@@ -40,7 +40,6 @@
 # Usage: tests/kill-peer.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
 . "$here/lib/shm-leftovers.sh"
 . "$here/lib/kill.sh"
 

@@ -31,9 +31,8 @@
 # Usage: tests/kill-rc.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
-. "$here/lib/softrdma.sh"
 . "$here/lib/kill.sh"
+. "$here/lib/softrdma.sh"
 
 softrdma_begin "$@"
 KILL_TIMEOUT=${KILL_TIMEOUT:-10}

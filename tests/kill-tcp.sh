@@ -33,7 +33,6 @@
 # Usage: tests/kill-tcp.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
 . "$here/lib/kill.sh"
 
 resolve_libdir "$@"

@@ -50,9 +50,8 @@
 # Usage: tests/kill-ud.sh LIBDIR
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
-. "$here/lib/softrdma.sh"
 . "$here/lib/kill.sh"
+. "$here/lib/softrdma.sh"
 
 resolve_libdir "$@"
 if [ "$UCX_ABI" != 1.13 ]; then

@@ -167,7 +167,7 @@ check_info() {
 # run_case SRV_LIB CLI_LIB HOST SIZE -> R_OK, R_WHY, R_BAD, R_SEC; outputs in
 # $T_WORK/srv.out and $T_WORK/cli.out
 run_case() {
-    local slib=$1 clib=$2 host=$3 size=$4 port srv cli
+    local slib=$1 clib=$2 host=$3 size=$4 port
     port=$(free_port)
     rm -f "$T_WORK/srv.out" "$T_WORK/cli.out"
     : >"$T_WORK/cli.out"
@@ -177,15 +177,7 @@ run_case() {
         R_WHY="$R_WHY: $(grep -a -m 1 'ERROR\|Failed' "$T_WORK/srv.out")"
         return
     fi
-    R_SEC=$PAIR_SEC srv=$PAIR_SRV cli=$PAIR_CLI
-    { bad_end "$srv" || bad_end "$cli"; } && R_BAD=1
-    if [ "$srv" != "exit 0" ] || [ "$cli" != "exit 0" ]; then
-        R_WHY="server $srv, client $cli: $(grep -a -h -m 1 'ERROR\|Failed\|Assert' "$T_WORK/srv.out" "$T_WORK/cli.out" | head -n 1)"
-    elif ! ucpv_string_in "$size" "$T_WORK/cli.out"; then
-        R_WHY="the client did not print the $((size - 1)) letters the server sent"
-    else
-        R_OK=1
-    fi
+    ucpv_hello_judge "$size" 'ERROR\|Failed\|Assert'
 }
 
 # show_tails: the last lines of both outputs (long lines cut)

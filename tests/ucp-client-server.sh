@@ -28,11 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/client-server.sh"
 
 ab_begin "$@"
-ITERS=3
-command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
-
-build_ucp_example ucp_client_server
-CS=$T_WORK/ucp_client_server
+cs_build
 OURS=$UCT_LIBDIR
 
 # Cases over rc_verbs run with the soft RDMA device visible (the command

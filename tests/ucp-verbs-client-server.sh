@@ -27,10 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/client-server.sh"
 
 ucpv_begin "$@"
-ITERS=3
-command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
-build_ucp_example ucp_client_server
-CS=$T_WORK/ucp_client_server
+cs_build
 UCPV_ENV=(UCX_LOG_LEVEL=info)
 
 # run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD, R_GOT, R_SEC

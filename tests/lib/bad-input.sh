@@ -4,9 +4,10 @@
 # c-tests/ that plays every case of its table in a forked child and prints
 # one "PASS  NAME" / "FAIL  NAME" line per case and an "N passed, M failed"
 # summary; the suite runs it on a library, counts its verdicts, and compares
-# a per-case value of two runs (the original's and ours).  Sourced after
-# common.sh and softrdma.sh; the work directory, the device and the private
-# registry directory must be set up (softrdma_begin, softrdma_shm_dir).
+# a per-case value of two runs (the original's and ours).  Sourcing this
+# file brings common.sh and softrdma.sh; the work directory, the device and
+# the private registry directory must be set up before the functions below
+# run (softrdma_begin, softrdma_shm_dir).
 #
 #   BI_PROG                 the program (set by the caller)
 #   BI_SHOW                 optional: an ERE; the program's lines that match
@@ -28,6 +29,10 @@
 #                           a fail "LABEL: NAME" with bi_differ's text (the
 #                           caller defines both); a fail when no case is in
 #                           both
+
+_bi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$_bi_dir/common.sh"
+. "$_bi_dir/softrdma.sh"
 
 BI_SHOW=${BI_SHOW:-}
 

@@ -8,6 +8,8 @@
 # $T_WORK/srv.out and $T_WORK/cli.out; results go to R_OK, R_WHY, R_BAD
 # (1: a crash or a hang) and R_GOT.
 #
+#   cs_build                the example built ($CS; ITERS=3 messages a
+#                           case) and stdbuf checked for
 #   cs_start_server PORT CMD...
 #                           CMD (the server, line-buffered) in the
 #                           background until PORT listens: CS_SPID set;
@@ -25,6 +27,13 @@
 #                           example's client force-closes its endpoint right
 #                           after its last send) unless cs_final (the
 #                           caller's) says the result stands
+
+cs_build() {
+    ITERS=3
+    command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
+    build_ucp_example ucp_client_server
+    CS=$T_WORK/ucp_client_server
+}
 
 cs_start_server() {
     local port=$1

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Helpers for the suites that SIGKILL one of two UCT processes mid-stream
 # with c-tests/kill_peer.c (tests/kill-*.sh) and judge how the survivor
-# took it.  Sourced after common.sh and make_workdir.
+# took it.  Sourcing this file brings common.sh; the functions want the work
+# directory (make_workdir).
 #
 #   kill_peer_build SRC     run_watch, and kill_peer compiled from SRC into
 #                           $T_WORK/kill_peer (a pass "build kill_peer", or an
@@ -46,6 +47,8 @@
 #   kill_peer_run $((T + 60)) "${RUN[@]}" "$T_WORK/kill_peer" -t tcp ...
 #   kill_peer_ended_badly || kill_peer_judge -80 1:1
 #   if [ -n "$why" ]; then fail "$name" "$why"; else pass "$name: $(kill_peer_handled)"; fi
+
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 kill_peer_build() {
     build_run_watch
