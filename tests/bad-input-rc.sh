@@ -30,50 +30,24 @@
 # Usage: tests/bad-input-rc.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
+. "$here/lib/bad-input.sh"
 
-resolve_libdir "$@"
-if testing_original && [ "$UCX_ABI" != 1.13 ]; then
-    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
-fi
-make_workdir
-. "$here/lib/softrdma.sh"
-softrdma_setup
-if ! lib_has_rc_verbs "$UCT_LIBDIR"; then
-    skip_suite "the library under test lists no rc_verbs on the device (built without verbs?)"
-fi
-if build_c "$T_WORK/bad_input_rc" "$top/c-tests/bad_input_rc.c" 2>"$T_WORK/cc.log"; then
-    pass "build bad_input_rc"
-else
-    cat "$T_WORK/cc.log"
-    abort "build bad_input_rc"
-fi
+softrdma_begin "$@"
+softrdma_need_rc_verbs
+need_c "$T_WORK/bad_input_rc" "$top/c-tests/bad_input_rc.c"
 softrdma_shm_dir
+BI_PROG=$T_WORK/bad_input_rc
 
-# run LABEL LIBDIR-or-"" OUT [ENV...] [-- FILTER...]
-run_table() {
-    local label=$1 lib=$2 out=$3 st rest
-    shift 3
-    local envs=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
-    [ "${1:-}" = -- ] && shift
-    timeout -k 5 600 "$SR/run.sh" env $(lib_env "$lib") "${envs[@]}" "$T_WORK/bad_input_rc" "$@" > "$out" 2>&1
-    local rc=$?
-    grep -q '^[0-9]* passed, [0-9]* failed$' "$out" || fail "$label: bad_input_rc" "no summary (exit $rc)"
-    while read -r st rest; do
-        case $st in
-            PASS) pass "$label: $rest" ;;
-            FAIL) fail "$label: $rest"
-                  { grep -F "CASE $rest " "$out" || grep -F "CASE ${rest%: *} " "$out"; } |
-                      head -1 | sed 's/^/      /' ;;
-        esac
-    done < "$out"
+# the failed case's CASE line
+bi_fail_context() {
+    { grep -F "CASE $1 " "$2" || grep -F "CASE ${1%: *} " "$2"; } |
+        head -1 | sed 's/^/      /'
 }
 
 testing_original && lbl=original || lbl=ours
-run_table "$lbl" "$UCT_LIBDIR" "$T_WORK/ours.txt"
+bad_input_table "$lbl" "$UCT_LIBDIR" "$T_WORK/ours.txt"
 if ! testing_original; then
-    run_table "$lbl, direct registration" "$UCT_LIBDIR" "$T_WORK/ours-direct.txt" \
+    bad_input_table "$lbl, direct registration" "$UCT_LIBDIR" "$T_WORK/ours-direct.txt" \
         UCX_IB_REG_METHODS=direct -- uct_md_
 fi
 
@@ -82,23 +56,11 @@ statuses() { # FILE: NAME|comp|errh of the operation cases
     sed -n 's/^CASE \(.*\) post=\(-*[0-9]*\) comp=\(-*[0-9]*\) errh=\(-*[0-9]*\/-*[0-9]*\),.*/\1|\3|\4/p' "$1" |
         grep -E 'garbage rkey|address below|range past|made-up QP' | sort
 }
+bi_same() { echo "completion $3, error handler $4"; }
+bi_differ() { echo "ours completion $3, error handler $4; the original $1, $2"; }
 if ! testing_original && ref_has_verbs; then
-    run_table "original" "" "$T_WORK/orig.txt"
-    join -t '|' <(statuses "$T_WORK/orig.txt") <(statuses "$T_WORK/ours.txt") > "$T_WORK/both.txt"
-    n=0
-    while IFS='|' read -r name oc oe uc ue; do
-        n=$((n + 1))
-        if [ "$oc" = "$uc" ] && [ "$oe" = "$ue" ]; then
-            pass "status as the original: $name (completion $uc, error handler $ue)"
-        else
-            fail "status as the original: $name" "ours completion $uc, error handler $ue; the original $oc, $oe"
-        fi
-    done < "$T_WORK/both.txt"
-    [ "$n" -gt 0 ] || fail "status as the original" "no case to compare"
+    bad_input_table "original" "" "$T_WORK/orig.txt"
+    bad_input_compare "status as the original" statuses 2 "$T_WORK/orig.txt" "$T_WORK/ours.txt"
 fi
-if shm_dir_empty; then
-    pass "registry directory empty afterwards"
-else
-    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "registry directory empty afterwards"
 finish

@@ -42,73 +42,39 @@
 # Usage: tests/bad-input-ud.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
+. "$here/lib/bad-input.sh"
 
-resolve_libdir "$@"
-if testing_original && [ "$UCX_ABI" != 1.13 ]; then
-    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
-fi
-make_workdir
-. "$here/lib/softrdma.sh"
-softrdma_setup
-if build_c "$T_WORK/bad_input_ud" "$top/c-tests/bad_input_ud.c" -libverbs 2>"$T_WORK/cc.log"; then
-    pass "build bad_input_ud"
-else
-    cat "$T_WORK/cc.log"
-    abort "build bad_input_ud" "(needs libibverbs-dev)"
-fi
+softrdma_begin "$@"
+need_c -h "(needs libibverbs-dev)" "$T_WORK/bad_input_ud" "$top/c-tests/bad_input_ud.c" -libverbs
 softrdma_shm_dir
+BI_PROG=$T_WORK/bad_input_ud
+BI_SHOW='^# mode'
 
-# run_table LABEL LIBDIR-or-"" OUT
-run_table() {
-    local label=$1 lib=$2 out=$3 st rest rc
-    timeout -k 5 600 "$SR/run.sh" env $(lib_env "$lib") UCT_SYSTEM_LIB="$UCT_SYSTEM_LIB" \
-        "$T_WORK/bad_input_ud" > "$out" 2>&1
-    rc=$?
-    grep -q '^[0-9]* passed, [0-9]* failed$' "$out" || fail "$label: bad_input_ud" "no summary (exit $rc)"
-    grep '^# mode' "$out"
-    while read -r st rest; do
-        case $st in
-            PASS) pass "$label: $rest" ;;
-            FAIL) fail "$label: $rest"
-                  # what the case printed before its verdict
-                  awk -v want="FAIL  $rest" '$0 == want { printf "%s", blk; exit }
-                      /^(PASS|FAIL)  / { blk = ""; next }
-                      /^(CASE|SETUP|# step|# crash)/ { blk = blk "      " $0 "\n" }' "$out" ;;
-        esac
-    done < <(grep -E '^(PASS|FAIL) ' "$out")
+# what the failed case printed before its verdict
+bi_fail_context() {
+    awk -v want="FAIL  $1" '$0 == want { printf "%s", blk; exit }
+        /^(PASS|FAIL)  / { blk = ""; next }
+        /^(CASE|SETUP|# step|# crash)/ { blk = blk "      " $0 "\n" }' "$2"
 }
 # delivered FILE: "case name|delivered" of the cases that printed a verdict
 delivered() {
     sed -n 's/^CASE \(.*\) rt=[a-zA-Z]* fresh=.* delivered=\([0-9]*\) .*/\1|\2/p' "$1" | sort
 }
+bi_same() { echo "forged AMs delivered: $2"; }
+bi_differ() { echo "ours delivered $2 forged AMs, the original $1"; }
 
 if [ "$UCX_ABI" != 1.13 ]; then
     # the reference of this ABI has no verbs transports: ours alone, every
     # case judged strictly (the victim survives and keeps working)
     echo "# the UCX $UCX_ABI reference has no verbs transports: our library alone"
-    run_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt"
+    bad_input_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt" UCT_SYSTEM_LIB="$UCT_SYSTEM_LIB"
 else
-run_table "original" "" "$T_WORK/orig.txt"
-sed -n 's/^\(# crash: .*\)$/\1/p; s/^PASS  \(.*\): the original crashed.*$/# the original crashes: \1/p' "$T_WORK/orig.txt"
+    bad_input_table "original" "" "$T_WORK/orig.txt" UCT_SYSTEM_LIB="$UCT_SYSTEM_LIB"
+    sed -n 's/^\(# crash: .*\)$/\1/p; s/^PASS  \(.*\): the original crashed.*$/# the original crashes: \1/p' "$T_WORK/orig.txt"
 fi
 if [ "$UCX_ABI" = 1.13 ] && [ -n "$UCT_LIBDIR" ] && ! testing_original; then
-    run_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt"
-    join -t '|' <(delivered "$T_WORK/orig.txt") <(delivered "$T_WORK/ours.txt") > "$T_WORK/both.txt"
-    n=0
-    while IFS='|' read -r name od ud; do
-        n=$((n + 1))
-        if [ "$od" = "$ud" ]; then
-            pass "as the original: $name (forged AMs delivered: $ud)"
-        else
-            fail "as the original: $name" "ours delivered $ud forged AMs, the original $od"
-        fi
-    done < "$T_WORK/both.txt"
-    [ "$n" -gt 0 ] || fail "as the original" "no case to compare"
+    bad_input_table "ours" "$UCT_LIBDIR" "$T_WORK/ours.txt" UCT_SYSTEM_LIB="$UCT_SYSTEM_LIB"
+    bad_input_compare "as the original" delivered 1 "$T_WORK/orig.txt" "$T_WORK/ours.txt"
 fi
-if shm_dir_empty; then
-    pass "registry directory empty afterwards"
-else
-    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "registry directory empty afterwards"
 finish

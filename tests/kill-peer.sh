@@ -40,20 +40,14 @@
 # Usage: tests/kill-peer.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
 . "$here/lib/shm-leftovers.sh"
+. "$here/lib/kill.sh"
 
 resolve_libdir "$@"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
 KILL_TIMEOUT=${KILL_TIMEOUT:-10}
 make_workdir
-build_run_watch
-if build_c "$T_WORK/kill_peer" "$top/c-tests/kill_peer.c" 2>"$T_WORK/cc.log"; then
-    pass "build kill_peer"
-else
-    cat "$T_WORK/cc.log"
-    abort "build kill_peer"
-fi
+kill_peer_build "$top/c-tests/kill_peer.c"
 
 expected_to_fail() {
     case " $EXPECT_FAIL_TLS " in *" $1 "*) return 0 ;; esac
@@ -89,8 +83,7 @@ UCX_POSIX_USE_PROC_LINK=n    posix bcopy    receiver  check     detected 0:1 rep
 CASES
 }
 
-out=$T_WORK/kill.out
-st=$T_WORK/kill.st
+out=$KP_OUT
 while read -r envv tl op victim check expect caps leftovers; do
     envs=()
     [ "$envv" != "-" ] && envs=("$envv")
@@ -100,14 +93,9 @@ while read -r envv tl op victim check expect caps leftovers; do
     [ "$expect" = any ] && timeout_opt=2   # how long to keep going unnoticed
 
     shm_snapshot "$T_WORK/shm.before"
-    rm -f "$st"
-    "$RUN_WATCH" $((KILL_TIMEOUT + 60)) "$st" env "${envs[@]}" "${RUN[@]}" \
-        "$T_WORK/kill_peer" -t "$tl" -m "$op" -v "$victim" -c "$check" \
-        -T "$timeout_opt" >"$out" 2>&1 </dev/null
-    ended=$(cat "$st" 2>/dev/null || echo unknown)
-    result=$(awk '$1 == "RESULT" { print $2 }' "$out" | tail -n 1)
+    kill_peer_run $((KILL_TIMEOUT + 60)) env "${envs[@]}" "${RUN[@]}" \
+        "$T_WORK/kill_peer" -t "$tl" -m "$op" -v "$victim" -c "$check" -T "$timeout_opt"
     detail=$(grep -E '^(detected|detect_ms|setup)' "$out" | tr '\n' ' ' | cut -c1-200)
-    got_caps=$(sed -n 's/.*errhandle_peer_failure=\([01]\) ep_check=\([01]\).*/\1:\2/p' "$out")
 
     if expected_to_fail "$tl"; then
         name="$name (EXPECT_FAIL_TLS)"
@@ -118,8 +106,8 @@ while read -r envv tl op victim check expect caps leftovers; do
                 fail "$name" "must end cleanly: $ended, RESULT ${result:-none}"
                 sed 's/^/      /' "$out" ;;
         esac
-    elif ended_badly "$st" || [ -z "$result" ]; then
-        fail "$name" "kill_peer $ended, RESULT ${result:-none}"
+    elif kill_peer_ended_badly; then
+        fail "$name" "$why"
         sed 's/^/      /' "$out"
     elif [ "$result" != detected ] && { [ "$expect" = detected ] ||
                                          [ "$result" != not-detected ]; }; then

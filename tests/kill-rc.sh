@@ -31,26 +31,13 @@
 # Usage: tests/kill-rc.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
-
-resolve_libdir "$@"
-if testing_original && [ "$UCX_ABI" != 1.13 ]; then
-    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
-fi
-KILL_TIMEOUT=${KILL_TIMEOUT:-10}
-make_workdir
+. "$here/lib/kill.sh"
 . "$here/lib/softrdma.sh"
-softrdma_setup
-if ! lib_has_rc_verbs "$UCT_LIBDIR"; then
-    skip_suite "the library under test lists no rc_verbs on the device (built without verbs?)"
-fi
-build_run_watch
-if build_c "$T_WORK/kill_peer" "$top/c-tests/kill_peer.c" 2>"$T_WORK/cc.log"; then
-    pass "build kill_peer"
-else
-    cat "$T_WORK/cc.log"
-    abort "build kill_peer"
-fi
+
+softrdma_begin "$@"
+KILL_TIMEOUT=${KILL_TIMEOUT:-10}
+softrdma_need_rc_verbs
+kill_peer_build "$top/c-tests/kill_peer.c"
 softrdma_shm_dir
 
 # op  victim  check  expect
@@ -72,43 +59,26 @@ bcopy  sender    none   any
 CASES
 }
 
-out=$T_WORK/kill.out
-st=$T_WORK/kill.st
 while read -r op victim check want; do
     name="rc_verbs $op, kill the $victim, $check"
     T=$KILL_TIMEOUT
     [ "$want" = any ] && T=3
-    rm -f "$st"
-    "$RUN_WATCH" $((T + 60)) "$st" "$SR/run.sh" env $(lib_env "$UCT_LIBDIR") \
-        "$T_WORK/kill_peer" -t rc_verbs -d softrdma0:1 -m "$op" -v "$victim" -c "$check" \
-        -T "$T" >"$out" 2>&1 </dev/null
-    kill_peer_report "$out" "$st"
+    kill_peer_run $((T + 60)) "$SR/run.sh" env $(lib_env "$UCT_LIBDIR") \
+        "$T_WORK/kill_peer" -t rc_verbs -d softrdma0:1 -m "$op" -v "$victim" -c "$check" -T "$T"
 
-    if ended_badly "$st" || [ -z "$result" ]; then
-        why="kill_peer $ended, RESULT ${result:-none}"
+    if kill_peer_ended_badly; then
+        :
     elif [ "$want" = any ] && [ "$result" = not-detected ]; then
         if [ "$survivor" = "exit 1" ]; then why=; else why="survivor $survivor"; fi
     elif [ "$want" = any ] && [ "$result" = detected ] && [ "$via" = err_handler ] &&
          [ "$status" = -80 ] && [ "$survivor" = "exit 0" ]; then
         why=
-    elif [ "$result" != detected ]; then
-        why="RESULT $result (survivor: ${survivor:-?})"
-    elif [ "$survivor" != "exit 0" ]; then
-        why="survivor $survivor"
-    elif [ "$via" != err_handler ]; then
-        why="noticed via $via (status $status), the original's error handler fires"
-    elif [ "$status" != "$want" ]; then
-        why="error handler status $status, the original gives $want"
-    elif [ "$ep_ok" != 1 ]; then
-        why="error handler got another endpoint than ours"
-    elif [ "$got_caps" != 1:1 ]; then
-        why="capability flags errhandle_peer_failure:ep_check = $got_caps, the original has 1:1"
     else
-        why=
+        kill_peer_judge "$want" 1:1
     fi
     if [ -n "$why" ]; then
         fail "$name" "$why"
-        sed 's/^/      /' "$out" | grep -v 'Invalid\|Failed to' | tail -20
+        sed 's/^/      /' "$KP_OUT" | grep -v 'Invalid\|Failed to' | tail -20
     elif [ "$want" = any ]; then
         if [ "$result" = detected ]; then
             pass "$name: noticed anyway (via $via, status $status, ${ms} ms), clean exit"
@@ -116,14 +86,8 @@ while read -r op victim check want; do
             pass "$name: not noticed within ${T}s (no work request outstanding), clean exit"
         fi
     else
-        extra=
-        [ -n "$putc" ] && extra="; failed put completion $putc"
-        pass "$name: error handler, status $status, $calls call(s), ${ms} ms after the kill$extra"
+        pass "$name: $(kill_peer_handled)${putc:+; failed put completion $putc}"
     fi
 done < <(cases)
-if shm_dir_empty; then
-    pass "registry directory empty afterwards"
-else
-    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "registry directory empty afterwards"
 finish

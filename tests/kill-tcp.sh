@@ -33,18 +33,12 @@
 # Usage: tests/kill-tcp.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
+. "$here/lib/kill.sh"
 
 resolve_libdir "$@"
 KILL_TIMEOUT=${KILL_TIMEOUT:-10}
 make_workdir
-build_run_watch
-if build_c "$T_WORK/kill_peer" "$top/c-tests/kill_peer.c" 2>"$T_WORK/cc.log"; then
-    pass "build kill_peer"
-else
-    cat "$T_WORK/cc.log"
-    abort "build kill_peer"
-fi
+kill_peer_build "$top/c-tests/kill_peer.c"
 
 # ENV-or-"-"  op  victim  check  reap_delay_ms  status  caps
 #   status: what the original's error handler gets (UCS_ERR_ENDPOINT_TIMEOUT)
@@ -67,8 +61,6 @@ UCX_TCP_SENDV_THRESH=0  bcopy  receiver  none   0    -80 1:1
 CASES
 }
 
-out=$T_WORK/kill.out
-st=$T_WORK/kill.st
 while read -r envv op victim check zdelay want_status caps; do
     [ "$UCX_ABI" != 1.13 ] && [ "$want_status" = -80 ] && want_status=-25
     envs=()
@@ -77,32 +69,13 @@ while read -r envv op victim check zdelay want_status caps; do
     [ "$zdelay" != 0 ] && name="$name, reaped after $zdelay ms"
     [ "$envv" != "-" ] && name="$name, $envv"
 
-    rm -f "$st"
-    "$RUN_WATCH" $((KILL_TIMEOUT + 60)) "$st" env "${envs[@]}" "${RUN[@]}" \
+    kill_peer_run $((KILL_TIMEOUT + 60)) env "${envs[@]}" "${RUN[@]}" \
         "$T_WORK/kill_peer" -t tcp -d lo -m "$op" -v "$victim" -c "$check" \
-        -z "$zdelay" -T "$KILL_TIMEOUT" >"$out" 2>&1 </dev/null
-    kill_peer_report "$out" "$st"
-
-    if ended_badly "$st" || [ -z "$result" ]; then
-        why="kill_peer $ended, RESULT ${result:-none}"
-    elif [ "$result" != detected ]; then
-        why="RESULT $result (survivor: ${survivor:-?})"
-    elif [ "$survivor" != "exit 0" ]; then
-        why="survivor $survivor"
-    elif [ "$via" != err_handler ]; then
-        why="noticed via $via (status $status), the original's error handler fires"
-    elif [ "$status" != "$want_status" ]; then
-        why="error handler status $status, the original gives $want_status"
-    elif [ "$ep_ok" != 1 ]; then
-        why="error handler got another endpoint than ours"
-    elif [ "$got_caps" != "$caps" ]; then
-        why="capability flags errhandle_peer_failure:ep_check = $got_caps, the original has $caps"
-    else
-        why=
-    fi
+        -z "$zdelay" -T "$KILL_TIMEOUT"
+    kill_peer_ended_badly || kill_peer_judge "$want_status" "$caps"
     if [ -n "$why" ]; then
         fail "$name" "$why"
-        sed 's/^/      /' "$out"
+        sed 's/^/      /' "$KP_OUT"
     else
         extra=
         if [ "$zdelay" != 0 ]; then
@@ -112,7 +85,7 @@ while read -r envv op victim check zdelay want_status caps; do
             esac
         fi
         [ -n "$putc" ] && extra="$extra; failed put completion $putc"
-        pass "$name: error handler, status $status, $calls call(s), ${ms} ms after the kill$extra"
+        pass "$name: $(kill_peer_handled)$extra"
     fi
 done < <(cases)
 

@@ -50,7 +50,8 @@
 # Usage: tests/kill-ud.sh LIBDIR
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-. "$here/lib/common.sh"
+. "$here/lib/kill.sh"
+. "$here/lib/softrdma.sh"
 
 resolve_libdir "$@"
 if [ "$UCX_ABI" != 1.13 ]; then
@@ -61,7 +62,6 @@ KILL_TIMEOUT=${KILL_TIMEOUT:-10}
 KILL_BOUND=${KILL_BOUND:-20}
 WITNESS_MSGS=${WITNESS_MSGS:-200}
 make_workdir
-. "$here/lib/softrdma.sh"
 softrdma_setup
 OURS=$UCT_LIBDIR
 PERFTEST=$(ucx_tool ucx_perftest)
@@ -79,15 +79,10 @@ if ! lib_has_ud_verbs "$OURS"; then
     ours_ud=
     fail "LIBDIR lists ud_verbs on softrdma0:1" "no ud_verbs in its ucx_info -d: every LIBDIR case fails"
 fi
-build_run_watch
-if build_c "$T_WORK/kill_peer" "$top/c-tests/kill_peer.c" 2>"$T_WORK/cc.log"; then
-    pass "build kill_peer"
-else
-    cat "$T_WORK/cc.log"
-    abort "build kill_peer"
-fi
+kill_peer_build "$top/c-tests/kill_peer.c"
 softrdma_shm_dir
 UDENV=UCX_UD_VERBS_TIMEOUT=$UD_TIMEOUT
+KILL_ENV=("$UDENV")
 
 # ---- 1. kill_peer
 # op  victim  check  expect  tier
@@ -108,21 +103,18 @@ CASES
 # kp_run LIBDIR NAME OP VICTIM CHECK: runs kill_peer, sets $why ("" = as
 # expected: $want) and $summary
 kp_run() {
-    local lib=$1 name=$2 op=$3 victim=$4 check=$5 T=$KILL_TIMEOUT out st
-    out=$T_WORK/kill.out st=$T_WORK/kill.st
+    local lib=$1 name=$2 op=$3 victim=$4 check=$5 T=$KILL_TIMEOUT out=$KP_OUT
     [ "$want" = none ] && T=4
-    rm -f "$st"
-    "$RUN_WATCH" $((T + 60)) "$st" "$SR/run.sh" env $(lib_env "$lib") "$UDENV" \
+    kill_peer_run $((T + 60)) "$SR/run.sh" env $(lib_env "$lib") "$UDENV" \
         "$T_WORK/kill_peer" -t ud_verbs -d softrdma0:1 -m "$op" -v "$victim" -c "$check" \
-        -T "$T" -W "$WITNESS_MSGS" >"$out" 2>&1 </dev/null
-    kill_peer_report "$out" "$st"
+        -T "$T" -W "$WITNESS_MSGS"
     local wline werr
     wline=$(grep -m1 '^witness rx=' "$out")
     w_ok=$(sed -n 's/.* ok=\([01]\) .*/\1/p' <<<"$wline")
     werr=$(sed -n 's/.* err_calls=\([0-9]*\) handler_wep_calls=\([0-9]*\).*/\1:\2/p' <<<"$wline")
     why=
-    if ended_badly "$st" || [ -z "$result" ]; then
-        why="kill_peer $ended, RESULT ${result:-none}"
+    if kill_peer_ended_badly; then
+        :
     elif [ "$w_ok" != 1 ]; then
         why="the witness did not get its messages (${wline:-no witness report})"
     elif [ "$werr" != 0:0 ]; then
@@ -137,25 +129,13 @@ kp_run() {
         else
             why="RESULT $result, survivor ${survivor:-?}"
         fi
-    elif [ "$result" != detected ]; then
-        why="RESULT $result (survivor: ${survivor:-?})"
-    elif [ "$survivor" != "exit 0" ]; then
-        why="survivor $survivor"
-    elif [ "$via" != err_handler ]; then
-        why="noticed via $via (status $status), the original's error handler fires"
-    elif [ "$status" != "$want" ]; then
-        why="error handler status $status, the original gives $want"
-    elif [ "$ep_ok" != 1 ]; then
-        why="error handler got another endpoint than ours"
-    elif [ "$calls" != 1 ]; then
-        why="error handler ran $calls times, the original once"
-    elif [ "$got_caps" != 1:1 ]; then
-        why="capability flags errhandle_peer_failure:ep_check = $got_caps, the original has 1:1"
+    else
+        kill_peer_judge "$want" 1:1 once
     fi
     if [ "$want" = none ]; then
         summary="not noticed within ${T}s (nothing outstanding), clean exit; witness got $WITNESS_MSGS"
     else
-        summary="error handler, status $status, $calls call(s), ${ms} ms after the kill; witness got $WITNESS_MSGS"
+        summary="$(kill_peer_handled); witness got $WITNESS_MSGS"
     fi
     [ -n "$why" ] && sed 's/^/      /' "$out" | grep -v 'Invalid\|Failed to' | tail -15
 }
@@ -184,51 +164,24 @@ while read -r op victim check want tier; do
         pass "LIBDIR: $name: $summary"
     fi
 done < <(cases)
-if shm_dir_empty; then
-    pass "kill_peer: registry directory empty afterwards"
-else
-    fail "kill_peer: registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
+softrdma_registry_empty "kill_peer: registry directory empty afterwards" ||
     rm -rf "${SOFTRDMA_SHM_DIR:?}"/*
-fi
 
 # ---- 2. the server killed under a running ucx_perftest client
 # kill_row SRV_LIB CLI_LIB PERFTEST-ARGS...: sets $how (exited/aborted/
 # hang/...), $rc, $t_det (ms from the kill to the client's end), $errl
 kill_row() {
-    local srv=$1 cli=$2 port spid cpid i t0
+    local srv=$1 cli=$2 port
     shift 2
     port=$("$SOFTRDMA_BUILD/freeport")
-    local args=("$PERFTEST" -p "$port" -x ud_verbs -d softrdma0:1 -n 1000000000 "$@")
-    rm -f "$T_WORK/kill-srv.pid"
-    "$SR/run.sh" env $(lib_env "$srv") "$UDENV" sh -c 'echo $$ > "$0"; exec "$@"' \
-        "$T_WORK/kill-srv.pid" "${args[@]}" > "$T_WORK/kill-srv.out" 2>&1 &
-    spid=$!
-    for i in $(seq 100); do [ -s "$T_WORK/kill-srv.pid" ] && break; sleep 0.1; done
-    sleep 1
-    "$SR/run.sh" env $(lib_env "$cli") "$UDENV" "${args[@]}" 127.0.0.1 > "$T_WORK/kill-cli.out" 2>&1 &
-    cpid=$!
-    sleep 3
-    kill -9 "$(cat "$T_WORK/kill-srv.pid")" 2>/dev/null
-    t0=$(date +%s%N)
-    wait $spid 2>/dev/null
+    kill_perftest_server "$srv" "$cli" "$PERFTEST" -p "$port" -x ud_verbs -d softrdma0:1 -n 1000000000 "$@"
     t_det=
-    while [ $(( ($(date +%s%N) - t0) / 1000000000 )) -lt "$KILL_BOUND" ]; do
-        kill -0 $cpid 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 $cpid 2>/dev/null; then
-        kill -TERM $cpid
-        for i in $(seq 50); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
-        if kill -0 $cpid 2>/dev/null; then
-            kill -KILL $cpid; wait $cpid 2>/dev/null
-            how=hang
-        else
-            wait $cpid; rc=$?
-            how=waits
-        fi
+    kill_client_wait
+    if kill_client_stop; then
+        [ "$how" = stopped ] && how=waits
     else
-        t_det=$(( ($(date +%s%N) - t0) / 1000000 ))
-        wait $cpid; rc=$?
+        t_det=$(( ($(date +%s%N) - KS_T0) / 1000000 ))
+        wait "$KS_CPID"; rc=$?
         if [ "$rc" -ge 128 ] || grep -qE 'Caught signal|Segmentation|Assertion' "$T_WORK/kill-cli.out"; then
             how=aborted
         elif [ "$rc" = 0 ]; then
@@ -286,9 +239,5 @@ while IFS='|' read -r row tier args; do
     fi
 done < <(pt_rows)
 sleep 0.5
-if shm_dir_empty; then
-    pass "perftest: registry directory empty afterwards"
-else
-    fail "perftest: registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "perftest: registry directory empty afterwards"
 finish

@@ -26,20 +26,10 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 . "$here/lib/common.sh"
-
-resolve_libdir "$@"
-if testing_original && [ "$UCX_ABI" != 1.13 ]; then
-    skip_suite "the UCX $UCX_ABI reference has no verbs transports"
-fi
-make_workdir
 . "$here/lib/softrdma.sh"
-softrdma_setup
-if build_c "$T_WORK/many_eps" "$top/c-tests/many_eps.c" 2>"$T_WORK/cc.log"; then
-    pass "build many_eps"
-else
-    cat "$T_WORK/cc.log"
-    abort "build many_eps"
-fi
+
+softrdma_begin "$@"
+need_c "$T_WORK/many_eps" "$top/c-tests/many_eps.c"
 softrdma_shm_dir
 N=${MANY_EPS_N:-256}
 K=${MANY_EPS_K:-8}
@@ -134,9 +124,5 @@ for r in $rows; do
         fi
     done
 done
-if shm_dir_empty; then
-    pass "registry directory empty afterwards"
-else
-    fail "registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "registry directory empty afterwards"
 finish

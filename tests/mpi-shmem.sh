@@ -24,36 +24,12 @@
 # Usage: tests/mpi-shmem.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/ab-common.sh"
+. "$here/lib/mpi.sh"
 
 ab_begin "$@"
-for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; do
-    command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)"
-done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Open MPI 4.1.4's spml ucx destroys a UCP rkey from freed memory in
-# shmem_finalize: with glibc's MALLOC_PERTURB_ (meson sets it for tests)
-# the original segfaults there too, after the checks passed. Not ours to
-# test: the ranks run without it.
-unset MALLOC_PERTURB_
-# one shared memory segment name space per run: Open MPI's own session
-# files go to the work directory
-export OMPI_MCA_orte_tmpdir_base=$T_WORK
-
-if mpicc.openmpi -O2 -o "$T_WORK/mpi_check" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build mpi_check"
-else
-    abort "build mpi_check" "$(head -n 3 "$T_WORK/cc.log")"
-fi
-if mpicc.mpich -O2 -o "$T_WORK/mpi_check_mpich" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build mpi_check for MPICH"
-else
-    abort "build mpi_check for MPICH" "$(head -n 3 "$T_WORK/cc.log")"
-fi
-if oshcc -O2 -o "$T_WORK/shmem_check" "$here/../c-tests/shmem_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build shmem_check"
-else
-    abort "build shmem_check" "$(head -n 3 "$T_WORK/cc.log")"
-fi
+mpi_need_tools
+mpi_env
+mpi_build_all "$here/../c-tests/mpi_check.c" "$here/../c-tests/shmem_check.c"
 
 OURS=$UCT_LIBDIR
 MCA=(--oversubscribe -np 2 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
@@ -74,13 +50,7 @@ run_case() {
     fi
     rc=$?
     R_OK=0 R_RC=$rc
-    if [ $rc -ne 0 ]; then
-        R_WHY="exit status $rc: $(grep -m 1 -i 'error\|fail' "$T_WORK/run.out")"
-    elif ! grep -q "^$word: OK" "$T_WORK/run.out"; then
-        R_WHY="no \"$word: OK\": $(tail -n 1 "$T_WORK/run.out")"
-    else
-        R_OK=1
-    fi
+    mpi_judge "$rc" "$word"
 }
 
 # only_finalize_race_lines: ours printed UCX lines the original did not,

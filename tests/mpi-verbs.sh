@@ -48,7 +48,7 @@
 # Open MPI's UCX components take only "mlx" devices by default: the runs
 # allow any (pml_ucx_tls / pml_ucx_devices / spml_ucx_devices any) and keep
 # Open MPI's own transports (btl) out of the way; UCX_NET_DEVICES names the
-# soft device. MALLOC_PERTURB_ is unset for the ranks (see mpi-shmem.sh:
+# soft device. MALLOC_PERTURB_ is unset for the ranks (see tests/lib/mpi.sh:
 # Open MPI's spml ucx touches freed memory in shmem_finalize).
 # Knobs: UCT_RS_TIER=full, MPI_VERBS_ONLY=REGEX (cases whose name matches),
 # MPI_VERBS_TIMEOUT (seconds per run, 150).
@@ -58,14 +58,13 @@
 # Usage: tests/mpi-verbs.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/ab-common.sh"
+. "$here/lib/mpi.sh"
 
 resolve_libdir "$@"
 make_workdir
 . "$here/lib/softrdma.sh"
 ref_has_verbs || skip_suite "the reference UCX $UCX_RELEASE has no verbs transports"
-for tool in mpicc.openmpi mpirun.openmpi oshcc oshrun mpicc.mpich mpirun.mpich; do
-    command -v "$tool" >/dev/null || abort "$tool" "not installed (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)"
-done
+mpi_need_tools
 softrdma_setup
 # the registry directory: named apart from the device scripts' own
 # (softrdma-test.*), which other runs on the machine may clean up
@@ -76,10 +75,7 @@ OURS=$UCT_LIBDIR
 ONLY=${MPI_VERBS_ONLY:-}
 TMO=${MPI_VERBS_TIMEOUT:-150}
 DEV=softrdma0:1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset MALLOC_PERTURB_
-# Open MPI's session files go to the work directory
-export OMPI_MCA_orte_tmpdir_base=$T_WORK
+mpi_env
 
 # ---- network namespaces (root with ip netns only)
 NS_A=mpvA$$ NS_B=mpvB$$ NETNS_OK=0
@@ -108,21 +104,7 @@ fi
 AGENT=$here/mpi-verbs/netns-launch.sh
 
 # ---- programs
-if mpicc.openmpi -O2 -o "$T_WORK/mpi_check" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build mpi_check"
-else
-    abort "build mpi_check" "$(head -n 3 "$T_WORK/cc.log")"
-fi
-if mpicc.mpich -O2 -o "$T_WORK/mpi_check_mpich" "$here/../c-tests/mpi_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build mpi_check for MPICH"
-else
-    abort "build mpi_check for MPICH" "$(head -n 3 "$T_WORK/cc.log")"
-fi
-if oshcc -O2 -o "$T_WORK/shmem_check" "$here/../c-tests/shmem_check.c" 2>"$T_WORK/cc.log"; then
-    pass "build shmem_check"
-else
-    abort "build shmem_check" "$(head -n 3 "$T_WORK/cc.log")"
-fi
+mpi_build_all "$here/../c-tests/mpi_check.c" "$here/../c-tests/shmem_check.c"
 
 # ---- what LIBDIR offers on the device (the cases run either way)
 tls_on_dev() { # LIBDIR -> transport names listed for softrdma0:1
@@ -199,12 +181,8 @@ run_case() {
         R_GONE=1 R_WHY="the registry directory $SOFTRDMA_SHM_DIR was removed during the run (from outside)"
     elif [ $R_BAD = 1 ]; then
         R_WHY="exit status $rc (timed out or crashed after ${R_SECS} s)"
-    elif [ $rc -ne 0 ]; then
-        R_WHY="exit status $rc: $(grep -m 1 -i 'error\|fail' "$T_WORK/run.out")"
-    elif ! grep -q "^$word: OK" "$T_WORK/run.out"; then
-        R_WHY="no \"$word: OK\": $(tail -n 1 "$T_WORK/run.out")"
     else
-        R_OK=1
+        mpi_judge "$rc" "$word"
     fi
 }
 

@@ -42,6 +42,7 @@ if testing_original; then
 fi
 make_workdir
 . "$here/lib/softrdma.sh"
+. "$here/lib/kill.sh"
 softrdma_setup
 OURS=$UCT_LIBDIR
 UCX_INFO=$(ucx_tool ucx_info)
@@ -186,43 +187,16 @@ fi
 # ---- the server killed under a running client
 softrdma_shm_dir
 kill_row() { # NAME PERFTEST-ARGS...
-    local name=$1 port spid cpid i t0 t_det= rc how errl
+    local name=$1 port t_det= rc how errl
     shift
     port=$("$SOFTRDMA_BUILD/freeport")
-    local args=("$PERFTEST" -p "$port" -x rc_verbs -d $DEV -n 1000000000 "$@")
-    rm -f "$T_WORK/kill-srv.pid"
-    "$SR/run.sh" env $(lib_env "$OURS") sh -c 'echo $$ > "$0"; exec "$@"' "$T_WORK/kill-srv.pid" \
-        "${args[@]}" > "$T_WORK/kill-srv.out" 2>&1 &
-    spid=$!
-    for i in $(seq 100); do [ -s "$T_WORK/kill-srv.pid" ] && break; sleep 0.1; done
-    sleep 1
-    "$SR/run.sh" env $(lib_env "$OURS") "${args[@]}" 127.0.0.1 > "$T_WORK/kill-cli.out" 2>&1 &
-    cpid=$!
-    sleep 3
-    kill -9 "$(cat "$T_WORK/kill-srv.pid")" 2>/dev/null
-    t0=$(date +%s%N)
-    wait $spid 2>/dev/null
+    kill_perftest_server "$OURS" "$OURS" "$PERFTEST" -p "$port" -x rc_verbs -d $DEV -n 1000000000 "$@"
     # the failure reported, or the client ended, within the bound
-    while [ $(( ($(date +%s%N) - t0) / 1000000000 )) -lt "$KILL_BOUND" ]; do
-        if grep -qE 'completion with error|Endpoint timeout|[Ee]rror handler|peer failure' "$T_WORK/kill-cli.out"; then
-            t_det=$(( ($(date +%s%N) - t0) / 1000000 ))
-            break
-        fi
-        kill -0 $cpid 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 $cpid 2>/dev/null; then
-        kill -TERM $cpid
-        for i in $(seq 50); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
-        if kill -0 $cpid 2>/dev/null; then
-            kill -KILL $cpid; wait $cpid 2>/dev/null
-            how=hang
-        else
-            wait $cpid; rc=$?
-            how="stopped by SIGTERM (exit $rc)"
-        fi
+    kill_client_wait 'completion with error|Endpoint timeout|[Ee]rror handler|peer failure'
+    if kill_client_stop; then
+        [ "$how" = stopped ] && how="stopped by SIGTERM (exit $rc)"
     else
-        wait $cpid; rc=$?
+        wait "$KS_CPID"; rc=$?
         how="exited by itself (exit $rc)"
         [ "$rc" -ge 128 ] && how="crash (exit $rc)"
     fi
@@ -244,11 +218,7 @@ kill_row() { # NAME PERFTEST-ARGS...
 kill_row put_bw -t put_bw -s 4096 -D zcopy
 kill_row am_bw -t am_bw -s 4096 -D bcopy
 sleep 0.5
-if shm_dir_empty; then
-    pass "server killed: registry directory empty afterwards"
-else
-    fail "server killed: registry directory empty afterwards" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
-fi
+softrdma_registry_empty "server killed: registry directory empty afterwards"
 unset SOFTRDMA_SHM_DIR
 
 # ---- a flush does not overtake a send waiting on the pending queue

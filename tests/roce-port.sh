@@ -167,39 +167,17 @@ check_info() {
 # run_case SRV_LIB CLI_LIB HOST SIZE -> R_OK, R_WHY, R_BAD, R_SEC; outputs in
 # $T_WORK/srv.out and $T_WORK/cli.out
 run_case() {
-    local slib=$1 clib=$2 host=$3 size=$4 port spid cpid t0 srv cli
+    local slib=$1 clib=$2 host=$3 size=$4 port
     port=$(free_port)
-    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/srv.out" "$T_WORK/cli.out"
+    rm -f "$T_WORK/srv.out" "$T_WORK/cli.out"
     : >"$T_WORK/cli.out"
     R_OK=0 R_WHY= R_BAD=0 R_SEC=0
-    t0=$(date +%s%N)
-    side "$slib" "$host" "$T_WORK/srv.st" "$UCP_HELLO" -s "$size" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
-    spid=$!
-    T_CHILDREN=$spid
-    if ! wait_listening "$spid" "$port"; then
-        wait "$spid"
-        T_CHILDREN=
-        R_WHY="server $(status_of "$T_WORK/srv.st"), did not listen: $(grep -a -m 1 'ERROR\|Failed' "$T_WORK/srv.out")"
-        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
+    if ! run_pair "$port" side "$slib" "$host" "$T_WORK/srv.st" "$UCP_HELLO" -s "$size" -p "$port" \
+        -- side "$clib" "$host" "$T_WORK/cli.st" "$UCP_HELLO" -s "$size" -p "$port" -n 127.0.0.1; then
+        R_WHY="$R_WHY: $(grep -a -m 1 'ERROR\|Failed' "$T_WORK/srv.out")"
         return
     fi
-    side "$clib" "$host" "$T_WORK/cli.st" "$UCP_HELLO" -s "$size" -p "$port" -n 127.0.0.1 \
-        >"$T_WORK/cli.out" 2>&1 </dev/null &
-    cpid=$!
-    T_CHILDREN="$spid $cpid"
-    wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
-    T_CHILDREN=
-    R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    srv=$(status_of "$T_WORK/srv.st")
-    cli=$(status_of "$T_WORK/cli.st")
-    { bad_end "$srv" || bad_end "$cli"; } && R_BAD=1
-    if [ "$srv" != "exit 0" ] || [ "$cli" != "exit 0" ]; then
-        R_WHY="server $srv, client $cli: $(grep -a -h -m 1 'ERROR\|Failed\|Assert' "$T_WORK/srv.out" "$T_WORK/cli.out" | head -n 1)"
-    elif ! ucpv_string_in "$size" "$T_WORK/cli.out"; then
-        R_WHY="the client did not print the $((size - 1)) letters the server sent"
-    else
-        R_OK=1
-    fi
+    ucpv_hello_judge "$size" 'ERROR\|Failed\|Assert'
 }
 
 # show_tails: the last lines of both outputs (long lines cut)

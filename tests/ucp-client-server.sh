@@ -25,13 +25,10 @@
 # Usage: tests/ucp-client-server.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/ab-common.sh"
+. "$here/lib/client-server.sh"
 
 ab_begin "$@"
-ITERS=3
-command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
-
-build_ucp_example ucp_client_server
-CS=$T_WORK/ucp_client_server
+cs_build
 OURS=$UCT_LIBDIR
 
 # Cases over rc_verbs run with the soft RDMA device visible (the command
@@ -46,76 +43,42 @@ else
     echo "# rc_verbs cases not run: the soft RDMA device cannot run here, the reference has no verbs, or ours was built without them"
 fi
 
-# run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD
+# run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD, R_GOT
 run_case() {
-    local lib=$1 tls=$2 api=$3 size=$4 port spid cst got
+    local lib=$1 tls=$2 api=$3 size=$4 port cst
     local wrap=()
     case $tls in *rc_verbs*) wrap=("${RC_WRAP[@]}") ;; esac
     port=$(free_port)
     rm -f "$T_WORK/cli.st"
-    # line-buffered: the server is stopped by a signal at the end
-    env $(lib_env "$lib") UCX_TLS="$tls" "${wrap[@]}" stdbuf -oL \
-        "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/srv.out" 2>&1 </dev/null &
-    spid=$!
-    T_CHILDREN=$spid
     R_OK=0 R_BAD=0 R_WHY=
-    if ! wait_listening "$spid" "$port"; then
-        kill "$spid" 2>/dev/null
-        wait "$spid"
-        T_CHILDREN=
-        R_WHY="server did not listen"
-        grep -q 'Assertion\|signal' "$T_WORK/srv.out" && R_BAD=1
-        return
-    fi
+    # line-buffered: the server is stopped by a signal at the end
+    cs_start_server "$port" env $(lib_env "$lib") UCX_TLS="$tls" "${wrap[@]}" stdbuf -oL \
+        "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" || return
     env $(lib_env "$lib") UCX_TLS="$tls" "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/cli.st" "${wrap[@]}" \
         "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
-    # done with this client, the server waits for the next one: then stop it
-    for _ in $(seq 100); do
-        [ "$(grep -c 'Waiting for connection' "$T_WORK/srv.out")" -ge 2 ] && break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$spid" 2>/dev/null; then
-        kill "$spid" 2>/dev/null
+    cs_wait_next_client
+    if kill -0 "$CS_SPID" 2>/dev/null; then
+        kill "$CS_SPID" 2>/dev/null
     else
         R_BAD=1   # the server must still be serving
     fi
-    wait "$spid" 2>/dev/null
+    wait "$CS_SPID" 2>/dev/null
     T_CHILDREN=
     # the server prints the client's string and a full stop
     test_string "$size" . >"$T_WORK/want"
-    got=$(grep -cxFf "$T_WORK/want" "$T_WORK/srv.out")
-    R_GOT=$got
-    local recv
-    recv=$(grep -c 'UCX data message was received' "$T_WORK/srv.out")
-    if [ "$cst" != "exit 0" ]; then
-        R_WHY="client $cst: $(grep -h -m 1 'Assertion\|ERROR\|failed' "$T_WORK/cli.out" | head -n 1)"
-        case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
-    elif [ "$R_BAD" = 1 ]; then
-        R_WHY="the server ended: $(grep -h -m 1 'Assertion\|ERROR\|signal' "$T_WORK/srv.out" | head -n 1)"
-    elif [ "$recv" -lt 1 ] || [ "$got" -ne "$recv" ]; then
-        R_WHY="the server received $recv messages, $got of them with the client's exact string"
-    else
-        R_OK=1
-    fi
+    local gone=
+    [ "$R_BAD" = 1 ] &&
+        gone="the server ended: $(grep -h -m 1 'Assertion\|ERROR\|signal' "$T_WORK/srv.out" | head -n 1)"
+    cs_judge "$cst" "$(grep -cxFf "$T_WORK/want" "$T_WORK/srv.out")" "$gone"
 }
 
-# run_case_tries: run_case, and up to two more times when the server lost
-# the last message: the example's client closes its endpoint with
-# UCP_EP_CLOSE_MODE_FORCE right after its last send, and the server's
-# disconnect event can overtake data still in its receive queue on a
-# loaded machine (measured over rc_verbs with one core busy: 1 of 8 runs
-# on the original, 5 of 8 on ours lose it; seen once over posix on ours).
-# A crash or hang is never retried.
-run_case_tries() {
-    local try
-    for try in 1 2 3; do
-        run_case "$@"
-        [ "$R_OK" = 1 ] && return
-        grep -q 'Assertion\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out" && return
-        [ "$try" -lt 3 ] && echo "# $2 -c $3 -s $4: attempt $try lost the last message ($R_WHY), again"
-    done
+# cs_tries: a lost last message is run again (measured over rc_verbs with
+# one core busy: 1 of 8 runs on the original, 5 of 8 on ours lose it, as
+# the server's disconnect event overtakes data still in its receive queue;
+# seen once over posix on ours). A crash or hang is never retried.
+cs_final() {
+    [ "$R_OK" = 1 ] || grep -q 'Assertion\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out"
 }
 
 # The lanes libucp chose (info log of the rc_verbs cases), without pids
@@ -128,7 +91,7 @@ for tls in $TLS_LIST; do
     for api in stream tag; do
         for size in 16 300000; do
             name="ucp_client_server UCX_TLS=$tls -c $api -s $size"
-            run_case_tries "" "$tls" "$api" "$size"
+            cs_tries "" "$tls" "$api" "$size"
             sys_ok=$R_OK sys_why=$R_WHY sys_bad=$R_BAD sys_got=$R_GOT
             ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.sys"
             if [ -z "$OURS" ]; then
@@ -136,7 +99,7 @@ for tls in $TLS_LIST; do
                 continue
             fi
             lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.sys"
-            run_case_tries "$OURS" "$tls" "$api" "$size"
+            cs_tries "$OURS" "$tls" "$api" "$size"
             lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.ours"
             if [ -s "$T_WORK/lanes.sys" ]; then
                 if diff "$T_WORK/lanes.sys" "$T_WORK/lanes.ours" >/dev/null; then

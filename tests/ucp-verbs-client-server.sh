@@ -24,87 +24,54 @@
 # Usage: tests/ucp-verbs-client-server.sh [LIBDIR]   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/ucp-verbs.sh"
+. "$here/lib/client-server.sh"
 
 ucpv_begin "$@"
-ITERS=3
-command -v stdbuf >/dev/null || abort "stdbuf" "not installed (coreutils)"
-build_ucp_example ucp_client_server
-CS=$T_WORK/ucp_client_server
+cs_build
 UCPV_ENV=(UCX_LOG_LEVEL=info)
 
 # run_case LIB TLS API SIZE -> R_OK, R_WHY, R_BAD, R_GOT, R_SEC
 run_case() {
-    local lib=$1 tls=$2 api=$3 size=$4 port spid cst got recv t0
+    local lib=$1 tls=$2 api=$3 size=$4 port cst t0
     port=$(free_port)
     rm -f "$T_WORK/cli.st" "$T_WORK/srv.st"
     R_OK=0 R_BAD=0 R_WHY= R_GOT=0
     t0=$(date +%s%N)
     # line-buffered: the server is stopped by a signal at the end
-    ucpv_side "$lib" "$tls" "$T_WORK/srv.st" stdbuf -oL \
-        "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/srv.out" 2>&1 </dev/null &
-    spid=$!
-    T_CHILDREN=$spid
-    if ! wait_listening "$spid" "$port"; then
-        kill "$spid" 2>/dev/null
-        wait "$spid"
-        T_CHILDREN=
-        R_WHY="server did not listen"
-        grep -a -q 'Assertion\|signal' "$T_WORK/srv.out" && R_BAD=1
-        return
-    fi
+    cs_start_server "$port" ucpv_side "$lib" "$tls" "$T_WORK/srv.st" stdbuf -oL \
+        "$CS" -p "$port" -c "$api" -s "$size" -i "$ITERS" || return
     ucpv_side "$lib" "$tls" "$T_WORK/cli.st" \
         "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
-    # done with this client, the server waits for the next one: then stop it
-    for _ in $(seq 100); do
-        [ "$(grep -a -c 'Waiting for connection' "$T_WORK/srv.out")" -ge 2 ] && break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.1
-    done
+    cs_wait_next_client
     local srv_gone=
-    if kill -0 "$spid" 2>/dev/null; then
-        ucpv_stop "$spid" ucp_client_server
+    if kill -0 "$CS_SPID" 2>/dev/null; then
+        ucpv_stop "$CS_SPID" ucp_client_server
     else
-        wait "$spid" 2>/dev/null
+        wait "$CS_SPID" 2>/dev/null
         # the server must still be serving
         srv_gone="the server ended: $(status_of "$T_WORK/srv.st")"
         bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
+        srv_gone="$srv_gone: $(grep -a -v ' DIAG ' "$T_WORK/srv.out" | grep -a -m 1 'Assertion\|ERROR\|signal\|failed\|reset')"
     fi
     T_CHILDREN=
     R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    got=$(ucpv_string_count "$size" "$T_WORK/srv.out" .)
-    R_GOT=$got
-    recv=$(grep -a -c 'UCX data message was received' "$T_WORK/srv.out")
-    if [ "$cst" != "exit 0" ]; then
-        R_WHY="client $cst: $(grep -a -h -m 1 'Assertion\|ERROR\|failed' "$T_WORK/cli.out" | head -n 1)"
-        case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
-    elif [ -n "$srv_gone" ]; then
-        R_WHY="$srv_gone: $(grep -a -v ' DIAG ' "$T_WORK/srv.out" | grep -a -m 1 'Assertion\|ERROR\|signal\|failed\|reset')"
-    elif [ "$recv" -lt 1 ] || [ "$got" -ne "$recv" ]; then
-        R_WHY="the server received $recv messages, $got of them with the client's exact string"
-    else
-        R_OK=1
-    fi
+    cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$srv_gone"
 }
 
-# run_case_tries: run_case, again (twice at most) when the server lost the
-# last message; a crash, a hang or a clean refusal is not retried
-run_case_tries() {
-    local try
-    for try in 1 2 3; do
-        run_case "$@"
-        [ "$R_OK" = 1 ] && return
-        [ "$R_BAD" = 1 ] && return
-        grep -a -q 'Assertion\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out" && return
-        case $R_WHY in "client exit "* | "the server ended"*) return ;; esac
-        [ "$try" -lt 3 ] && echo "# $2 -c $3 -s $4: attempt $try lost the last message ($R_WHY), again"
-    done
+# cs_tries: a crash, a hang or a clean refusal is not retried
+cs_final() {
+    [ "$R_OK" = 1 ] && return 0
+    [ "$R_BAD" = 1 ] && return 0
+    grep -a -q 'Assertion\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out" && return 0
+    case $R_WHY in "client exit "* | "the server ended"*) return 0 ;; esac
+    return 1
 }
 
 # ab NAME TLS API SIZE
 ab() {
     local name=$1 tls=$2 api=$3 size=$4 sys_ok sys_why sys_bad sys_got sys_sec
-    run_case_tries "" "$tls" "$api" "$size"
+    cs_tries "" "$tls" "$api" "$size"
     sys_ok=$R_OK sys_why=$R_WHY sys_bad=$R_BAD sys_got=$R_GOT sys_sec=$R_SEC
     ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.sys"
     ucpv_lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.sys"
@@ -113,7 +80,7 @@ ab() {
             "$sys_sec s, $sys_got messages, lanes: $(grep -o 'tag(.*\|stream(.*' "$T_WORK/lanes.sys" | sort -u | tr '\n' ' ')" "$sys_bad"
         return
     fi
-    run_case_tries "$OURS" "$tls" "$api" "$size"
+    cs_tries "$OURS" "$tls" "$api" "$size"
     ucx_lines "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lines.ours"
     ucpv_lanes "$T_WORK/srv.out" "$T_WORK/cli.out" >"$T_WORK/lanes.ours"
     if [ "$R_OK" = 1 ] && ! diff "$T_WORK/lanes.sys" "$T_WORK/lanes.ours" >"$T_WORK/lanes.diff"; then

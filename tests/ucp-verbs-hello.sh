@@ -31,42 +31,15 @@ SIZES="16 1048576"
 # run_case SRV_LIB CLI_LIB TLS SIZE MODE... -> R_OK, R_WHY, R_BAD, R_SEC;
 # outputs in $T_WORK/srv.out and $T_WORK/cli.out
 run_case() {
-    local slib=$1 clib=$2 tls=$3 size=$4 port spid cpid t0
+    local slib=$1 clib=$2 tls=$3 size=$4 port
     shift 4
     local mode=("$@")
     port=$(free_port)
-    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
     R_OK=0 R_WHY= R_BAD=0
-    t0=$(date +%s%N)
-    ucpv_side "$slib" "$tls" "$T_WORK/srv.st" \
-        "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" >"$T_WORK/srv.out" 2>&1 </dev/null &
-    spid=$!
-    T_CHILDREN=$spid
-    if ! wait_listening "$spid" "$port"; then
-        wait "$spid"
-        T_CHILDREN=
-        R_WHY="server $(status_of "$T_WORK/srv.st"), did not listen"
-        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
+    run_pair "$port" ucpv_side "$slib" "$tls" "$T_WORK/srv.st" "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" \
+        -- ucpv_side "$clib" "$tls" "$T_WORK/cli.st" "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" -n 127.0.0.1 ||
         return
-    fi
-    ucpv_side "$clib" "$tls" "$T_WORK/cli.st" \
-        "$UCP_HELLO" "${mode[@]}" -s "$size" -p "$port" -n 127.0.0.1 >"$T_WORK/cli.out" 2>&1 </dev/null &
-    cpid=$!
-    T_CHILDREN="$spid $cpid"
-    wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
-    T_CHILDREN=
-    R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    local srv cli
-    srv=$(status_of "$T_WORK/srv.st")
-    cli=$(status_of "$T_WORK/cli.st")
-    { bad_end "$srv" || bad_end "$cli"; } && R_BAD=1
-    if [ "$srv" != "exit 0" ] || [ "$cli" != "exit 0" ]; then
-        R_WHY="server $srv, client $cli: $(grep -a -h -m 1 'ERROR\|Assert' "$T_WORK/srv.out" "$T_WORK/cli.out" | head -n 1)"
-    elif ! ucpv_string_in "$size" "$T_WORK/cli.out"; then
-        R_WHY="the client did not print the $((size - 1)) letters the server sent"
-    else
-        R_OK=1
-    fi
+    ucpv_hello_judge "$size" 'ERROR\|Assert'
 }
 
 # ab NAME TLS SIZE SRV_LIB CLI_LIB MODE...: the original both sides, then

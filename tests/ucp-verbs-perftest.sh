@@ -37,31 +37,13 @@ PERFTEST=$(ucx_tool ucx_perftest)
 
 # run_case LIB TLS TEST SIZE ITERS -> R_OK, R_WHY, R_BAD, R_LAT, R_SEC
 run_case() {
-    local lib=$1 tls=$2 test=$3 size=$4 iters=$5 port spid cpid final srv cli t0
+    local lib=$1 tls=$2 test=$3 size=$4 iters=$5 port final srv cli
     port=$(free_port)
     local args=(-t "$test" -s "$size" -n "$iters" -w $((iters / 10)) -p "$port")
-    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
     R_OK=0 R_WHY= R_BAD=0 R_LAT=
-    t0=$(date +%s%N)
-    ucpv_side "$lib" "$tls" "$T_WORK/srv.st" "$PERFTEST" "${args[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
-    spid=$!
-    T_CHILDREN=$spid
-    if ! wait_listening "$spid" "$port"; then
-        wait "$spid"
-        T_CHILDREN=
-        R_WHY="server $(status_of "$T_WORK/srv.st"), did not listen"
-        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
-        return
-    fi
-    ucpv_side "$lib" "$tls" "$T_WORK/cli.st" "$PERFTEST" 127.0.0.1 "${args[@]}" \
-        >"$T_WORK/cli.out" 2>&1 </dev/null &
-    cpid=$!
-    T_CHILDREN="$spid $cpid"
-    wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
-    T_CHILDREN=
-    R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    srv=$(status_of "$T_WORK/srv.st")
-    cli=$(status_of "$T_WORK/cli.st")
+    run_pair "$port" ucpv_side "$lib" "$tls" "$T_WORK/srv.st" "$PERFTEST" "${args[@]}" \
+        -- ucpv_side "$lib" "$tls" "$T_WORK/cli.st" "$PERFTEST" 127.0.0.1 "${args[@]}" || return
+    R_SEC=$PAIR_SEC srv=$PAIR_SRV cli=$PAIR_CLI
     # (a Final line prints "inf" as the average of an interval with no new
     # iteration: the overall figure then stands for it)
     final=$(grep -E '^ *(Final:)? *[0-9]+ +[0-9.]+ +([0-9.]+|inf|-?nan)' "$T_WORK/cli.out" | tail -n 1 | sed 's/Final://')

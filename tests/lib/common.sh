@@ -220,6 +220,24 @@ build_c() {
     "$CC" -O2 -g -Wall "${UCX_CFLAGS[@]}" -o "$out" "$@" "${UCX_LDFLAGS[@]}" -luct -lucs -ldl
 }
 
+# need_c [-h HINT] OUT SRC [CC-ARGS...]: build_c, then a pass "build NAME"
+# (NAME: OUT's file name), or the compiler's messages and an abort (with
+# HINT, e.g. the package to install, as its reason).
+need_c() {
+    local hint= name
+    if [ "$1" = -h ]; then
+        hint=$2
+        shift 2
+    fi
+    name=$(basename "$1")
+    if build_c "$@" 2>"$T_WORK/cc.log"; then
+        pass "build $name"
+    else
+        cat "$T_WORK/cc.log"
+        abort "build $name" "$hint"
+    fi
+}
+
 # build_run_watch: compile c-tests/run_watch.c into the work directory.
 # Then: "$RUN_WATCH" SECONDS STATUSFILE CMD... records "exit N", "signal N"
 # or "timeout" in STATUSFILE (see the source for why a shell cannot).

@@ -1,12 +1,22 @@
 # shellcheck shell=bash
 # Helpers for the suites that run on the soft RDMA device (tests/softrdma/),
-# sourced after common.sh and make_workdir.
+# sourced after common.sh (the functions below other than softrdma_begin
+# want the work directory: softrdma_begin makes it, or call make_workdir).
 #
+#   softrdma_begin ARGS...  the usual start of a suite on the device:
+#                           resolve_libdir ARGS, a skip when the reference
+#                           under test has no verbs (UCX other than 1.13),
+#                           make_workdir, softrdma_setup
+#   softrdma_need_rc_verbs  skip the suite unless the library under test
+#                           lists rc_verbs on the device
 #   softrdma_setup          build the device into the work directory
 #                           ($SOFTRDMA_BUILD) and skip the suite when it
 #                           cannot run here; sets SR (the softrdma directory)
 #   softrdma_shm_dir        a private registry directory under /dev/shm
 #                           (exported as SOFTRDMA_SHM_DIR; removed at exit)
+#   softrdma_registry_empty NAME
+#                           a pass NAME when the registry directory is empty,
+#                           else a fail listing it (and a false return)
 #   softrdma_registry_check the registry reaped and empty (pass/fail), removed
 #   ref_has_verbs           true when the reference UCX has rc_verbs (the
 #                           1.13.1 system build; the 1.18.1 wheel has none)
@@ -37,6 +47,21 @@ ref_has_verbs() {
     [ "$UCX_ABI" = 1.13 ]
 }
 
+softrdma_begin() {
+    resolve_libdir "$@"
+    if testing_original && [ "$UCX_ABI" != 1.13 ]; then
+        skip_suite "the UCX $UCX_ABI reference has no verbs transports"
+    fi
+    make_workdir
+    softrdma_setup
+}
+
+softrdma_need_rc_verbs() {
+    if ! lib_has_rc_verbs "$UCT_LIBDIR"; then
+        skip_suite "the library under test lists no rc_verbs on the device (built without verbs?)"
+    fi
+}
+
 softrdma_setup() {
     export SOFTRDMA_BUILD=$T_WORK/softrdma
     if ! "$SR/run.sh" true > "$T_WORK/softrdma.log" 2>&1; then
@@ -62,6 +87,15 @@ softrdma_shm_dir() {
 # shm_dir_empty: true when the private registry directory holds nothing
 shm_dir_empty() {
     [ -z "$(ls -A "$SOFTRDMA_SHM_DIR" 2>/dev/null)" ]
+}
+
+softrdma_registry_empty() {
+    if shm_dir_empty; then
+        pass "$1"
+    else
+        fail "$1" "$(ls -A "$SOFTRDMA_SHM_DIR" | tr '\n' ' ')"
+        return 1
+    fi
 }
 
 # softrdma_registry_check: the users killed on a timeout (run_watch SIGKILLs

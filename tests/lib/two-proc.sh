@@ -11,6 +11,8 @@
 #   run_hello_pair SRV_LIB CLI_LIB TL DEV MODE
 #   run_perf_pair SRV_LIB CLI_LIB TL DEV TEST LAYOUT SIZE ITERS [WARMUP]
 #   lib_label DIR               -> "ours" / "system" for messages
+#   run_pair PORT SRV_CMD... -- CLI_CMD...
+#                               any server and its client (below)
 #
 # PAIR_TIMEOUT (default 60 s) bounds each process; a process that reaches it
 # is killed and counted as hung ("timeout").  Once one of the two has ended,
@@ -310,4 +312,41 @@ run_perf_pair() {
               sed 's/^\[[^]]*\] *\[[^]]*\] *//' | cut -c1-100)
         PP_RESULT="FAIL server $PP_SRV, client $PP_CLI${why:+: $why}"
     fi
+}
+
+# run_pair PORT SRV_CMD... -- CLI_CMD...: the server command in the
+# background (output $T_WORK/srv.out) until PORT listens, then the client
+# command (output $T_WORK/cli.out), both waited for (wait_pair, without
+# PORT).  Each command runs its program under run_watch with the status file
+# $T_WORK/srv.st or $T_WORK/cli.st (removed first).  Sets PAIR_SRV and
+# PAIR_CLI (how each ended) and PAIR_SEC (seconds from the server's start,
+# one decimal).  A server that ends without listening: false, PAIR_SRV set,
+# R_WHY "server HOW, did not listen", and R_BAD=1 for a crash or a hang.
+run_pair() {
+    local port=$1 srv=() spid cpid t0
+    shift
+    while [ "$1" != -- ]; do srv+=("$1"); shift; done
+    shift
+    rm -f "$T_WORK/srv.st" "$T_WORK/cli.st"
+    t0=$(date +%s%N)
+    "${srv[@]}" >"$T_WORK/srv.out" 2>&1 </dev/null &
+    spid=$!
+    T_CHILDREN=$spid
+    if ! wait_listening "$spid" "$port"; then
+        wait "$spid"
+        T_CHILDREN=
+        PAIR_SRV=$(status_of "$T_WORK/srv.st")
+        R_WHY="server $PAIR_SRV, did not listen"
+        bad_end "$PAIR_SRV" && R_BAD=1
+        return 1
+    fi
+    "$@" >"$T_WORK/cli.out" 2>&1 </dev/null &
+    cpid=$!
+    T_CHILDREN="$spid $cpid"
+    wait_pair "$spid" "$T_WORK/srv.st" "$cpid" "$T_WORK/cli.st"
+    T_CHILDREN=
+    PAIR_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+    PAIR_SRV=$(status_of "$T_WORK/srv.st")
+    PAIR_CLI=$(status_of "$T_WORK/cli.st")
+    return 0
 }

@@ -23,6 +23,12 @@
 #                           info), without time and pid, sorted
 #   ucpv_string_in SIZE FILE [END], ucpv_string_count SIZE FILE END
 #                           the examples' string (test_string) in FILE
+#   ucpv_hello_judge SIZE REGEX
+#                           after run_pair of the ucp_hello_world example:
+#                           R_SEC, R_BAD (a crash or hang), then R_OK, or
+#                           R_WHY (an exit status other than 0, with the
+#                           first output line matching the grep REGEX; or
+#                           the client did not print the string of SIZE)
 #   ucpv_prog_pid PID NAME, ucpv_stop PID NAME [SIG]
 #                           the program below run_watch/run.sh; stop it
 #   ucpv_end                the registry empty, nothing left in /dev/shm; finish
@@ -167,4 +173,17 @@ ucpv_string_count() {
     local size=$1 file=$2 end=${3:-}
     ucpv_string_in "$size" /dev/null "$end"
     awk -v n=$((size - 1 + ${#end})) 'length($0) == n' "$file" | grep -a -cxFf "$T_WORK/want.$size${end:+.e}"
+}
+
+ucpv_hello_judge() {
+    local size=$1 re=$2
+    R_SEC=$PAIR_SEC
+    { bad_end "$PAIR_SRV" || bad_end "$PAIR_CLI"; } && R_BAD=1
+    if [ "$PAIR_SRV" != "exit 0" ] || [ "$PAIR_CLI" != "exit 0" ]; then
+        R_WHY="server $PAIR_SRV, client $PAIR_CLI: $(grep -a -h -m 1 "$re" "$T_WORK/srv.out" "$T_WORK/cli.out" | head -n 1)"
+    elif ! ucpv_string_in "$size" "$T_WORK/cli.out"; then
+        R_WHY="the client did not print the $((size - 1)) letters the server sent"
+    else
+        R_OK=1
+    fi
 }
