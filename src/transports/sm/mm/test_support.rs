@@ -1,6 +1,8 @@
-//! Test helpers of the posix and sysv mapper tests: byte patterns, hex
-//! strings for passing keys through the environment, running one test of
-//! this binary as the peer process, and reading a memory-domain config.
+//! Test-only (compiled under `cfg(test)`): helpers of the posix and sysv
+//! mapper tests, which need the crate's internals and so stay unit tests:
+//! byte patterns, hex strings for passing keys through the environment,
+//! running one test of this binary as the peer process, and reading a
+//! memory-domain config.
 
 use crate::abi::*;
 use crate::core::config::{self, ConfigDesc, Table};
