@@ -22,8 +22,9 @@
 use super::conn::Conn;
 use super::release::{self, BindSrc};
 use super::codec;
-use super::{TcpIfaceConfig, TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
+use super::TcpIfaceConfig;
 use crate::abi::*;
+use crate::core::config::{TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
 use crate::core::ops::*;

@@ -63,13 +63,6 @@ use std::sync::Arc;
 
 pub const NAME: &str = "tcp";
 
-/// `UCS_MEMUNITS_AUTO` / `UCS_ULUNITS_AUTO` and their "inf" values.
-pub const UNITS_AUTO: u64 = u64::MAX - 1;
-pub const UNITS_INF: u64 = u64::MAX;
-/// `UCS_TIME_AUTO` / `UCS_TIME_INFINITY`.
-pub const TIME_AUTO: u64 = u64::MAX - 1;
-pub const TIME_INF: u64 = u64::MAX;
-
 // ---------------------------------------------------------------------------
 // Configuration, with UCX's names, order and defaults.
 

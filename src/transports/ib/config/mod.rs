@@ -29,7 +29,7 @@
 
 use super::release;
 use crate::abi::*;
-use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseMdConfig, ConfigArray, Table};
+use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseMdConfig, ConfigArray, Table, UNITS_AUTO};
 use crate::ucs;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
@@ -176,9 +176,6 @@ pub static FENCE_NAMES: Names = Names(&[c"none".as_ptr(), c"weak".as_ptr(), c"au
 pub static FLUSH_MODE_NAMES: Names = Names(&[c"write0".as_ptr(), c"fc".as_ptr(), c"auto".as_ptr(),
                                              std::ptr::null()]);
 
-/// `UCS_MEMUNITS_AUTO` / `UCS_ULUNITS_AUTO` and the "inf" values.
-pub const UNITS_AUTO: c_ulong = c_ulong::MAX - 1;
-pub const UNITS_INF: c_ulong = c_ulong::MAX;
 /// What the hex parser stores for "auto".
 pub const HEX_AUTO: u16 = 0xfffe;
 

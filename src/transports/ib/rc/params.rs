@@ -28,7 +28,7 @@ pub use crate::transports::ib::config::FenceMode;
 // The IB codes of the QP's timers, computed as UCX computes them.
 use crate::transports::ib::config::{qp_timeout_code, rnr_timer_code};
 use crate::abi::ucs_status_t;
-use crate::transports::ib::config::{UNITS_AUTO, UNITS_INF};
+use crate::core::config::{UNITS_AUTO, UNITS_INF};
 use crate::transports::ib::config::RcVerbsIfaceConfig;
 
 /// Every setting the transport uses.
