@@ -52,8 +52,7 @@ fn md_params(cfg: &IbMdConfig) -> md::MdParams {
         p.rcache.event_prio = r.mem_prio;
         p.rcache.overhead = match r.overhead {
             TIME_INF | TIME_AUTO => None,
-            // SAFETY: a plain libucs query.
-            t => Some(t as f64 / unsafe { crate::ucs::ucs_get_cpu_clocks_per_sec() }),
+            t => Some(crate::ucs::clocks_to_secs(t)),
         };
         p.rcache.alignment = r.addr_align as usize;
         p.rcache.max_regions = r.max_regions;

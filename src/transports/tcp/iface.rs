@@ -308,13 +308,7 @@ impl Transport for TcpIface {
         let a = &iface.tl.ifaddr;
         let mut v = Vec::with_capacity(codec::DEV_ADDR_LOOPBACK_LEN);
         if a.is_loopback() {
-            // SAFETY: plain libucs queries.
-            let (id, ns) = unsafe {
-                let id = ucs::ucs_get_system_id();
-                let ns = (ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_NET) == 0)
-                    .then(|| ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_NET));
-                (id, ns)
-            };
+            let (id, ns) = (ucs::system_id(), ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET));
             codec::encode_dev_addr_loopback(&mut v, a.family, id, ns);
         } else {
             codec::encode_dev_addr_ip(&mut v, a);
@@ -353,11 +347,10 @@ impl Transport for TcpIface {
             return Err(String::new());
         };
         let Some((id, ns)) = codec::dev_addr_local(&full) else { return Err(String::new()) };
-        // SAFETY: plain libucs queries.
-        let (my_id, my_ns) = unsafe {
-            let default = ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_NET) != 0;
-            let id = ucs::ucs_get_system_id() & !codec::LOCAL_FLAG_NS;
-            if default { (id, 0) } else { (id | codec::LOCAL_FLAG_NS, ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_NET)) }
+        let host = ucs::system_id() & !codec::LOCAL_FLAG_NS;
+        let (my_id, my_ns) = match ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET) {
+            None => (host, 0),
+            Some(ns) => (host | codec::LOCAL_FLAG_NS, ns),
         };
         if id != my_id {
             return Err(format!("different host id local {} vs {}", my_id, id));
@@ -497,9 +490,7 @@ fn time_seconds(t: u64, auto: i32, max: i32) -> i32 {
     if t == TIME_INF {
         return max;
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    let secs = (t as f64 / per_sec) as i64;
+    let secs = ucs::clocks_to_secs(t) as i64;
     secs.clamp(1, max as i64) as i32
 }
 
@@ -511,9 +502,7 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
     if t == TIME_AUTO {
         return Some(auto);
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
+    Some(Duration::from_secs_f64(ucs::clocks_to_secs(t).clamp(0.0, 1e9)))
 }
 
 /// `UCX_TCP_TX_COALESCE_TIMEOUT`: the safety net's period, at least 1 ms

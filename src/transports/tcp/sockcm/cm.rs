@@ -172,9 +172,7 @@ fn handshake_timeout(t: u64) -> Option<Duration> {
     if t == TIME_AUTO {
         return Some(HANDSHAKE_TIMEOUT_AUTO);
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    let secs = t as f64 / per_sec;
+    let secs = ucs::clocks_to_secs(t);
     Some(if secs.is_finite() && secs > 0.0 { Duration::from_secs_f64(secs.min(1e9)) } else { Duration::ZERO })
 }
 
