@@ -52,6 +52,8 @@ pub fn ns_unless_default(ns_type: c_uint) -> Option<u64> {
 
 /// When process `pid` started (libucs reads `/proc/<pid>/stat`; 0 when it
 /// cannot), to tell a live process from a later one with the same pid.
+// (c_ulong is u64 here, narrower on 32-bit targets.)
+#[allow(clippy::useless_conversion)]
 pub fn proc_create_time(pid: libc::pid_t) -> u64 {
     // SAFETY: a libucs query of a plain value.
     u64::from(unsafe { ucs_sys_get_proc_create_time(pid) })
