@@ -1,5 +1,5 @@
 //! tcp addresses a peer hands us: the device, iface and endpoint addresses
-//! of the tcp transport (`transports::tcp::wire`) and the C socket address
+//! of the tcp transport (`transports::tcp::codec`) and the C socket address
 //! inside a connection request (`sys::addr::SockAddr::decode_raw`).
 //!
 //! Invariants checked on every input:
@@ -14,7 +14,7 @@
 //!   the transport and the connection manager apply to it.
 
 use uct::sys::addr::{SockAddr, AF_INET, AF_INET6, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN};
-use uct::transports::tcp::wire;
+use uct::transports::tcp::codec;
 
 pub fn run(data: &[u8]) {
     iface_addr(data);
@@ -24,44 +24,44 @@ pub fn run(data: &[u8]) {
 }
 
 fn iface_addr(data: &[u8]) {
-    let got = wire::decode_iface_addr(data);
-    assert_eq!(got.is_some(), data.len() >= wire::IFACE_ADDR_LEN);
+    let got = codec::decode_iface_addr(data);
+    assert_eq!(got.is_some(), data.len() >= codec::IFACE_ADDR_LEN);
     let Some(port) = got else { return };
-    let fixed = &data[..wire::IFACE_ADDR_LEN];
-    assert_eq!(wire::decode_iface_addr(fixed), got);
-    assert_eq!(wire::encode_iface_addr(port), fixed);
+    let fixed = &data[..codec::IFACE_ADDR_LEN];
+    assert_eq!(codec::decode_iface_addr(fixed), got);
+    assert_eq!(codec::encode_iface_addr(port), fixed);
 }
 
 fn ep_addr(data: &[u8]) {
-    let got = wire::decode_ep_addr(data);
-    assert_eq!(got.is_some(), data.len() >= wire::EP_ADDR_LEN);
+    let got = codec::decode_ep_addr(data);
+    assert_eq!(got.is_some(), data.len() >= codec::EP_ADDR_LEN);
     let Some((port, key)) = got else { return };
-    let fixed = &data[..wire::EP_ADDR_LEN];
-    assert_eq!(wire::decode_ep_addr(fixed), got);
-    assert_eq!(wire::encode_ep_addr(port, key), fixed);
+    let fixed = &data[..codec::EP_ADDR_LEN];
+    assert_eq!(codec::decode_ep_addr(fixed), got);
+    assert_eq!(codec::encode_ep_addr(port, key), fixed);
     // An endpoint address starts with the same port as an iface address.
-    assert_eq!(wire::decode_iface_addr(data), Some(port));
+    assert_eq!(codec::decode_iface_addr(data), Some(port));
 }
 
 fn dev_addr(data: &[u8]) {
-    let head = wire::dev_addr_head(data);
+    let head = codec::dev_addr_head(data);
     assert_eq!(head.is_some(), data.len() >= 2);
     let Some((flags, family)) = head else { return };
     assert_eq!((flags, family), (data[0], u16::from(data[1])));
-    assert_eq!(wire::dev_addr_head(&data[..2]), head);
+    assert_eq!(codec::dev_addr_head(&data[..2]), head);
 
-    let local = wire::dev_addr_local(data);
-    assert_eq!(local.is_some(), data.len() >= wire::DEV_ADDR_LOOPBACK_LEN);
+    let local = codec::dev_addr_local(data);
+    assert_eq!(local.is_some(), data.len() >= codec::DEV_ADDR_LOOPBACK_LEN);
     if let Some((id, ns)) = local {
-        let fixed = &data[..wire::DEV_ADDR_LOOPBACK_LEN];
-        assert_eq!(wire::dev_addr_local(fixed), local);
-        let in_ns = id & wire::LOCAL_FLAG_NS != 0;
+        let fixed = &data[..codec::DEV_ADDR_LOOPBACK_LEN];
+        assert_eq!(codec::dev_addr_local(fixed), local);
+        let in_ns = id & codec::LOCAL_FLAG_NS != 0;
         let mut again = Vec::new();
-        wire::encode_dev_addr_loopback(&mut again, family, id, in_ns.then_some(ns));
-        assert_eq!(again.len(), wire::DEV_ADDR_LOOPBACK_LEN);
-        assert_eq!(wire::dev_addr_head(&again), Some((wire::DEV_FLAG_LOOPBACK, family)));
+        codec::encode_dev_addr_loopback(&mut again, family, id, in_ns.then_some(ns));
+        assert_eq!(again.len(), codec::DEV_ADDR_LOOPBACK_LEN);
+        assert_eq!(codec::dev_addr_head(&again), Some((codec::DEV_FLAG_LOOPBACK, family)));
         let expect_ns = if in_ns { ns } else { 0 };
-        assert_eq!(wire::dev_addr_local(&again), Some((id, expect_ns)));
+        assert_eq!(codec::dev_addr_local(&again), Some((id, expect_ns)));
         if in_ns || ns == 0 {
             assert_eq!(&again[2..], &fixed[2..]);
         }
@@ -80,9 +80,9 @@ fn dev_addr(data: &[u8]) {
     ip[..ip_len].copy_from_slice(&data[2..2 + ip_len]);
     let a = if ip_len == 4 { SockAddr::v4([ip[0], ip[1], ip[2], ip[3]], 0) } else { SockAddr::v6(ip, 0) };
     let mut enc = Vec::new();
-    wire::encode_dev_addr_ip(&mut enc, &a);
+    codec::encode_dev_addr_ip(&mut enc, &a);
     assert_eq!(enc.len(), 2 + ip_len);
-    assert_eq!(wire::dev_addr_head(&enc), Some((0, family)));
+    assert_eq!(codec::dev_addr_head(&enc), Some((0, family)));
     assert_eq!(&enc[2..], &data[2..2 + ip_len]);
 }
 

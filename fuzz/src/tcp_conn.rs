@@ -18,7 +18,7 @@
 
 use uct::sys::addr::{SockAddr, AF_INET};
 use uct::transports::tcp::proto::{self, CmCtx, CmEvent, Phase};
-use uct::transports::tcp::wire;
+use uct::transports::tcp::codec;
 
 pub fn run(data: &[u8]) {
     let r = proto::decode_cm(data);
@@ -26,21 +26,21 @@ pub fn run(data: &[u8]) {
     let Ok(ev) = r else { return };
     match ev {
         CmEvent::Req(req) => {
-            let want = wire::CONN_REQ_LEN + if req.addr.family == AF_INET { 16 } else { 28 };
+            let want = codec::CONN_REQ_LEN + if req.addr.family == AF_INET { 16 } else { 28 };
             assert_eq!(data.len(), want);
             let mut out = Vec::new();
-            wire::encode_conn_req(&mut out, req.flags, req.cm_id, &req.addr);
+            codec::encode_conn_req(&mut out, req.flags, req.cm_id, &req.addr);
             assert_eq!(out.len(), data.len());
             assert_eq!(proto::decode_cm(&out), Ok(ev));
-            assert_eq!(&out[..wire::CONN_REQ_LEN], &data[..wire::CONN_REQ_LEN]);
+            assert_eq!(&out[..codec::CONN_REQ_LEN], &data[..codec::CONN_REQ_LEN]);
         }
         CmEvent::Ack | CmEvent::AckWithReq | CmEvent::Fin => {
-            assert_eq!(data.len(), wire::EVENT_LEN);
+            assert_eq!(data.len(), codec::EVENT_LEN);
             let n = u32::from_ne_bytes([data[0], data[1], data[2], data[3]]);
             let want = match ev {
-                CmEvent::Ack => wire::EV_CONN_ACK,
-                CmEvent::AckWithReq => wire::EV_CONN_ACK_WITH_REQ,
-                _ => wire::EV_CONN_FIN,
+                CmEvent::Ack => codec::EV_CONN_ACK,
+                CmEvent::AckWithReq => codec::EV_CONN_ACK_WITH_REQ,
+                _ => codec::EV_CONN_FIN,
             };
             assert_eq!(n, want);
         }
@@ -64,7 +64,7 @@ pub fn run(data: &[u8]) {
                         Phase::Handshake => {}
                         Phase::Connected => {
                             assert!(!c.rx_cap && r.cm_id == id && peer.is_some_and(|p| p.same(&r.addr)));
-                            assert_eq!(r.flags & wire::REQ_FLAG_CONNECT_TO_EP, 0);
+                            assert_eq!(r.flags & codec::REQ_FLAG_CONNECT_TO_EP, 0);
                         }
                         _ => panic!("a request passed in {phase:?}"),
                     },

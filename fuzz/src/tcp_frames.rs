@@ -20,7 +20,7 @@
 //!   request sizes.
 
 use uct::transports::tcp::proto::{self, Frame, Phase, RxCtx, Scan};
-use uct::transports::tcp::wire;
+use uct::transports::tcp::codec;
 
 pub fn run(data: &[u8]) {
     if data.len() < 2 {
@@ -50,18 +50,18 @@ pub fn run(data: &[u8]) {
         longer.extend_from_slice(&[0xa5; 64]);
         match r {
             Ok(Scan::Partial) => {
-                match wire::get_hdr(buf) {
-                    None => assert!(buf.len() < wire::HDR_LEN),
-                    Some((_, l)) => assert!(buf.len() - wire::HDR_LEN < l as usize),
+                match codec::get_hdr(buf) {
+                    None => assert!(buf.len() < codec::HDR_LEN),
+                    Some((_, l)) => assert!(buf.len() - codec::HDR_LEN < l as usize),
                 }
                 break;
             }
             Ok(Scan::Frame { frame, len }) => {
-                assert!(wire::HDR_LEN + len <= buf.len());
+                assert!(codec::HDR_LEN + len <= buf.len());
                 assert!(len <= max_len);
-                let (id, l) = wire::get_hdr(buf).unwrap();
+                let (id, l) = codec::get_hdr(buf).unwrap();
                 assert_eq!(l as usize, len);
-                let body = &buf[wire::HDR_LEN..wire::HDR_LEN + len];
+                let body = &buf[codec::HDR_LEN..codec::HDR_LEN + len];
                 let data_ok = rx_cap && matches!(phase, Phase::Connected | Phase::WaitingAck);
                 if phase == Phase::Handshake {
                     assert_eq!(frame, Frame::Cm);
@@ -70,34 +70,34 @@ pub fn run(data: &[u8]) {
                 match frame {
                     Frame::Am(a) => {
                         assert_eq!(a, id);
-                        assert!(a < wire::AM_ID_MAX && data_ok);
+                        assert!(a < codec::AM_ID_MAX && data_ok);
                     }
                     Frame::PutReq(p) => {
-                        assert!(id == wire::AM_ID_PUT_REQ && len == wire::PUT_REQ_LEN && data_ok);
-                        let mut b = [0u8; wire::PUT_REQ_LEN];
-                        wire::encode_put_req(&mut b, &p);
+                        assert!(id == codec::AM_ID_PUT_REQ && len == codec::PUT_REQ_LEN && data_ok);
+                        let mut b = [0u8; codec::PUT_REQ_LEN];
+                        codec::encode_put_req(&mut b, &p);
                         assert_eq!(&b[..], body);
-                        skip = p.length.min((buf.len() - wire::HDR_LEN - len) as u64) as usize;
+                        skip = p.length.min((buf.len() - codec::HDR_LEN - len) as u64) as usize;
                     }
                     Frame::PutAck(sn) => {
-                        assert!(id == wire::AM_ID_PUT_ACK && len == wire::PUT_ACK_LEN);
+                        assert!(id == codec::AM_ID_PUT_ACK && len == codec::PUT_ACK_LEN);
                         assert_eq!(&sn.to_ne_bytes()[..], body);
                     }
-                    Frame::Keepalive => assert_eq!(id, wire::AM_ID_KEEPALIVE),
+                    Frame::Keepalive => assert_eq!(id, codec::AM_ID_KEEPALIVE),
                     Frame::Cm => {
-                        assert_eq!(id, wire::AM_ID_CM);
+                        assert_eq!(id, codec::AM_ID_CM);
                         // the connection packet's own target checks more
                         let _ = proto::decode_cm(body);
                     }
                 }
                 // more bytes after the frame change nothing
                 assert_eq!(proto::classify(&longer, &ctx), r);
-                off += wire::HDR_LEN + len + skip;
+                off += codec::HDR_LEN + len + skip;
             }
             Err(v) => {
                 assert_eq!(proto::classify(&longer, &ctx), Err(v));
-                let (id, _) = wire::get_hdr(buf).expect("a verdict needs a header");
-                if phase == Phase::Handshake && id != wire::AM_ID_CM {
+                let (id, _) = codec::get_hdr(buf).expect("a verdict needs a header");
+                if phase == Phase::Handshake && id != codec::AM_ID_CM {
                     assert!(matches!(v, proto::Violation::BeforeHandshake(_) | proto::Violation::TooLong { .. }
                                         | proto::Violation::UnknownId(_)));
                 }
@@ -108,23 +108,23 @@ pub fn run(data: &[u8]) {
 }
 
 fn handshake(stream: &[u8]) {
-    if stream.len() < wire::HDR_LEN {
+    if stream.len() < codec::HDR_LEN {
         return;
     }
-    let (id, l) = wire::get_hdr(stream).unwrap();
-    match proto::handshake_frame_len(&stream[..wire::HDR_LEN]) {
+    let (id, l) = codec::get_hdr(stream).unwrap();
+    match proto::handshake_frame_len(&stream[..codec::HDR_LEN]) {
         Ok(n) => {
-            assert_eq!(id, wire::AM_ID_CM);
+            assert_eq!(id, codec::AM_ID_CM);
             assert_eq!(n, l as usize);
-            assert!(n == wire::CONN_REQ_LEN + 16 || n == wire::CONN_REQ_LEN + 28);
-            assert!(wire::HDR_LEN + n <= proto::HANDSHAKE_MAX);
+            assert!(n == codec::CONN_REQ_LEN + 16 || n == codec::CONN_REQ_LEN + 28);
+            assert!(codec::HDR_LEN + n <= proto::HANDSHAKE_MAX);
         }
-        Err(_) => assert!(id != wire::AM_ID_CM || (l as usize != wire::CONN_REQ_LEN + 16
-                                                   && l as usize != wire::CONN_REQ_LEN + 28)),
+        Err(_) => assert!(id != codec::AM_ID_CM || (l as usize != codec::CONN_REQ_LEN + 16
+                                                   && l as usize != codec::CONN_REQ_LEN + 28)),
     }
-    if stream.len() >= wire::MAGIC_LEN {
-        let mut m = [0u8; wire::MAGIC_LEN];
-        m.copy_from_slice(&stream[..wire::MAGIC_LEN]);
-        assert_eq!(proto::check_magic(&m).is_ok(), u64::from_ne_bytes(m) == wire::MAGIC);
+    if stream.len() >= codec::MAGIC_LEN {
+        let mut m = [0u8; codec::MAGIC_LEN];
+        m.copy_from_slice(&stream[..codec::MAGIC_LEN]);
+        assert_eq!(proto::check_magic(&m).is_ok(), u64::from_ne_bytes(m) == codec::MAGIC);
     }
 }

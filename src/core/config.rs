@@ -13,6 +13,15 @@ use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::ffi::{CStr, CString};
 
+/// What libucs's parser stores for a `UNITS` value (memory or plain units)
+/// of "auto" (`UCS_MEMUNITS_AUTO`, `UCS_ULUNITS_AUTO`) and of "inf".
+pub const UNITS_AUTO: u64 = u64::MAX - 1;
+pub const UNITS_INF: u64 = u64::MAX;
+/// What it stores for a time value (in CPU clocks) of "auto"
+/// (`UCS_TIME_AUTO`) and of "inf" (`UCS_TIME_INFINITY`).
+pub const TIME_AUTO: u64 = u64::MAX - 1;
+pub const TIME_INF: u64 = u64::MAX;
+
 /// A NUL-terminated array of `ucs_config_field_t`, built once.
 pub struct Table(Vec<ucs_config_field_t>);
 // SAFETY: a table is written once while it is built and only read after

@@ -5,6 +5,21 @@
 use crate::abi::*;
 use std::ffi::CStr;
 
+/// The reason an `is_reachable` check failed, as `uct_iface_is_reachable_v2`
+/// hands it back (1.18+; before, no reason is given). `text` is only
+/// evaluated when the release reports it.
+pub fn reason(text: impl FnOnce() -> String) -> String {
+    #[cfg(ucx_since_1_18)]
+    {
+        text()
+    }
+    #[cfg(not(ucx_since_1_18))]
+    {
+        let _ = text;
+        String::new()
+    }
+}
+
 /// Memory registration and allocation must ask for some access (a
 /// `UCT_MD_MEM_ACCESS_*` flag) up to 1.14; from 1.15 no flag is needed.
 pub const ACCESS_FLAG_REQUIRED: bool = cfg!(not(ucx_since_1_15));
@@ -74,3 +89,17 @@ pub const TIME_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns]";
 pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"";
 #[cfg(ucx_since_1_18)]
 pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns], \"inf\", or \"auto\"";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_only_where_reported() {
+        let r = reason(|| "iface address is empty".to_string());
+        #[cfg(ucx_since_1_18)]
+        assert_eq!(r, "iface address is empty");
+        #[cfg(not(ucx_since_1_18))]
+        assert!(r.is_empty());
+    }
+}

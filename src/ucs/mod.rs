@@ -11,9 +11,13 @@
 use crate::abi::*;
 
 pub mod async_block;
+pub mod async_handler;
 pub mod cbq;
+pub mod host;
 pub mod parser;
 pub mod rcache;
+pub use async_handler::{add_timer, remove_handler, set_event_handler, AsyncCallback};
+pub use host::*;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 
 /// `ucs_log_component_config_t` (libucs `config/types.h`).
@@ -165,6 +169,43 @@ extern "C" {
     pub fn ucs_config_help_key_value(buf: *mut c_char, max: size_t, arg: *const c_void);
     #[cfg(ucx_since_1_17)]
     pub fn ucs_config_doc_key_value(strb: *mut ucs_string_buffer_t, arg: *const c_void);
+    /// A 16-bit hexadecimal number or "auto".
+    pub fn ucs_config_sscanf_hex(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_hex(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    /// A set of names stored as bits.
+    pub fn ucs_config_sscanf_bitmap(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_bitmap(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_help_bitmap(buf: *mut c_char, max: size_t, arg: *const c_void);
+    /// A device name with a bandwidth (`dev:<bw>` or `dev:auto`).
+    pub fn ucs_config_sscanf_bw_spec(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_sprintf_bw_spec(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
+    pub fn ucs_config_clone_bw_spec(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    pub fn ucs_config_release_bw_spec(ptr: *mut c_void, arg: *const c_void);
+    /// An allow or deny list of names (1.18+).
+    #[cfg(ucx_since_1_18)]
+    pub fn ucs_config_sscanf_allow_list(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
+    #[cfg(ucx_since_1_18)]
+    pub fn ucs_config_sprintf_allow_list(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void)
+                                         -> c_int;
+    #[cfg(ucx_since_1_18)]
+    pub fn ucs_config_clone_allow_list(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
+    #[cfg(ucx_since_1_18)]
+    pub fn ucs_config_release_allow_list(ptr: *mut c_void, arg: *const c_void);
+    #[cfg(ucx_since_1_18)]
+    pub fn ucs_config_help_allow_list(buf: *mut c_char, max: size_t, arg: *const c_void);
+    /// libucs's description of a list of strings (its own `STRING_ARRAY`).
+    pub static ucs_config_array_string: ucs_config_array_t;
+    /// Names of the NUMA policies (up to 1.14) and of the memory types,
+    /// NULL-terminated, for enum and bitmap parsers.
+    #[cfg(not(ucx_since_1_15))]
+    pub static ucs_numa_policy_names: [*const c_char; 0];
+    #[cfg(ucx_since_1_18)]
+    pub static ucs_memory_type_names: [*const c_char; 0];
+    /// Print parsed options as `ucx_info -c` does (tests compare the text).
+    #[cfg(test)]
+    pub fn ucs_config_parser_print_opts(stream: *mut libc::FILE, title: *const c_char, opts: *const c_void,
+                                        fields: *mut ucs_config_field_t, table_prefix: *const c_char,
+                                        prefix: *const c_char, flags: c_int);
 
     // debug/log_def.h, config/global_opts.h
     pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,

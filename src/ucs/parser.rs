@@ -35,6 +35,29 @@ pub fn value_parser(read: Option<ReadFn>, write: Option<WriteFn>, clone: CloneFn
     }
 }
 
+/// The options `opts` parsed from `table` (prefix `table_prefix`), printed by
+/// libucs as `ucx_info -c` prints them (`UCX_<prefix>NAME=value` lines).
+///
+/// # Safety
+/// `opts` is a live options block parsed from `table`.
+#[cfg(test)]
+pub unsafe fn print_opts(opts: *const c_void, table: *mut ucs_config_field_t, table_prefix: &std::ffi::CStr) -> String {
+    let mut buf: *mut c_char = std::ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: open_memstream/fclose manage `buf`, freed after the copy;
+    // `opts` was parsed from `table` (the function's contract).
+    unsafe {
+        let f = libc::open_memstream(&mut buf, &mut size);
+        assert!(!f.is_null());
+        super::ucs_config_parser_print_opts(f, c"test".as_ptr(), opts, table, table_prefix.as_ptr(), c"UCX_".as_ptr(),
+                                            1 /* CONFIG */);
+        libc::fclose(f);
+        let text = std::ffi::CStr::from_ptr(buf).to_string_lossy().into_owned();
+        libc::free(buf as *mut c_void);
+        text
+    }
+}
+
 /// A registration entry for a table (not linked into any list).
 pub fn entry(name: *const c_char, prefix: *const c_char, table: *mut ucs_config_field_t,
              size: usize) -> ucs_config_global_list_entry_t {

@@ -110,6 +110,43 @@ pub fn mtu_bytes(mtu: u32) -> usize {
     if (1..=5).contains(&mtu) { 128 << mtu } else { 4096 }
 }
 
+/// Lanes of a port's `active_width` code (1x, 4x, 8x, 12x, 2x); None for
+/// a code the model does not know.
+pub fn link_lanes(active_width: u8) -> Option<f64> {
+    match active_width {
+        1 => Some(1.0),
+        2 => Some(4.0),
+        4 => Some(8.0),
+        8 => Some(12.0),
+        16 => Some(2.0),
+        _ => None,
+    }
+}
+
+/// Bandwidth (bytes/s) and base latency (s) of a port, as UCX models them
+/// from the active width (an unknown one counted as 1x), the active speed
+/// (per-lane signalling rate and line encoding) and the MTU, which is
+/// capped at the transport's segment size `seg`. The headers counted per
+/// packet are the RC ones: BTH 12, RETH 16 (larger than the RC and UD
+/// transport headers), ICRC 4, VCRC 2, delimiter 2, LRH 8.
+pub fn port_perf(info: &PortInfo, seg: usize) -> (f64, f64) {
+    let width = link_lanes(info.active_width).unwrap_or(1.0);
+    let (lat, rate, enc) = match info.active_speed {
+        2 => (2500e-9, 5.0e9, 0.8),
+        4 => (1300e-9, 10.0e9, 0.8),
+        8 => (700e-9, 10.3125e9, 64.0 / 66.0),
+        16 => (700e-9, 14.0625e9, 64.0 / 66.0),
+        32 => (600e-9, 25.78125e9, 64.0 / 66.0),
+        64 => (600e-9, 25.78125e9 * 2.0, 64.0 / 66.0),
+        128 => (600e-9, 100e9, 64.0 / 66.0),
+        _ => (5000e-9, 2.5e9, 0.8),
+    };
+    let wire = width * rate * enc / 8.0;
+    let mtu = mtu_bytes(info.active_mtu).min(seg) as f64;
+    let extra = (12 + 16 + 4 + 2 + 2 + 8) as f64;
+    (wire * mtu / (mtu + extra), lat)
+}
+
 /// The devices (`<ib device>:<port>`) a transport `tl` offers on an ib
 /// md: none (UNSUPPORTED) when the device cannot create a minimal QP of
 /// type `qp_type`, else every usable port the transports support (an md

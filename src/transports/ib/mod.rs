@@ -25,6 +25,7 @@ pub mod release;
 
 use crate::abi::*;
 use crate::core::component::{self, Component, MdDesc, MdOpen, TlDesc};
+use crate::core::config::{TIME_AUTO, TIME_INF};
 use crate::core::md::MdImpl;
 use config::IbMdConfig;
 
@@ -50,9 +51,8 @@ fn md_params(cfg: &IbMdConfig) -> md::MdParams {
         let r = &cfg.rcache;
         p.rcache.event_prio = r.mem_prio;
         p.rcache.overhead = match r.overhead {
-            u64::MAX | TIME_AUTO => None,
-            // SAFETY: a plain libucs query.
-            t => Some(t as f64 / unsafe { crate::ucs::ucs_get_cpu_clocks_per_sec() }),
+            TIME_INF | TIME_AUTO => None,
+            t => Some(crate::ucs::clocks_to_secs(t)),
         };
         p.rcache.alignment = r.addr_align as usize;
         p.rcache.max_regions = r.max_regions;
@@ -62,9 +62,6 @@ fn md_params(cfg: &IbMdConfig) -> md::MdParams {
     }
     p
 }
-
-/// libucs's "auto" time value.
-const TIME_AUTO: u64 = u64::MAX - 1;
 
 fn md_resources() -> Vec<String> {
     device::usable_devices()

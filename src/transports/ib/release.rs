@@ -34,29 +34,6 @@ use crate::core::config::{field, parser};
 use libc::c_int;
 use std::ffi::CStr;
 
-#[link(name = "ucs")]
-extern "C" {
-    #[cfg(not(ucx_since_1_15))]
-    static ucs_numa_policy_names: [*const libc::c_char; 0];
-    #[cfg(ucx_since_1_18)]
-    static ucs_memory_type_names: [*const libc::c_char; 0];
-    #[cfg(ucx_since_1_18)]
-    static ucs_config_array_string: ucs_config_array_t;
-    #[cfg(ucx_since_1_18)]
-    fn ucs_config_sscanf_allow_list(buf: *const libc::c_char, dest: *mut libc::c_void, arg: *const libc::c_void)
-                                    -> c_int;
-    #[cfg(ucx_since_1_18)]
-    fn ucs_config_sprintf_allow_list(buf: *mut libc::c_char, max: usize, src: *const libc::c_void,
-                                     arg: *const libc::c_void) -> c_int;
-    #[cfg(ucx_since_1_18)]
-    fn ucs_config_clone_allow_list(src: *const libc::c_void, dest: *mut libc::c_void, arg: *const libc::c_void)
-                                   -> ucs_status_t;
-    #[cfg(ucx_since_1_18)]
-    fn ucs_config_release_allow_list(ptr: *mut libc::c_void, arg: *const libc::c_void);
-    #[cfg(ucx_since_1_18)]
-    fn ucs_config_help_allow_list(buf: *mut libc::c_char, max: usize, arg: *const libc::c_void);
-}
-
 // ---------------------------------------------------------------------------
 // md
 
@@ -92,7 +69,7 @@ pub fn md_reg_method_rows(reg_methods: usize, rcache: usize) -> Vec<ucs_config_f
 pub fn md_odp_numa_rows(offset: usize) -> Vec<ucs_config_field_t> {
     #[cfg(not(ucx_since_1_15))]
     {
-        let names = std::ptr::addr_of!(ucs_numa_policy_names) as *const *const libc::c_char;
+        let names = std::ptr::addr_of!(crate::ucs::ucs_numa_policy_names) as *const *const libc::c_char;
         vec![field(c"ODP_NUMA_POLICY", c"preferred",
                    c"NUMA policy given to on-demand-paging regions, to avoid page migrations:\n\
                      \x20default   - leave the policy as it is\n\
@@ -209,7 +186,7 @@ pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usi
     {
         v.push(field(c"XGVMI_UMR_ENABLE", c"y", c"Use UMR to speed up exporting and importing cross-host keys",
                      xgvmi, parser::boolean()));
-        let names = std::ptr::addr_of!(ucs_memory_type_names) as *const *const libc::c_char;
+        let names = std::ptr::addr_of!(crate::ucs::ucs_memory_type_names) as *const *const libc::c_char;
         v.push(field(c"ODP_MEM_TYPES", c"host",
                      c"Memory types reported as registrable without blocking when on-demand paging is on\n",
                      odp_mem_types, parsers::bitmap(names)));
@@ -295,7 +272,9 @@ pub fn flid_route_rows(offset: usize) -> Vec<ucs_config_field_t> {
 pub fn roce_subnets_rows(offset: usize) -> Vec<ucs_config_field_t> {
     #[cfg(ucx_since_1_18)]
     {
-        let arg = std::ptr::addr_of!(ucs_config_array_string) as *const libc::c_void;
+        let arg = std::ptr::addr_of!(crate::ucs::ucs_config_array_string) as *const libc::c_void;
+        use crate::ucs::{ucs_config_clone_allow_list, ucs_config_help_allow_list, ucs_config_release_allow_list,
+                         ucs_config_sprintf_allow_list, ucs_config_sscanf_allow_list};
         let p = crate::ucs::parser::value_parser(Some(ucs_config_sscanf_allow_list),
                                                  Some(ucs_config_sprintf_allow_list), ucs_config_clone_allow_list,
                                                  ucs_config_release_allow_list, ucs_config_help_allow_list, arg);

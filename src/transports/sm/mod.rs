@@ -155,14 +155,10 @@ pub mod device_addr {
     const FLAG_NS: u64 = 1 << 63;
 
     fn local() -> (u64, Option<u64>) {
-        // SAFETY: plain libucs queries without arguments to validate.
-        unsafe {
-            let id = ucs::ucs_get_system_id() & !FLAG_NS;
-            if ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_IPC) != 0 {
-                (id, None)
-            } else {
-                (id | FLAG_NS, Some(ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_IPC)))
-            }
+        let id = ucs::system_id() & !FLAG_NS;
+        match ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_IPC) {
+            None => (id, None),
+            Some(ns) => (id | FLAG_NS, Some(ns)),
         }
     }
 

@@ -308,20 +308,7 @@ pub fn cma_perf_overhead(iface_overhead: f64) -> f64 {
 // ---------------------------------------------------------------------------
 // All of them
 
-/// The reason an `is_reachable` check failed, as `uct_iface_is_reachable_v2`
-/// hands it back (1.18+; before, no reason is given). `text` is only
-/// evaluated when the release reports it.
-pub fn reason(text: impl FnOnce() -> String) -> String {
-    #[cfg(ucx_since_1_18)]
-    {
-        text()
-    }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        let _ = text;
-        String::new()
-    }
-}
+pub use crate::core::release::reason;
 
 /// Answer the `flags` field of `uct_iface_estimate_perf` (1.17+): none of
 /// these transports shares its send and receive resources.
@@ -353,14 +340,5 @@ mod tests {
         assert_eq!(posix_max_alloc(1 << 20, 16 << 20), 0);
         #[cfg(not(ucx_since_1_14))]
         assert_eq!(posix_max_alloc(1 << 20, 16 << 20), 1 << 20);
-    }
-
-    #[test]
-    fn reasons_only_where_reported() {
-        let r = reason(|| "iface address is empty".to_string());
-        #[cfg(ucx_since_1_18)]
-        assert_eq!(r, "iface address is empty");
-        #[cfg(not(ucx_since_1_18))]
-        assert!(r.is_empty());
     }
 }

@@ -21,7 +21,7 @@
 //! UCX does before closing.
 
 use super::iface::{epoll_set, TcpIface, I};
-use super::wire::{self, PutReq};
+use super::codec::{self, PutReq};
 use crate::abi::*;
 use crate::core::ops::*;
 use crate::sys::addr::SockAddr;
@@ -38,7 +38,7 @@ use std::rc::{Rc, Weak};
 /// magic number and the largest request, a put acknowledgement, a
 /// keepalive): connections that send only these never get a full segment.
 pub(super) const CTRL_BUF_LEN: usize = 64;
-const _: () = assert!(wire::MAGIC_LEN + wire::HDR_LEN + wire::CONN_REQ_LEN + 28 <= CTRL_BUF_LEN);
+const _: () = assert!(codec::MAGIC_LEN + codec::HDR_LEN + codec::CONN_REQ_LEN + 28 <= CTRL_BUF_LEN);
 
 pub(super) const CAP_TX: u8 = 1;
 pub(super) const CAP_RX: u8 = 2;

@@ -7,7 +7,7 @@
 use super::conn::*;
 use super::iface::{TcpEp, TcpIface, I};
 use super::proto::{self, CmCtx, CmEvent, Phase, Violation};
-use super::wire;
+use super::codec;
 use crate::abi::*;
 use crate::core::iface::EpParams;
 use crate::core::ops::*;
@@ -74,7 +74,7 @@ impl TcpIface {
 
     /// The socket is connected: introduce ourselves.
     pub(super) fn conn_complete(&self, iface: &I, conn: &Rc<Conn>) {
-        if self.send_event(iface, conn, wire::EV_CONN_REQ) != UCS_OK {
+        if self.send_event(iface, conn, codec::EV_CONN_REQ) != UCS_OK {
             return;
         }
         if conn.has(F_CONNECT_TO_EP) {
@@ -108,7 +108,7 @@ impl TcpIface {
                     conn.add_cap(CAP_RX);
                     self.replace(iface, conn, &rx_conn);
                     self.set_state(conn, State::WaitingAck);
-                    self.send_event(iface, conn, wire::EV_CONN_REQ);
+                    self.send_event(iface, conn, codec::EV_CONN_REQ);
                 }
             }
         }
@@ -288,7 +288,7 @@ impl TcpIface {
     /// the request of a fresh socket).
     pub(super) fn send_event(&self, iface: &I, conn: &Rc<Conn>, event: u32) -> ucs_status_t {
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_ERR_NO_RESOURCE };
-        if event & wire::EV_CONN_REQ != 0 {
+        if event & codec::EV_CONN_REQ != 0 {
             conn.set(F_REQ_SENT);
         }
         if tx.busy() {
@@ -300,19 +300,19 @@ impl TcpIface {
         let at = tx.held;
         self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
         let mut pkt = Vec::with_capacity(CTRL_BUF_LEN);
-        if event == wire::EV_CONN_REQ {
+        if event == codec::EV_CONN_REQ {
             if conn.state.get() == State::Connecting {
-                pkt.extend_from_slice(&wire::MAGIC.to_ne_bytes());
+                pkt.extend_from_slice(&codec::MAGIC.to_ne_bytes());
             }
-            let flags = if conn.has(F_CONNECT_TO_EP) { wire::REQ_FLAG_CONNECT_TO_EP } else { 0 };
+            let flags = if conn.has(F_CONNECT_TO_EP) { codec::REQ_FLAG_CONNECT_TO_EP } else { 0 };
             let at = pkt.len();
-            pkt.extend_from_slice(&[0u8; wire::HDR_LEN]);
-            wire::encode_conn_req(&mut pkt, flags, conn.cm_id.get(), &self.ifaddr);
-            let body = (pkt.len() - at - wire::HDR_LEN) as u32;
-            wire::put_hdr(&mut pkt[at..], wire::AM_ID_CM, body);
+            pkt.extend_from_slice(&[0u8; codec::HDR_LEN]);
+            codec::encode_conn_req(&mut pkt, flags, conn.cm_id.get(), &self.ifaddr);
+            let body = (pkt.len() - at - codec::HDR_LEN) as u32;
+            codec::put_hdr(&mut pkt[at..], codec::AM_ID_CM, body);
         } else {
-            pkt.extend_from_slice(&[0u8; wire::HDR_LEN]);
-            wire::put_hdr(&mut pkt, wire::AM_ID_CM, wire::EVENT_LEN as u32);
+            pkt.extend_from_slice(&[0u8; codec::HDR_LEN]);
+            codec::put_hdr(&mut pkt, codec::AM_ID_CM, codec::EVENT_LEN as u32);
             pkt.extend_from_slice(&event.to_ne_bytes());
         }
         tx.buf[at..at + pkt.len()].copy_from_slice(&pkt);
@@ -335,10 +335,10 @@ impl TcpIface {
             let st = conn.state.get();
             let Ok(mut hs) = conn.hs.try_borrow_mut() else { return count };
             let want = match st {
-                State::RecvMagic => wire::MAGIC_LEN,
-                State::Accepting if hs.len < wire::HDR_LEN => wire::HDR_LEN,
-                State::Accepting => match proto::handshake_frame_len(&hs.buf[..wire::HDR_LEN]) {
-                    Ok(l) => wire::HDR_LEN + l,
+                State::RecvMagic => codec::MAGIC_LEN,
+                State::Accepting if hs.len < codec::HDR_LEN => codec::HDR_LEN,
+                State::Accepting => match proto::handshake_frame_len(&hs.buf[..codec::HDR_LEN]) {
+                    Ok(l) => codec::HDR_LEN + l,
                     Err(v) => {
                         drop(hs);
                         self.violation(iface, conn, v);
@@ -366,8 +366,8 @@ impl TcpIface {
             }
             count = 1;
             if st == State::RecvMagic {
-                let mut m = [0u8; wire::MAGIC_LEN];
-                m.copy_from_slice(&hs.buf[..wire::MAGIC_LEN]);
+                let mut m = [0u8; codec::MAGIC_LEN];
+                m.copy_from_slice(&hs.buf[..codec::MAGIC_LEN]);
                 hs.len = 0;
                 drop(hs);
                 if let Err(v) = proto::check_magic(&m) {
@@ -377,12 +377,12 @@ impl TcpIface {
                 self.set_state(conn, State::Accepting);
                 continue;
             }
-            if want == wire::HDR_LEN {
+            if want == codec::HDR_LEN {
                 continue;
             }
             let mut body = [0u8; HS_BUF_LEN];
-            let n = want - wire::HDR_LEN;
-            body[..n].copy_from_slice(&hs.buf[wire::HDR_LEN..want]);
+            let n = want - codec::HDR_LEN;
+            body[..n].copy_from_slice(&hs.buf[codec::HDR_LEN..want]);
             hs.len = 0;
             drop(hs);
             let r = proto::decode_cm(&body[..n]).and_then(|ev| proto::check_cm(&ev, &self.cm_ctx(conn)).map(|()| ev));
@@ -390,7 +390,7 @@ impl TcpIface {
                 Ok(CmEvent::Req(req)) => {
                     self.handle_conn_req(iface, conn, &req);
                 }
-                Ok(_) => self.violation(iface, conn, Violation::BeforeHandshake(wire::AM_ID_CM)),
+                Ok(_) => self.violation(iface, conn, Violation::BeforeHandshake(codec::AM_ID_CM)),
                 Err(v) => self.violation(iface, conn, v),
             }
             return count;
@@ -445,8 +445,8 @@ impl TcpIface {
         self.handle_disconnected(iface, conn, UCS_ERR_IO_ERROR);
     }
 
-    fn handle_conn_req(&self, iface: &I, conn: &Rc<Conn>, req: &wire::ConnReq) -> Next {
-        let to_ep = req.flags & wire::REQ_FLAG_CONNECT_TO_EP != 0;
+    fn handle_conn_req(&self, iface: &I, conn: &Rc<Conn>, req: &codec::ConnReq) -> Next {
+        let to_ep = req.flags & codec::REQ_FLAG_CONNECT_TO_EP != 0;
         if conn.state.get() == State::Accepting {
             conn.peer.set(Some(req.addr));
             conn.cm_id.set(req.cm_id);
@@ -458,7 +458,7 @@ impl TcpIface {
         conn.add_cap(CAP_RX);
         if conn.state.get() == State::Connected {
             // The peer opens its direction on our connection.
-            if !to_ep && self.send_event(iface, conn, wire::EV_CONN_ACK) != UCS_OK {
+            if !to_ep && self.send_event(iface, conn, codec::EV_CONN_ACK) != UCS_OK {
                 return self.drop_internal(conn);
             }
             return Next::Continue(conn.clone());
@@ -494,7 +494,7 @@ impl TcpIface {
             conn.queue.set(Some(Queue::Unexp));
         }
         self.set_connected(iface, conn);
-        if !to_ep && self.send_event(iface, conn, wire::EV_CONN_ACK) != UCS_OK {
+        if !to_ep && self.send_event(iface, conn, codec::EV_CONN_ACK) != UCS_OK {
             return self.drop_internal(conn);
         }
         Next::Continue(conn.clone())
@@ -532,9 +532,9 @@ impl TcpIface {
         let rx = std::mem::take(&mut *accepted.rx.borrow_mut());
         drop(rx);
         self.destroy_conn(accepted);
-        let mut ev = wire::EV_CONN_ACK;
+        let mut ev = codec::EV_CONN_ACK;
         if matches!(mine.state.get(), State::Connecting | State::WaitingAck) {
-            ev |= wire::EV_CONN_REQ;
+            ev |= codec::EV_CONN_REQ;
         }
         // The request on a fresh socket carries the magic number only in
         // state CONNECTING; ACK|REQ never does.
@@ -587,7 +587,7 @@ impl TcpIface {
             conn.remove_cap(CAP_TX);
             self.purge(&conn, UCS_ERR_CANCELED);
             conn.queue.set(Some(Queue::Unexp));
-            if self.send_event(iface, &conn, wire::EV_CONN_FIN) == UCS_OK && conn.alive.get() {
+            if self.send_event(iface, &conn, codec::EV_CONN_FIN) == UCS_OK && conn.alive.get() {
                 return;
             }
         }
@@ -606,10 +606,10 @@ impl TcpIface {
         }
         let (Some(dev), Some(ep_addr)) = (dev, ep_addr) else { return UCS_ERR_INVALID_PARAM };
         // A tcp endpoint address is 10 bytes long.
-        let Some(a) = ep_addr.read::<{ wire::EP_ADDR_LEN }>() else {
+        let Some(a) = ep_addr.read::<{ codec::EP_ADDR_LEN }>() else {
             return UCS_ERR_INVALID_PARAM;
         };
-        let Some((_, key)) = wire::decode_ep_addr(&a) else { return UCS_ERR_INVALID_PARAM };
+        let Some((_, key)) = codec::decode_ep_addr(&a) else { return UCS_ERR_INVALID_PARAM };
         let dest = match dest_addr(dev, ep_addr) {
             Ok(d) => d,
             Err(e) => return e,
@@ -669,9 +669,9 @@ fn dest_addr(dev: PeerAddr<'_>, port_addr: PeerAddr<'_>) -> Result<SockAddr, ucs
     // addresses with the 2-byte port.
     let head = dev.read::<2>().ok_or(UCS_ERR_INVALID_PARAM)?;
     let pa = port_addr.read::<2>().ok_or(UCS_ERR_INVALID_PARAM)?;
-    let port = wire::decode_iface_addr(&pa).ok_or(UCS_ERR_INVALID_PARAM)?;
+    let port = codec::decode_iface_addr(&pa).ok_or(UCS_ERR_INVALID_PARAM)?;
     let (flags, family) = (head[0], head[1] as u16);
-    let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
+    let loopback = flags & codec::DEV_FLAG_LOOPBACK != 0;
     match family {
         AF_INET => {
             let ip = if loopback {

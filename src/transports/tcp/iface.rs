@@ -21,9 +21,10 @@
 
 use super::conn::Conn;
 use super::release::{self, BindSrc};
-use super::wire;
-use super::{TcpIfaceConfig, TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
+use super::codec;
+use super::TcpIfaceConfig;
 use crate::abi::*;
+use crate::core::config::{TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
 use crate::core::ops::*;
@@ -207,11 +208,11 @@ impl Transport for TcpIface {
         let s = &iface.tl;
         let c = &s.cfg;
         let (latency, bandwidth) = netif::netif_caps(&s.if_name);
-        let am_buf = c.tx_seg_size - wire::HDR_LEN;
-        attr.ep_addr_len = wire::EP_ADDR_LEN;
-        attr.iface_addr_len = wire::IFACE_ADDR_LEN;
+        let am_buf = c.tx_seg_size - codec::HDR_LEN;
+        attr.ep_addr_len = codec::EP_ADDR_LEN;
+        attr.iface_addr_len = codec::IFACE_ADDR_LEN;
         attr.device_addr_len = if s.ifaddr.is_loopback() {
-            wire::DEV_ADDR_LOOPBACK_LEN
+            codec::DEV_ADDR_LOOPBACK_LEN
         } else {
             2 + s.ifaddr.ip_bytes().len()
         };
@@ -226,13 +227,13 @@ impl Transport for TcpIface {
         }
         if c.max_iov > ZCOPY_SERVICE_IOV {
             attr.cap.am.max_iov = c.max_iov - ZCOPY_SERVICE_IOV;
-            attr.cap.am.max_zcopy = c.rx_seg_size - wire::HDR_LEN;
+            attr.cap.am.max_zcopy = c.rx_seg_size - codec::HDR_LEN;
             attr.cap.am.max_hdr = c.max_hdr;
             attr.cap.am.opt_zcopy_align = 1;
             attr.cap.flags |= UCT_IFACE_FLAG_AM_ZCOPY;
             if c.put_enable {
                 attr.cap.put.max_iov = c.max_iov - ZCOPY_SERVICE_IOV;
-                attr.cap.put.max_zcopy = usize::MAX - (wire::HDR_LEN + wire::PUT_REQ_LEN);
+                attr.cap.put.max_zcopy = usize::MAX - (codec::HDR_LEN + codec::PUT_REQ_LEN);
                 attr.cap.put.opt_zcopy_align = 1;
                 attr.cap.flags |= UCT_IFACE_FLAG_PUT_ZCOPY;
             }
@@ -305,24 +306,18 @@ impl Transport for TcpIface {
 
     fn get_device_address(iface: &I, out: AddrOut) -> ucs_status_t {
         let a = &iface.tl.ifaddr;
-        let mut v = Vec::with_capacity(wire::DEV_ADDR_LOOPBACK_LEN);
+        let mut v = Vec::with_capacity(codec::DEV_ADDR_LOOPBACK_LEN);
         if a.is_loopback() {
-            // SAFETY: plain libucs queries.
-            let (id, ns) = unsafe {
-                let id = ucs::ucs_get_system_id();
-                let ns = (ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_NET) == 0)
-                    .then(|| ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_NET));
-                (id, ns)
-            };
-            wire::encode_dev_addr_loopback(&mut v, a.family, id, ns);
+            let (id, ns) = (ucs::system_id(), ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET));
+            codec::encode_dev_addr_loopback(&mut v, a.family, id, ns);
         } else {
-            wire::encode_dev_addr_ip(&mut v, a);
+            codec::encode_dev_addr_ip(&mut v, a);
         }
         out.write(&v)
     }
 
     fn get_address(iface: &I, out: AddrOut) -> ucs_status_t {
-        out.write(&wire::encode_iface_addr(iface.tl.ifaddr.port))
+        out.write(&codec::encode_iface_addr(iface.tl.ifaddr.port))
     }
 
     fn is_reachable(iface: &I, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
@@ -334,12 +329,12 @@ impl Transport for TcpIface {
     fn reachable(iface: &I, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         // A tcp device address starts with its 2-byte head (flags, family).
         let Some(head) = dev.and_then(|d| d.read::<2>()) else { return Err(String::new()) };
-        let Some((flags, family)) = wire::dev_addr_head(&head) else { return Err(String::new()) };
+        let Some((flags, family)) = codec::dev_addr_head(&head) else { return Err(String::new()) };
         let me = &iface.tl.ifaddr;
         if family != me.family {
             return Err(format!("different address family {} vs {}", me.family, family));
         }
-        let loopback = flags & wire::DEV_FLAG_LOOPBACK != 0;
+        let loopback = flags & codec::DEV_FLAG_LOOPBACK != 0;
         if loopback != me.is_loopback() {
             return Err(format!("incompatible loopback flags, {} (local) vs {} (remote)", me.is_loopback() as i32,
                                loopback as i32));
@@ -348,20 +343,19 @@ impl Transport for TcpIface {
             return Ok(());
         }
         // A loopback device address is 18 bytes long.
-        let Some(full) = dev.and_then(|d| d.read::<{ wire::DEV_ADDR_LOOPBACK_LEN }>()) else {
+        let Some(full) = dev.and_then(|d| d.read::<{ codec::DEV_ADDR_LOOPBACK_LEN }>()) else {
             return Err(String::new());
         };
-        let Some((id, ns)) = wire::dev_addr_local(&full) else { return Err(String::new()) };
-        // SAFETY: plain libucs queries.
-        let (my_id, my_ns) = unsafe {
-            let default = ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_NET) != 0;
-            let id = ucs::ucs_get_system_id() & !wire::LOCAL_FLAG_NS;
-            if default { (id, 0) } else { (id | wire::LOCAL_FLAG_NS, ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_NET)) }
+        let Some((id, ns)) = codec::dev_addr_local(&full) else { return Err(String::new()) };
+        let host = ucs::system_id() & !codec::LOCAL_FLAG_NS;
+        let (my_id, my_ns) = match ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET) {
+            None => (host, 0),
+            Some(ns) => (host | codec::LOCAL_FLAG_NS, ns),
         };
         if id != my_id {
             return Err(format!("different host id local {} vs {}", my_id, id));
         }
-        if id & wire::LOCAL_FLAG_NS != 0 && ns != my_ns {
+        if id & codec::LOCAL_FLAG_NS != 0 && ns != my_ns {
             // UCX names every kind of namespace this way.
             return Err(format!("different pid namespaces {:x} vs {:x}", my_ns, ns));
         }
@@ -473,7 +467,7 @@ impl Transport for TcpIface {
     }
 
     fn ep_get_address(iface: &I, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
-        out.write(&wire::encode_ep_addr(iface.tl.ifaddr.port, ep.tl.conn.cm_id.get()))
+        out.write(&codec::encode_ep_addr(iface.tl.ifaddr.port, ep.tl.conn.cm_id.get()))
     }
 
     fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
@@ -496,9 +490,7 @@ fn time_seconds(t: u64, auto: i32, max: i32) -> i32 {
     if t == TIME_INF {
         return max;
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    let secs = (t as f64 / per_sec) as i64;
+    let secs = ucs::clocks_to_secs(t) as i64;
     secs.clamp(1, max as i64) as i32
 }
 
@@ -510,9 +502,7 @@ fn time_duration(t: u64, auto: Duration) -> Option<Duration> {
     if t == TIME_AUTO {
         return Some(auto);
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    Some(Duration::from_secs_f64((t as f64 / per_sec).clamp(0.0, 1e9)))
+    Some(Duration::from_secs_f64(ucs::clocks_to_secs(t).clamp(0.0, 1e9)))
 }
 
 /// `UCX_TCP_TX_COALESCE_TIMEOUT`: the safety net's period, at least 1 ms
@@ -551,8 +541,8 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
     let or_32 = |g: libc::c_uint| if g == 0 { 32 } else { g };
     crate::core::config::check_pool_limits("tcp tx buffers", or_32(c.tx_bufs_grow), c.tx_max_bufs)?;
     crate::core::config::check_pool_limits("tcp rx buffers", or_32(c.rx_bufs_grow), c.rx_max_bufs)?;
-    let tx_seg_size = c.tx_seg_size.saturating_add(wire::HDR_LEN);
-    let rx_seg_size = c.rx_seg_size.saturating_add(wire::HDR_LEN);
+    let tx_seg_size = c.tx_seg_size.saturating_add(codec::HDR_LEN);
+    let rx_seg_size = c.rx_seg_size.saturating_add(codec::HDR_LEN);
     let max_iov = (c.max_iov as usize).saturating_add(ZCOPY_SERVICE_IOV).min(sys::iov_max());
     let hdr_offset = ZCOPY_CTX_LEN + std::mem::size_of::<libc::iovec>() * max_iov;
     if hdr_offset > tx_seg_size && max_iov > ZCOPY_SERVICE_IOV {
@@ -641,7 +631,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
     };
     let hdr = IfaceHeader::new(md, worker, params, &c.base, &INTERNAL);
     let descs = if cfg.rx_desc_min < cfg.rx_seg_size {
-        super::desc::DescPoolHandle::new(params.rx_headroom, cfg.rx_seg_size - wire::HDR_LEN)
+        super::desc::DescPoolHandle::new(params.rx_headroom, cfg.rx_seg_size - codec::HDR_LEN)
     } else {
         None
     };

@@ -8,7 +8,7 @@
 //!
 //! Files (this one: the configuration tables, the memory domain and the
 //! component):
-//! - [`wire`]: frames, connection packets, put protocol, address codecs.
+//! - [`codec`]: frames, connection packets, put protocol, address codecs.
 //! - [`proto`]: what a peer may send and when (pure checks of received
 //!   frames and connection events).
 //! - [`iface`]: the interface (settings, open, the listening socket,
@@ -33,6 +33,7 @@
 //! [`crate::sys`]; sockets and the epoll set are owned values there, closed
 //! on drop.
 
+pub mod codec;
 mod conn;
 mod desc;
 mod connect;
@@ -44,7 +45,6 @@ mod rx;
 pub mod sockcm;
 mod sockopt;
 mod tx;
-pub mod wire;
 
 use crate::abi::*;
 use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
@@ -62,13 +62,6 @@ use std::mem::offset_of;
 use std::sync::Arc;
 
 pub const NAME: &str = "tcp";
-
-/// `UCS_MEMUNITS_AUTO` / `UCS_ULUNITS_AUTO` and their "inf" values.
-pub const UNITS_AUTO: u64 = u64::MAX - 1;
-pub const UNITS_INF: u64 = u64::MAX;
-/// `UCS_TIME_AUTO` / `UCS_TIME_INFINITY`.
-pub const TIME_AUTO: u64 = u64::MAX - 1;
-pub const TIME_INF: u64 = u64::MAX;
 
 // ---------------------------------------------------------------------------
 // Configuration, with UCX's names, order and defaults.

@@ -22,7 +22,7 @@
 //! - Frame ids above the internal ones are unknown; a frame longer than the
 //!   receive segment is refused.
 
-use super::wire::{self, ConnReq, PutReq};
+use super::codec::{self, ConnReq, PutReq};
 use crate::sys::addr::SockAddr;
 use std::fmt;
 
@@ -155,42 +155,42 @@ fn data_phase(phase: Phase) -> bool {
 /// yet), checked against the connection's state.
 #[inline]
 pub fn classify(buf: &[u8], ctx: &RxCtx) -> Result<Scan, Violation> {
-    let Some((id, len)) = wire::get_hdr(buf) else { return Ok(Scan::Partial) };
+    let Some((id, len)) = codec::get_hdr(buf) else { return Ok(Scan::Partial) };
     let len = len as usize;
     if len > ctx.max_len {
         return Err(Violation::TooLong { len, max: ctx.max_len });
     }
-    if id > wire::AM_ID_KEEPALIVE {
+    if id > codec::AM_ID_KEEPALIVE {
         return Err(Violation::UnknownId(id));
     }
-    if ctx.phase == Phase::Handshake && id != wire::AM_ID_CM {
+    if ctx.phase == Phase::Handshake && id != codec::AM_ID_CM {
         return Err(Violation::BeforeHandshake(id));
     }
     // Lengths are checked before the body is complete: a bad one closes
     // the connection without waiting for bytes that may never come.
     let fixed = match id {
-        wire::AM_ID_PUT_REQ => Some(wire::PUT_REQ_LEN),
-        wire::AM_ID_PUT_ACK => Some(wire::PUT_ACK_LEN),
+        codec::AM_ID_PUT_REQ => Some(codec::PUT_REQ_LEN),
+        codec::AM_ID_PUT_ACK => Some(codec::PUT_ACK_LEN),
         _ => None,
     };
     if fixed.is_some_and(|f| f != len) {
         return Err(Violation::BadLength { id, len });
     }
-    if (id < wire::AM_ID_MAX || id == wire::AM_ID_PUT_REQ) && !(ctx.rx_cap && data_phase(ctx.phase)) {
+    if (id < codec::AM_ID_MAX || id == codec::AM_ID_PUT_REQ) && !(ctx.rx_cap && data_phase(ctx.phase)) {
         return Err(Violation::NoRx(id));
     }
-    if (id == wire::AM_ID_PUT_ACK || id == wire::AM_ID_KEEPALIVE) && !data_phase(ctx.phase) {
+    if (id == codec::AM_ID_PUT_ACK || id == codec::AM_ID_KEEPALIVE) && !data_phase(ctx.phase) {
         return Err(Violation::Unexpected { event: "PUT_ACK/KEEPALIVE", phase: ctx.phase });
     }
-    if buf.len() - wire::HDR_LEN < len {
+    if buf.len() - codec::HDR_LEN < len {
         return Ok(Scan::Partial);
     }
-    let body = &buf[wire::HDR_LEN..wire::HDR_LEN + len];
+    let body = &buf[codec::HDR_LEN..codec::HDR_LEN + len];
     let frame = match id {
-        wire::AM_ID_CM => Frame::Cm,
-        wire::AM_ID_PUT_REQ => Frame::PutReq(wire::decode_put_req(body).ok_or(Violation::BadLength { id, len })?),
-        wire::AM_ID_PUT_ACK => Frame::PutAck(wire::decode_put_ack(body).ok_or(Violation::BadLength { id, len })?),
-        wire::AM_ID_KEEPALIVE => Frame::Keepalive,
+        codec::AM_ID_CM => Frame::Cm,
+        codec::AM_ID_PUT_REQ => Frame::PutReq(codec::decode_put_req(body).ok_or(Violation::BadLength { id, len })?),
+        codec::AM_ID_PUT_ACK => Frame::PutAck(codec::decode_put_ack(body).ok_or(Violation::BadLength { id, len })?),
+        codec::AM_ID_KEEPALIVE => Frame::Keepalive,
         _ => Frame::Am(id),
     };
     Ok(Scan::Frame { frame, len })
@@ -198,50 +198,50 @@ pub fn classify(buf: &[u8], ctx: &RxCtx) -> Result<Scan, Violation> {
 
 /// The most bytes of the handshake after the magic number: one frame
 /// header and the largest connection request (IPv6).
-pub const HANDSHAKE_MAX: usize = wire::HDR_LEN + wire::CONN_REQ_LEN + SOCKADDR_IN6_LEN;
+pub const HANDSHAKE_MAX: usize = codec::HDR_LEN + codec::CONN_REQ_LEN + SOCKADDR_IN6_LEN;
 const SOCKADDR_IN_LEN: usize = 16;
 const SOCKADDR_IN6_LEN: usize = 28;
 
 /// The body length of the first frame of an accepted connection, from its
 /// header: only a connection request, of one of the two sizes.
 pub fn handshake_frame_len(hdr: &[u8]) -> Result<usize, Violation> {
-    let (id, len) = wire::get_hdr(hdr).ok_or(Violation::BadRequest(hdr.len()))?;
+    let (id, len) = codec::get_hdr(hdr).ok_or(Violation::BadRequest(hdr.len()))?;
     let len = len as usize;
-    if id != wire::AM_ID_CM {
-        return Err(if id > wire::AM_ID_KEEPALIVE { Violation::UnknownId(id) } else { Violation::BeforeHandshake(id) });
+    if id != codec::AM_ID_CM {
+        return Err(if id > codec::AM_ID_KEEPALIVE { Violation::UnknownId(id) } else { Violation::BeforeHandshake(id) });
     }
-    if len != wire::CONN_REQ_LEN + SOCKADDR_IN_LEN && len != wire::CONN_REQ_LEN + SOCKADDR_IN6_LEN {
+    if len != codec::CONN_REQ_LEN + SOCKADDR_IN_LEN && len != codec::CONN_REQ_LEN + SOCKADDR_IN6_LEN {
         return Err(Violation::BadRequest(len));
     }
     Ok(len)
 }
 
 /// Whether `magic` (the first 8 bytes of an accepted connection) is UCX's.
-pub fn check_magic(magic: &[u8; wire::MAGIC_LEN]) -> Result<(), Violation> {
+pub fn check_magic(magic: &[u8; codec::MAGIC_LEN]) -> Result<(), Violation> {
     let m = u64::from_ne_bytes(*magic);
-    if m == wire::MAGIC { Ok(()) } else { Err(Violation::BadMagic(m)) }
+    if m == codec::MAGIC { Ok(()) } else { Err(Violation::BadMagic(m)) }
 }
 
 /// Decode a connection packet body.
 pub fn decode_cm(body: &[u8]) -> Result<CmEvent, Violation> {
-    let ev = wire::conn_event(body);
+    let ev = codec::conn_event(body);
     match ev {
-        Some(wire::EV_CONN_REQ) => {
-            let req = wire::decode_conn_req(body).ok_or(Violation::BadRequest(body.len()))?;
-            let want = wire::CONN_REQ_LEN
+        Some(codec::EV_CONN_REQ) => {
+            let req = codec::decode_conn_req(body).ok_or(Violation::BadRequest(body.len()))?;
+            let want = codec::CONN_REQ_LEN
                 + if req.addr.family == crate::sys::addr::AF_INET { SOCKADDR_IN_LEN } else { SOCKADDR_IN6_LEN };
             if body.len() != want {
                 return Err(Violation::BadRequest(body.len()));
             }
             Ok(CmEvent::Req(req))
         }
-        Some(e @ (wire::EV_CONN_ACK | wire::EV_CONN_ACK_WITH_REQ | wire::EV_CONN_FIN)) => {
-            if body.len() != wire::EVENT_LEN {
-                return Err(Violation::BadLength { id: wire::AM_ID_CM, len: body.len() });
+        Some(e @ (codec::EV_CONN_ACK | codec::EV_CONN_ACK_WITH_REQ | codec::EV_CONN_FIN)) => {
+            if body.len() != codec::EVENT_LEN {
+                return Err(Violation::BadLength { id: codec::AM_ID_CM, len: body.len() });
             }
             Ok(match e {
-                wire::EV_CONN_ACK => CmEvent::Ack,
-                wire::EV_CONN_ACK_WITH_REQ => CmEvent::AckWithReq,
+                codec::EV_CONN_ACK => CmEvent::Ack,
+                codec::EV_CONN_ACK_WITH_REQ => CmEvent::AckWithReq,
                 _ => CmEvent::Fin,
             })
         }
@@ -261,7 +261,7 @@ pub fn check_cm(ev: &CmEvent, c: &CmCtx) -> Result<(), Violation> {
                 if c.rx_cap {
                     return Err(Violation::SecondRequest);
                 }
-                let to_ep = req.flags & wire::REQ_FLAG_CONNECT_TO_EP != 0;
+                let to_ep = req.flags & codec::REQ_FLAG_CONNECT_TO_EP != 0;
                 if to_ep || req.cm_id != c.cm_id || !c.peer.is_some_and(|p| p.same(&req.addr)) {
                     return Err(Violation::RequestMismatch);
                 }
@@ -294,7 +294,7 @@ pub fn check_put_ack(sn: u32, waiting: bool, last_sent: u32) -> Result<(), Viola
     if !waiting {
         return Err(Violation::UnaskedAck { sn, last_sent: None });
     }
-    if !wire::sn_le(sn, last_sent) {
+    if !codec::sn_le(sn, last_sent) {
         return Err(Violation::UnaskedAck { sn, last_sent: Some(last_sent) });
     }
     Ok(())
@@ -305,8 +305,8 @@ mod tests {
     use super::*;
 
     fn frame(id: u8, body: &[u8]) -> Vec<u8> {
-        let mut v = vec![0u8; wire::HDR_LEN];
-        wire::put_hdr(&mut v, id, body.len() as u32);
+        let mut v = vec![0u8; codec::HDR_LEN];
+        codec::put_hdr(&mut v, id, body.len() as u32);
         v.extend_from_slice(body);
         v
     }
@@ -332,25 +332,25 @@ mod tests {
         let long = frame(3, &[0; 1001]);
         assert_eq!(classify(&long[..5], &OPEN), Err(Violation::TooLong { len: 1001, max: 1000 }));
         // a put request is exactly its header
-        let mut p = [0u8; wire::PUT_REQ_LEN];
-        wire::encode_put_req(&mut p, &PutReq { addr: 0x1000, length: 5, sn: 1 });
-        assert_eq!(classify(&frame(wire::AM_ID_PUT_REQ, &p), &OPEN),
+        let mut p = [0u8; codec::PUT_REQ_LEN];
+        codec::encode_put_req(&mut p, &PutReq { addr: 0x1000, length: 5, sn: 1 });
+        assert_eq!(classify(&frame(codec::AM_ID_PUT_REQ, &p), &OPEN),
                    Ok(Scan::Frame { frame: Frame::PutReq(PutReq { addr: 0x1000, length: 5, sn: 1 }), len: 20 }));
-        assert_eq!(classify(&frame(wire::AM_ID_PUT_REQ, &p[..19]), &OPEN),
-                   Err(Violation::BadLength { id: wire::AM_ID_PUT_REQ, len: 19 }));
+        assert_eq!(classify(&frame(codec::AM_ID_PUT_REQ, &p[..19]), &OPEN),
+                   Err(Violation::BadLength { id: codec::AM_ID_PUT_REQ, len: 19 }));
         // nothing but the request before the handshake; nothing without RX
         let hs = RxCtx { phase: Phase::Handshake, rx_cap: false, max_len: 1000 };
         assert_eq!(classify(&f, &hs), Err(Violation::BeforeHandshake(3)));
-        assert_eq!(classify(&frame(wire::AM_ID_PUT_REQ, &p), &hs), Err(Violation::BeforeHandshake(wire::AM_ID_PUT_REQ)));
+        assert_eq!(classify(&frame(codec::AM_ID_PUT_REQ, &p), &hs), Err(Violation::BeforeHandshake(codec::AM_ID_PUT_REQ)));
         let tx_only = RxCtx { rx_cap: false, ..OPEN };
         assert_eq!(classify(&f, &tx_only), Err(Violation::NoRx(3)));
-        let ack = frame(wire::AM_ID_PUT_ACK, &7u32.to_ne_bytes());
+        let ack = frame(codec::AM_ID_PUT_ACK, &7u32.to_ne_bytes());
         assert_eq!(classify(&ack, &tx_only), Ok(Scan::Frame { frame: Frame::PutAck(7), len: 4 }));
     }
 
     fn req(cm_id: u64, addr: SockAddr, flags: u8) -> Vec<u8> {
         let mut v = Vec::new();
-        wire::encode_conn_req(&mut v, flags, cm_id, &addr);
+        codec::encode_conn_req(&mut v, flags, cm_id, &addr);
         v
     }
 
@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(decode_cm(&9u32.to_ne_bytes()), Err(Violation::BadEvent(Some(9))));
         assert_eq!(decode_cm(&[1]), Err(Violation::BadEvent(None)));
         assert_eq!(decode_cm(&2u32.to_ne_bytes()), Ok(CmEvent::Ack));
-        assert_eq!(decode_cm(&[2, 0, 0, 0, 0]), Err(Violation::BadLength { id: wire::AM_ID_CM, len: 5 }));
+        assert_eq!(decode_cm(&[2, 0, 0, 0, 0]), Err(Violation::BadLength { id: codec::AM_ID_CM, len: 5 }));
 
         let hs = CmCtx { phase: Phase::Handshake, rx_cap: false, req_sent: false, cm_id: u64::MAX, peer: None };
         assert_eq!(check_cm(&ev, &hs), Ok(()));
@@ -393,12 +393,12 @@ mod tests {
     #[test]
     fn handshake() {
         let a = SockAddr::v4([127, 0, 0, 1], 4000);
-        let f = frame(wire::AM_ID_CM, &req(1, a, 0));
+        let f = frame(codec::AM_ID_CM, &req(1, a, 0));
         assert_eq!(handshake_frame_len(&f[..5]), Ok(29));
         assert!(f.len() <= HANDSHAKE_MAX);
-        assert_eq!(handshake_frame_len(&frame(wire::AM_ID_CM, &[0; 30])[..5]), Err(Violation::BadRequest(30)));
+        assert_eq!(handshake_frame_len(&frame(codec::AM_ID_CM, &[0; 30])[..5]), Err(Violation::BadRequest(30)));
         assert_eq!(handshake_frame_len(&frame(1, &[])[..5]), Err(Violation::BeforeHandshake(1)));
-        assert!(check_magic(&wire::MAGIC.to_ne_bytes()).is_ok());
+        assert!(check_magic(&codec::MAGIC.to_ne_bytes()).is_ok());
         assert!(check_magic(&[0; 8]).is_err());
     }
 }

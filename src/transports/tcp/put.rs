@@ -16,7 +16,7 @@ use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
 use super::proto::Violation;
 use super::tx::COPY_HOLD_MAX;
-use super::wire::{self, PutReq};
+use super::codec::{self, PutReq};
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
 use crate::core::ops::*;
@@ -116,13 +116,13 @@ impl TcpIface {
             return;
         };
         let sn = conn.rx_put_sn.get();
-        let at = tx.held + wire::HDR_LEN;
+        let at = tx.held + codec::HDR_LEN;
         self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
         tx.buf[at..at + 4].copy_from_slice(&sn.to_ne_bytes());
         conn.clear(F_PUT_RX_SENDING_ACK);
         // Held from progress, like the handlers' messages (see `may_hold`).
         let hold = self.in_progress.get();
-        self.send_buffered(iface, conn, tx, wire::AM_ID_PUT_ACK, wire::PUT_ACK_LEN, hold);
+        self.send_buffered(iface, conn, tx, codec::AM_ID_PUT_ACK, codec::PUT_ACK_LEN, hold);
     }
 
     // -----------------------------------------------------------------------
@@ -138,7 +138,7 @@ impl TcpIface {
             let next = {
                 let mut q = conn.put_comps.borrow_mut();
                 match q.front() {
-                    Some(&(wait, _)) if wire::sn_le(wait, sn) => q.pop_front(),
+                    Some(&(wait, _)) if codec::sn_le(wait, sn) => q.pop_front(),
                     _ => None,
                 }
             };
@@ -163,15 +163,15 @@ impl TcpIface {
         }
         let total = iov_total(iov);
         let req = PutReq { addr: remote.addr, length: total as u64, sn: conn.tx_put_sn.get().wrapping_add(1) };
-        let mut hdr = [0u8; wire::PUT_REQ_LEN];
-        wire::encode_put_req(&mut hdr, &req);
+        let mut hdr = [0u8; codec::PUT_REQ_LEN];
+        codec::encode_put_req(&mut hdr, &req);
         // Held from a small put: copied, its request and data held with the
         // connection's other messages. The put's own state is recorded
         // after the hold: the safety net's release touches only the send
         // buffer.
         if total > 0 {
-            let body = wire::PUT_REQ_LEN + total;
-            match self.copy_hold(iface, conn, wire::AM_ID_PUT_REQ, Some(wire::PUT_REQ_LEN as u32), &hdr, iov, body,
+            let body = codec::PUT_REQ_LEN + total;
+            match self.copy_hold(iface, conn, codec::AM_ID_PUT_REQ, Some(codec::PUT_REQ_LEN as u32), &hdr, iov, body,
                                  COPY_HOLD_MAX) {
                 None => {}
                 Some(UCS_OK | UCS_INPROGRESS) => {
@@ -181,7 +181,7 @@ impl TcpIface {
                 Some(e) => return e,
             }
         }
-        if let Err(e) = self.send_zcopy(iface, conn, wire::AM_ID_PUT_REQ, &hdr, Some(wire::PUT_REQ_LEN as u32), iov,
+        if let Err(e) = self.send_zcopy(iface, conn, codec::AM_ID_PUT_REQ, &hdr, Some(codec::PUT_REQ_LEN as u32), iov,
                                         Completion::none()) {
             return e;
         }

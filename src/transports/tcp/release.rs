@@ -79,30 +79,12 @@ pub fn device_topo(name: &str) -> DeviceTopo {
 
 #[cfg(ucx_since_1_16)]
 fn topo_of(name: &str) -> DeviceTopo {
-    use crate::ucs;
-    use libc::c_char;
     /// The priority of a network device's name for its system device.
     const NAME_PRIORITY: c_uint = 10;
     let unknown = DeviceTopo { sys_device: UCS_SYS_DEVICE_ID_UNKNOWN, pci_bw: f64::INFINITY };
     let Ok(cname) = std::ffi::CString::new(name) else { return unknown };
-    let mut lowest = vec![0 as c_char; libc::PATH_MAX as usize];
-    let mut resolved = vec![0 as c_char; libc::PATH_MAX as usize];
-    // SAFETY: NUL-terminated name; both buffers hold PATH_MAX bytes, the
-    // size libucs writes at most; the path returned points into `resolved`
-    // (or is NULL, which the topology calls accept).
-    unsafe {
-        let sysfs = if ucs::ucs_netif_get_lowest_device_path(cname.as_ptr(), lowest.as_mut_ptr(), lowest.len())
-            == UCS_OK
-        {
-            ucs::ucs_topo_resolve_sysfs_path(lowest.as_ptr(), resolved.as_mut_ptr())
-        } else {
-            std::ptr::null()
-        };
-        DeviceTopo {
-            sys_device: ucs::ucs_topo_get_sysfs_dev(cname.as_ptr(), sysfs, NAME_PRIORITY),
-            pci_bw: ucs::ucs_topo_get_pci_bw(cname.as_ptr(), sysfs),
-        }
-    }
+    let (sys_device, pci_bw) = crate::ucs::netif_topology(&cname, NAME_PRIORITY);
+    DeviceTopo { sys_device, pci_bw }
 }
 
 /// Whether an interface's IPv6 loopback address (`::1`) makes it usable

@@ -10,7 +10,7 @@ use super::iface::{TcpIface, I, LISTEN_TAG, MAX_EVENTS};
 use super::proto::{self, Frame, RxCtx, Scan};
 use super::desc::DescBuf;
 use super::release;
-use super::wire;
+use super::codec;
 use crate::abi::*;
 use crate::sys::epoll::{EV_ERR, EV_READ, EV_WRITE};
 use crate::sys::io_errno_status;
@@ -146,9 +146,9 @@ impl TcpIface {
         let Some(mut rx) = self.take_rx(conn) else { return 0 };
         // Make room for the message being received.
         if rx.off > 0 {
-            let need = match wire::get_hdr(&rx.buf[rx.off..rx.len]) {
-                Some((_, l)) => wire::HDR_LEN + l as usize,
-                None => wire::HDR_LEN,
+            let need = match codec::get_hdr(&rx.buf[rx.off..rx.len]) {
+                Some((_, l)) => codec::HDR_LEN + l as usize,
+                None => codec::HDR_LEN,
             };
             if rx.off + need > seg || rx.off == rx.len {
                 let (o, l) = (rx.off, rx.len);
@@ -187,7 +187,7 @@ impl TcpIface {
     /// then up to `DESC_TAIL` bytes into the receive buffer. Whole messages
     /// go to their handler, then the frames after them are handled.
     fn desc_rx(&self, iface: &I, conn: &Rc<Conn>) -> u32 {
-        const H: usize = wire::HDR_LEN;
+        const H: usize = codec::HDR_LEN;
         let Some(mut rx) = self.take_rx(conn) else { return 0 };
         let Some(mut d) = conn.rx_desc.borrow_mut().take() else {
             self.put_rx_back(conn, rx);
@@ -272,7 +272,7 @@ impl TcpIface {
         // again against what follows now, or goes back to the receive
         // buffer for handle_frames.
         let mut hdr = [0u8; H];
-        wire::put_hdr(&mut hdr, nd.id, nd.len as u32);
+        codec::put_hdr(&mut hdr, nd.id, nd.len as u32);
         if !Rc::ptr_eq(&cur, conn) || self.desc_hdr(&cur, &hdr).is_none() {
             Self::unguess(&mut rx, nd);
             return self.handle_frames(iface, cur, rx, 1);
@@ -301,7 +301,7 @@ impl TcpIface {
     #[allow(clippy::too_many_arguments)]
     fn place_guess(&self, conn: &Conn, rx: &mut Rx, buf: DescBuf, guess: usize, hb: usize, sb: usize, tb: usize)
                    -> Option<RxDesc> {
-        const H: usize = wire::HDR_LEN;
+        const H: usize = codec::HDR_LEN;
         debug_assert!((hb == H || sb + tb == 0) && (sb == guess || tb == 0) && H + guess + tb <= rx.buf.len());
         let found = if hb == H { self.desc_hdr(conn, &rx.buf[..H]) } else { None };
         if hb == H {
@@ -346,11 +346,11 @@ impl TcpIface {
     /// Undo a guess: the message in `d` (its header and what was received
     /// of it) goes back to `rx`, before the bytes `rx` holds.
     fn unguess(rx: &mut Rx, d: RxDesc) {
-        const H: usize = wire::HDR_LEN;
+        const H: usize = codec::HDR_LEN;
         let rest = rx.len - rx.off;
         debug_assert!(H + d.got + rest <= rx.buf.len());
         rx.buf.copy_within(rx.off..rx.len, H + d.got);
-        wire::put_hdr(&mut rx.buf[..H], d.id, d.len as u32);
+        codec::put_hdr(&mut rx.buf[..H], d.id, d.len as u32);
         // SAFETY: `got <= len <= cap` bytes of the payload, into the receive
         // buffer at `H`, before the bytes just moved.
         unsafe { std::ptr::copy_nonoverlapping(d.buf.payload(), rx.buf.as_mut_ptr().add(H), d.got) };
@@ -365,19 +365,19 @@ impl TcpIface {
         let ctx = RxCtx {
             phase: phase_of(conn.state.get()),
             rx_cap: conn.caps.get() & CAP_RX != 0,
-            max_len: self.cfg.rx_seg_size - wire::HDR_LEN,
+            max_len: self.cfg.rx_seg_size - codec::HDR_LEN,
         };
         if !matches!(proto::classify(hdr, &ctx), Ok(Scan::Partial)) {
             return None;
         }
-        let (id, len) = wire::get_hdr(hdr)?;
+        let (id, len) = codec::get_hdr(hdr)?;
         self.desc_takes(id, len as usize).then_some((id, len as usize))
     }
 
     /// Whether a partly received active message of `len` bytes continues
     /// in a descriptor.
     fn desc_takes(&self, id: u8, len: usize) -> bool {
-        self.descs.as_ref().is_some_and(|pool| id < wire::AM_ID_MAX && len >= self.cfg.rx_desc_min && len <= pool.cap())
+        self.descs.as_ref().is_some_and(|pool| id < codec::AM_ID_MAX && len >= self.cfg.rx_desc_min && len <= pool.cap())
     }
 
     /// A whole message in a descriptor goes to its handler, which may keep
@@ -428,7 +428,7 @@ impl TcpIface {
     /// next receive. `handled`: frames handled before.
     fn handle_frames(&self, iface: &I, conn: Rc<Conn>, mut rx: Rx, mut handled: u32) -> u32 {
         let mut cur = conn;
-        let max_len = self.cfg.rx_seg_size - wire::HDR_LEN;
+        let max_len = self.cfg.rx_seg_size - codec::HDR_LEN;
         loop {
             if cur.state.get() == State::Closed {
                 // Handling the last frame closed the connection (the peer
@@ -448,7 +448,7 @@ impl TcpIface {
                     return handled;
                 }
             };
-            let body = rx.off + wire::HDR_LEN;
+            let body = rx.off + codec::HDR_LEN;
             rx.off = body + l;
             handled += 1;
             match frame {
@@ -509,13 +509,13 @@ impl TcpIface {
     /// descriptor and the rest will be received straight into it.
     fn start_desc(&self, conn: &Conn, rx: &mut Rx) {
         let Some(pool) = &self.descs else { return };
-        let Some((id, len)) = wire::get_hdr(&rx.buf[rx.off..rx.len]) else { return };
+        let Some((id, len)) = codec::get_hdr(&rx.buf[rx.off..rx.len]) else { return };
         let len = len as usize;
         // (The header was checked; `cap` bounds the copy below all the same.)
         if !self.desc_takes(id, len) {
             return;
         }
-        let body = rx.off + wire::HDR_LEN;
+        let body = rx.off + codec::HDR_LEN;
         let got = rx.len - body;
         debug_assert!(got < len);
         let buf = pool.take();
@@ -574,10 +574,10 @@ mod tests {
             *b = i as u8 + 100;
         }
         TcpIface::unguess(&mut rx, d);
-        assert_eq!((rx.off, rx.len), (0, wire::HDR_LEN + 300 + 40));
-        assert_eq!(wire::get_hdr(&rx.buf[..wire::HDR_LEN]), Some((5, 900)));
-        assert_eq!(&rx.buf[wire::HDR_LEN..wire::HDR_LEN + 300], &body[..]);
+        assert_eq!((rx.off, rx.len), (0, codec::HDR_LEN + 300 + 40));
+        assert_eq!(codec::get_hdr(&rx.buf[..codec::HDR_LEN]), Some((5, 900)));
+        assert_eq!(&rx.buf[codec::HDR_LEN..codec::HDR_LEN + 300], &body[..]);
         let rest: Vec<u8> = (0..40u8).map(|i| i + 100).collect();
-        assert_eq!(&rx.buf[wire::HDR_LEN + 300..rx.len], &rest[..]);
+        assert_eq!(&rx.buf[codec::HDR_LEN + 300..rx.len], &rest[..]);
     }
 }

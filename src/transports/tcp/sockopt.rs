@@ -5,8 +5,8 @@
 use super::conn::Conn;
 use super::iface::TcpIface;
 use super::release::BindSrc;
-use super::UNITS_AUTO;
 use crate::abi::*;
+use crate::core::config::UNITS_AUTO;
 use crate::core::log::{LEVEL_DIAG, LEVEL_ERROR};
 use crate::sys::addr::{SockAddr, AF_INET};
 use crate::sys::socket::Socket;

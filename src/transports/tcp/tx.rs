@@ -6,7 +6,7 @@
 
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
-use super::wire;
+use super::codec;
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
 use crate::core::ops::*;
@@ -188,7 +188,7 @@ impl TcpIface {
         }
         let mut tx = conn.tx.try_borrow_mut().map_err(|_| UCS_ERR_NO_RESOURCE)?;
         self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
-        let at = tx.held + wire::HDR_LEN;
+        let at = tx.held + codec::HDR_LEN;
         Ok((tx, at))
     }
 
@@ -209,8 +209,8 @@ impl TcpIface {
     pub(super) fn send_buffered_frame(&self, iface: &I, conn: &Rc<Conn>, mut tx: std::cell::RefMut<'_, Tx>,
                                       am_id: u8, frame_len: u32, len: usize, hold: bool) -> ucs_status_t {
         let at = tx.held;
-        wire::put_hdr(&mut tx.buf[at..], am_id, frame_len);
-        let end = at + wire::HDR_LEN + len;
+        codec::put_hdr(&mut tx.buf[at..], am_id, frame_len);
+        let end = at + codec::HDR_LEN + len;
         conn.set(F_NEED_FLUSH);
         if hold && self.may_hold(conn, end) {
             // Room for one more message after the held ones (the buffer
@@ -425,11 +425,11 @@ impl TcpIface {
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return Err(UCS_ERR_NO_RESOURCE) };
         self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
         let at = tx.held;
-        tx.buf[at + wire::HDR_LEN..at + wire::HDR_LEN + hdr.len()].copy_from_slice(hdr);
-        tx.push_head(at + wire::HDR_LEN + hdr.len());
+        tx.buf[at + codec::HDR_LEN..at + codec::HDR_LEN + hdr.len()].copy_from_slice(hdr);
+        tx.push_head(at + codec::HDR_LEN + hdr.len());
         let total = Self::push_iov(&mut tx.iov, iov);
         let flen = frame_len.unwrap_or((hdr.len() + total) as u32);
-        wire::put_hdr(&mut tx.buf[at..], am_id, flen);
+        codec::put_hdr(&mut tx.buf[at..], am_id, flen);
         conn.tx_epoch.set(self.epoch.get());
         tx.comp = comp;
         conn.set(F_NEED_FLUSH);
@@ -453,7 +453,7 @@ impl TcpIface {
     #[inline]
     pub(super) fn send_am_short(&self, iface: &I, conn: &Rc<Conn>, id: u8, header: u64, payload: &[u8])
                                 -> ucs_status_t {
-        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        let max = self.cfg.tx_seg_size - codec::HDR_LEN;
         if let Err(e) = checks::length::<TcpIface>(Op::AmShort, payload.len() + 8, max) {
             return e;
         }
@@ -466,7 +466,7 @@ impl TcpIface {
             tx.buf[at + 8..at + 8 + payload.len()].copy_from_slice(payload);
             return self.send_buffered(iface, conn, tx, id, 8 + payload.len(), true);
         }
-        wire::put_hdr(&mut tx.buf[at - wire::HDR_LEN..], id, (8 + payload.len()) as u32);
+        codec::put_hdr(&mut tx.buf[at - codec::HDR_LEN..], id, (8 + payload.len()) as u32);
         tx.push_head(at + 8);
         tx.iov.push(libc::iovec { iov_base: payload.as_ptr() as *mut c_void, iov_len: payload.len() });
         conn.set(F_NEED_FLUSH);
@@ -481,7 +481,7 @@ impl TcpIface {
             return e;
         }
         let total = iov_total(iov);
-        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        let max = self.cfg.tx_seg_size - codec::HDR_LEN;
         if let Err(e) = checks::length::<TcpIface>(Op::AmShortIov, total, max) {
             return e;
         }
@@ -500,7 +500,7 @@ impl TcpIface {
             Ok(v) => v,
             Err(e) => return e as isize,
         };
-        let max = self.cfg.tx_seg_size - wire::HDR_LEN;
+        let max = self.cfg.tx_seg_size - codec::HDR_LEN;
         let n = pack.pack_into(&mut tx.buf[at..]);
         if let Err(e) = checks::length::<TcpIface>(Op::AmBcopy, n, max) {
             tx.reset();
@@ -525,7 +525,7 @@ impl TcpIface {
             return e;
         }
         let total = header.len() + iov_total(iov);
-        let max = self.cfg.rx_seg_size - wire::HDR_LEN;
+        let max = self.cfg.rx_seg_size - codec::HDR_LEN;
         if let Err(e) = checks::length::<TcpIface>(Op::AmZcopy, total, max) {
             return e;
         }
@@ -576,7 +576,7 @@ impl TcpIface {
         }
         let mut tx = conn.tx.try_borrow_mut().ok()?;
         self.tx_ensure(&mut tx, self.cfg.tx_seg_size);
-        let at = tx.held + wire::HDR_LEN;
+        let at = tx.held + codec::HDR_LEN;
         if !self.may_hold(conn, at + body) {
             return None;
         }
@@ -605,6 +605,6 @@ impl TcpIface {
         let Ok(mut tx) = conn.tx.try_borrow_mut() else { return UCS_OK };
         let at = tx.held;
         self.tx_ensure(&mut tx, at + CTRL_BUF_LEN);
-        self.send_buffered(iface, conn, tx, wire::AM_ID_KEEPALIVE, 0, false)
+        self.send_buffered(iface, conn, tx, codec::AM_ID_KEEPALIVE, 0, false)
     }
 }

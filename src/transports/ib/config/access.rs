@@ -4,8 +4,8 @@
 //! from `ib_iface.c`, `ib_device.c`, `rc_iface.c`, `rc_verbs_iface.c` at
 //! v1.13.1, cited next to each); messages are our own.
 
-use super::{release, IbIfaceConfig, MpoolConfig, RcIfaceCommonConfig, RcIfaceConfig, RcVerbsIfaceConfig, HEX_AUTO,
-            UNITS_AUTO, UNITS_INF};
+use super::{release, IbIfaceConfig, MpoolConfig, RcIfaceCommonConfig, RcIfaceConfig, RcVerbsIfaceConfig, HEX_AUTO};
+use crate::core::config::{UNITS_AUTO, UNITS_INF};
 use crate::abi::*;
 
 /// The most an IB retry counter can hold (3 bits); larger settings are

@@ -275,7 +275,7 @@ impl UdVerbsIfaceConfig {
 mod tests {
     use super::*;
     use crate::core::config::{self, ConfigDesc, Parsed};
-    use libc::{c_char, c_void};
+    use libc::c_void;
 
     static DESC: ConfigDesc = ConfigDesc::of::<UdVerbsIfaceConfig>(UD_VERBS_CONFIG_NAME, UD_VERBS_CONFIG_PREFIX,
                                                                    &UD_VERBS_IFACE_TABLE);
@@ -289,25 +289,8 @@ mod tests {
 
     /// `opts` printed by libucs as `ucx_info -c` prints it.
     fn print(opts: *const c_void) -> String {
-        extern "C" {
-            fn ucs_config_parser_print_opts(stream: *mut libc::FILE, title: *const c_char, opts: *const c_void,
-                                            fields: *mut ucs_config_field_t, table_prefix: *const c_char,
-                                            prefix: *const c_char, flags: c_int);
-        }
-        let mut buf: *mut c_char = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: open_memstream/fclose manage `buf`, freed after the copy;
-        // `opts` was parsed from the table printed.
-        unsafe {
-            let f = libc::open_memstream(&mut buf, &mut size);
-            assert!(!f.is_null());
-            ucs_config_parser_print_opts(f, c"test".as_ptr(), opts, Lazy::force(&UD_VERBS_IFACE_TABLE).as_ptr(),
-                                         UD_VERBS_CONFIG_PREFIX.as_ptr(), c"UCX_".as_ptr(), 1 /* CONFIG */);
-            libc::fclose(f);
-            let text = CStr::from_ptr(buf).to_string_lossy().into_owned();
-            libc::free(buf as *mut c_void);
-            text
-        }
+        // SAFETY: `opts` was parsed from the table printed.
+        unsafe { crate::ucs::parser::print_opts(opts, Lazy::force(&UD_VERBS_IFACE_TABLE).as_ptr(), UD_VERBS_CONFIG_PREFIX) }
     }
 
     fn key_lines(text: &str) -> Vec<&str> {

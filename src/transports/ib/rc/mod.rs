@@ -1,8 +1,8 @@
 //! The `rc_verbs` transport: reliable-connected QPs over plain libibverbs,
 //! wire-compatible with UCX 1.13.1's (`src/uct/ib/rc/verbs`).
 //!
-//! - [`params`]: every setting, in one struct with the 1.13.1 defaults;
-//!   [`settings`]: the configuration tables read into it.
+//! - [`params`]: every setting, in one struct with the 1.13.1 defaults,
+//!   and the configuration tables read into it.
 //! - [`addr`]: device and endpoint address formats.
 //! - [`fc`]: the RC active-message header and credit flow control.
 //! - [`bufs`]: registered send and receive buffer pools.
@@ -19,7 +19,6 @@ pub mod iface;
 pub mod open;
 pub mod params;
 pub mod release;
-pub mod settings;
 pub mod xfer;
 
 use crate::abi::*;
@@ -40,7 +39,7 @@ impl IfaceOpen for RcOpen {
     type Config = RcVerbsIfaceConfig;
     fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &RcVerbsIfaceConfig)
             -> Result<uct_iface_h, ucs_status_t> {
-        let p = settings::from_config(cfg)?;
+        let p = params::RcParams::from_config(cfg)?;
         open::open(md, worker, params, &cfg.ib().base, p)
     }
 }

@@ -15,7 +15,8 @@ use crate::core::md::MdObj;
 use crate::core::ops::PeerAddr;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
-use crate::transports::ib::device::{mtu_bytes, port_unsupported, port_unusable, set_nonblock, tl_devices};
+use crate::transports::ib::device::{link_lanes, mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock,
+                                    tl_devices};
 use crate::transports::ib::md::IbMd;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -129,37 +130,14 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
     Ok(Iface::into_handle(hdr, tl))
 }
 
-/// Bandwidth (bytes/s) and base latency (s) of the port, as UCX models
-/// them from the active width, speed and MTU.
-pub fn port_perf(s: &RcIface) -> (f64, f64) {
-    let info = &s.port_info;
-    let width = match info.active_width {
-        1 => 1.0,
-        2 => 4.0,
-        4 => 8.0,
-        8 => 12.0,
-        16 => 2.0,
-        w => {
-            crate::warn!("rc_verbs: invalid active width {} on port {}, assuming 1x", w, s.port);
-            1.0
-        }
-    };
-    let (lat, rate, enc) = match info.active_speed {
-        2 => (2500e-9, 5.0e9, 0.8),
-        4 => (1300e-9, 10.0e9, 0.8),
-        8 => (700e-9, 10.3125e9, 64.0 / 66.0),
-        16 => (700e-9, 14.0625e9, 64.0 / 66.0),
-        32 => (600e-9, 25.78125e9, 64.0 / 66.0),
-        64 => (600e-9, 25.78125e9 * 2.0, 64.0 / 66.0),
-        128 => (600e-9, 100e9, 64.0 / 66.0),
-        _ => (5000e-9, 2.5e9, 0.8),
-    };
-    let wire = width * rate * enc / 8.0;
-    let mtu = mtu_bytes(info.active_mtu).min(s.p.seg_size) as f64;
-    // BTH 12, RETH 16 (the larger of it and the RC header), ICRC 4, VCRC 2,
-    // delimiter 2, LRH 8.
-    let extra = (12 + 16 + 4 + 2 + 2 + 8) as f64;
-    (wire * mtu / (mtu + extra), lat)
+/// Bandwidth (bytes/s) and base latency (s) of the port (the model of
+/// [`port_perf`]), with a warning about an unknown active width.
+pub fn port_perf_of(s: &RcIface) -> (f64, f64) {
+    let w = s.port_info.active_width;
+    if link_lanes(w).is_none() {
+        crate::warn!("rc_verbs: invalid active width {} on port {}, assuming 1x", w, s.port);
+    }
+    port_perf(&s.port_info, s.p.seg_size)
 }
 
 pub fn query(s: &RcIface, a: &mut uct_iface_attr_t) {
@@ -211,7 +189,7 @@ pub fn query(s: &RcIface, a: &mut uct_iface_attr_t) {
     a.max_conn_priv = 0;
     a.max_num_eps = s.p.max_num_eps;
     a.dev_num_paths = 1;
-    let (bw, lat) = port_perf(s);
+    let (bw, lat) = port_perf_of(s);
     a.latency.c = lat;
     a.latency.m = 1e-9;
     a.overhead = OVERHEAD;

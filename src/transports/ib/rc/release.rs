@@ -8,16 +8,4 @@
 //!   which the verbs md never has), the device address has no new field
 //!   for an InfiniBand port without FLID routing.
 
-/// The reason an `is_reachable` check failed, as 1.18's
-/// `uct_iface_is_reachable_v2` reports it (empty before).
-pub fn reason(text: impl FnOnce() -> String) -> String {
-    #[cfg(ucx_since_1_18)]
-    {
-        text()
-    }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        let _ = text;
-        String::new()
-    }
-}
+pub use crate::core::release::reason;

@@ -114,7 +114,7 @@ pub struct UdIface {
 }
 
 pub fn units(v: libc::c_ulong) -> usize {
-    use crate::transports::ib::config::{UNITS_AUTO, UNITS_INF};
+    use crate::core::config::{UNITS_AUTO, UNITS_INF};
     if v == UNITS_INF || v == UNITS_AUTO { usize::MAX } else { v as usize }
 }
 

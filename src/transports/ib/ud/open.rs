@@ -8,9 +8,9 @@ use crate::core::component::TlDevice;
 use crate::core::iface::{Iface, IfaceHeader, IfaceParams};
 use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
-use crate::sys::verbs::{raw, CompChannel, Cq, PortInfo, Qp, QpCaps};
+use crate::sys::verbs::{raw, CompChannel, Cq, Qp, QpCaps};
 use crate::transports::ib::config::UdVerbsIfaceConfig;
-use crate::transports::ib::device::{mtu_bytes, port_unsupported, port_unusable, set_nonblock, tl_devices};
+use crate::transports::ib::device::{mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock, tl_devices};
 use crate::transports::ib::md::IbMd;
 use crate::transports::ib::rc::addr::IbDevAddr;
 use crate::transports::ib::bufs::BufPool;
@@ -154,36 +154,6 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
     let iface = unsafe { &*(h as *const Iface<UdIface>) };
     super::timer::start(iface);
     Ok(h)
-}
-
-/// Bandwidth (bytes/s) and base latency (s) of the port, as UCX models
-/// them, with ud's transport headers (DETH and the network header, 16
-/// bytes, below the larger RC headers the model counts).
-pub fn port_perf(info: &PortInfo, seg: usize) -> (f64, f64) {
-    let width = match info.active_width {
-        1 => 1.0,
-        2 => 4.0,
-        4 => 8.0,
-        8 => 12.0,
-        16 => 2.0,
-        _ => 1.0,
-    };
-    let (lat, rate, enc) = match info.active_speed {
-        2 => (2500e-9, 5.0e9, 0.8),
-        4 => (1300e-9, 10.0e9, 0.8),
-        8 => (700e-9, 10.3125e9, 64.0 / 66.0),
-        16 => (700e-9, 14.0625e9, 64.0 / 66.0),
-        32 => (600e-9, 25.78125e9, 64.0 / 66.0),
-        64 => (600e-9, 25.78125e9 * 2.0, 64.0 / 66.0),
-        128 => (600e-9, 100e9, 64.0 / 66.0),
-        _ => (5000e-9, 2.5e9, 0.8),
-    };
-    let wire = width * rate * enc / 8.0;
-    let mtu = mtu_bytes(info.active_mtu).min(seg) as f64;
-    // BTH 12, the larger extended header 16, ICRC 4, VCRC 2, delimiter 2,
-    // LRH 8.
-    let extra = (12 + 16 + 4 + 2 + 2 + 8) as f64;
-    (wire * mtu / (mtu + extra), lat)
 }
 
 pub fn query(s: &UdIface, a: &mut uct_iface_attr_t) {

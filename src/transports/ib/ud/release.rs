@@ -38,10 +38,7 @@ pub const EXTRA_CAP_FLAGS: u64 = UCT_IFACE_FLAG_INTER_NODE;
 #[cfg(not(ucx_since_1_18))]
 pub const EXTRA_CAP_FLAGS: u64 = 0;
 
-/// The reason an `is_reachable` check failed (1.18's `_v2` reports it).
-pub fn reason(text: impl FnOnce() -> String) -> String {
-    crate::transports::ib::rc::release::reason(text)
-}
+pub use crate::core::release::reason;
 
 #[cfg(test)]
 mod tests {

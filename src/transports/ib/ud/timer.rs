@@ -73,8 +73,7 @@ pub fn start(iface: &Iface<UdIface>) {
         // SAFETY: the interface outlives the handler (removed in `stop`);
         // the descriptor is the interface's completion channel.
         let status = unsafe {
-            crate::ucs::ucs_async_set_event_handler(mode, fd, crate::ucs::EVENT_READ, Some(on_event), iface as *const _ as *mut c_void,
-                                                    ctx)
+            crate::ucs::set_event_handler(mode, fd, crate::ucs::EVENT_READ, on_event, iface as *const _ as *mut c_void, ctx)
         };
         if status == UCS_OK {
             iface.tl.async_fd.set(Some(fd));
@@ -92,29 +91,23 @@ fn start_timer(iface: &Iface<UdIface>) {
         crate::debug!("ud_verbs: no usable async context: timers run from progress only");
         return;
     };
-    // SAFETY: a plain libucs query.
-    let ticks = (iface.tl.p.async_tick * unsafe { crate::ucs::ucs_get_cpu_clocks_per_sec() }) as u64;
-    let mut id: c_int = -1;
+    let ticks = (iface.tl.p.async_tick * crate::ucs::clocks_per_sec()) as u64;
     // SAFETY: the interface outlives the timer (removed in `stop`).
-    let status = unsafe {
-        crate::ucs::ucs_async_add_timer(mode, ticks.max(1), Some(on_timer), iface as *const _ as *mut c_void, ctx,
-                                        &mut id)
-    };
-    if status != UCS_OK {
-        crate::debug!("ud_verbs: ucs_async_add_timer failed ({}): timers run from progress only", status);
-        return;
+    match unsafe { crate::ucs::add_timer(mode, ticks.max(1), on_timer, iface as *const _ as *mut c_void, ctx) } {
+        Ok(id) => iface.tl.async_timer.set(Some(id)),
+        Err(status) => {
+            crate::debug!("ud_verbs: ucs_async_add_timer failed ({}): timers run from progress only", status)
+        }
     }
-    iface.tl.async_timer.set(Some(id));
 }
 
 pub fn stop(iface: &Iface<UdIface>) {
+    // Our handler and timer; sync waits for a running callback.
     if let Some(fd) = iface.tl.async_fd.take() {
-        // SAFETY: our handler; sync waits for a running callback.
-        unsafe { crate::ucs::ucs_async_remove_handler(fd, 1) };
+        crate::ucs::remove_handler(fd, true);
     }
     if let Some(id) = iface.tl.async_timer.take() {
-        // SAFETY: our timer; sync waits for a running callback.
-        unsafe { crate::ucs::ucs_async_remove_handler(id, 1) };
+        crate::ucs::remove_handler(id, true);
     }
 }
 

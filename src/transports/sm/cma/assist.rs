@@ -139,11 +139,8 @@ impl Drop for Ring {
 }
 
 /// Process `pid`'s start time as libucs gives it (0: no such process).
-// (c_ulong is u64 here, narrower on 32-bit targets.)
-#[allow(clippy::useless_conversion)]
 pub fn start_time(pid: pid_t) -> u64 {
-    // SAFETY: libucs reads /proc/<pid>/stat; 0 when there is no such process.
-    u64::from(unsafe { ucs::ucs_sys_get_proc_create_time(pid) })
+    ucs::proc_create_time(pid)
 }
 
 // ---------------------------------------------------------------------------

@@ -153,13 +153,11 @@ pub struct CmaEp {
 }
 
 fn pid_ns_is_default() -> bool {
-    // SAFETY: plain libucs query.
-    unsafe { ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_PID) != 0 }
+    ucs::ns_is_default(ucs::UCS_SYS_NS_TYPE_PID)
 }
 
 fn pid_ns() -> u64 {
-    // SAFETY: plain libucs query.
-    unsafe { ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_PID) }
+    ucs::ns_id(ucs::UCS_SYS_NS_TYPE_PID)
 }
 
 fn ep_handle(ep: &Ep<CmaIface>) -> uct_ep_h {
@@ -422,8 +420,7 @@ impl Transport for CmaIface {
             return Err(UCS_ERR_UNREACHABLE);
         }
         let pid = addr.pid;
-        // SAFETY: libucs reads /proc/<pid>/stat.
-        let start_time = unsafe { ucs::ucs_sys_get_proc_create_time(pid) };
+        let start_time = ucs::proc_create_time(pid);
         if start_time == 0 {
             crate::diag!("cma: cannot get the start time of peer pid {} (gone?)", pid);
             return Err(UCS_ERR_ENDPOINT_TIMEOUT);
@@ -655,8 +652,7 @@ impl Transport for CmaIface {
             crate::error!("cma ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
             return UCS_ERR_INVALID_PARAM;
         }
-        // SAFETY: libucs reads /proc/<pid>/stat.
-        let now = unsafe { ucs::ucs_sys_get_proc_create_time(ep.tl.pid) };
+        let now = ucs::proc_create_time(ep.tl.pid);
         if now != ep.tl.start_time {
             crate::diag!("cma: peer pid {} is gone (start time {} != {})", ep.tl.pid, ep.tl.start_time, now);
             iface.hdr.schedule_ep_err(ep_handle(ep));

@@ -259,8 +259,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         }
         crate::debug!("mm ep: remote FIFO {:#x} mapped at {:p} len {}: head {} tail {} pid {}", seg_id, seg.address,
                       seg.length, rfifo.head().load(Ordering::Relaxed), rfifo.tail().load(Ordering::Relaxed), pid);
-        // SAFETY: libucs reads /proc/<pid>/stat.
-        let start = unsafe { ucs::ucs_sys_get_proc_create_time(pid) } as u64;
+        let start = ucs::proc_create_time(pid);
         if start == 0 {
             crate::diag!("mm: failed to get start time for pid {}", pid);
             s.md().mapper.detach(&seg);
@@ -524,8 +523,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         if flags != 0 {
             return UCS_ERR_INVALID_PARAM;
         }
-        // SAFETY: libucs reads /proc/<pid>/stat.
-        let now = unsafe { ucs::ucs_sys_get_proc_create_time(ep.tl.peer_pid) } as u64;
+        let now = ucs::proc_create_time(ep.tl.peer_pid);
         if now != ep.tl.peer_start {
             crate::diag!("mm: peer pid {} is gone (start time {} != {})", ep.tl.peer_pid, now, ep.tl.peer_start);
             iface.hdr.schedule_ep_err(ep as *const Ep<Self> as uct_ep_h);

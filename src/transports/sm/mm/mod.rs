@@ -24,7 +24,7 @@ pub mod posix;
 mod recv;
 pub mod sysv;
 #[cfg(test)]
-mod testutil;
+mod test_support;
 mod util;
 
 use crate::abi::*;

@@ -294,7 +294,7 @@ impl RkeyOps for Sysv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
+    use super::super::test_support::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
     use super::*;
     use crate::core::config::ConfigDesc;
 

@@ -44,10 +44,7 @@ pub struct GetEp {
 }
 
 fn local_pid_ns() -> u64 {
-    // SAFETY: plain libucs queries.
-    unsafe {
-        if ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_PID) != 0 { 0 } else { ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_PID) }
-    }
+    ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_PID).unwrap_or(0)
 }
 
 impl Transport for GetIface {

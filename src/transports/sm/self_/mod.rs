@@ -432,8 +432,7 @@ fn iface_open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &SelfIf
         Some(a) if a > 1 => (a, if params.am_align_offset < cfg.seg_size { params.am_align_offset } else { 0 }),
         _ => (64, 0),
     };
-    // SAFETY: ucs_generate_uuid only mixes the seed with time and randomness.
-    let id = unsafe { crate::ucs::ucs_generate_uuid(worker as *const WorkerObj as u64 ^ cfg as *const _ as u64) };
+    let id = crate::ucs::generate_uuid(worker as *const WorkerObj as u64 ^ cfg as *const _ as u64);
     let hdr = IfaceHeader::new(md, worker, params, &cfg.base, &INTERNAL);
     let tl = SelfIface { id, send_size: cfg.seg_size, align, align_offset, primary: Cell::new(None),
                          pool: RefCell::new(Vec::new()) };

@@ -7,12 +7,11 @@ use super::ep::INTERNAL;
 use super::progress::progress_cb;
 use super::watch::{self, Watch};
 use super::state::{free_internal, st, CmIface, CmState, SockCmTl};
-use super::super::{TIME_AUTO, TIME_INF};
 use super::proto::HDR_LEN;
 use crate::abi::*;
 use crate::core::cm::{CmImpl, ListenerImpl};
 use crate::core::component::{CmDesc, CmOpen, Component};
-use crate::core::config::{field, parser, Table};
+use crate::core::config::{field, parser, Table, TIME_AUTO, TIME_INF};
 use crate::core::iface::{Iface, IfaceHeader};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
@@ -173,9 +172,7 @@ fn handshake_timeout(t: u64) -> Option<Duration> {
     if t == TIME_AUTO {
         return Some(HANDSHAKE_TIMEOUT_AUTO);
     }
-    // SAFETY: plain libucs query.
-    let per_sec = unsafe { ucs::ucs_get_cpu_clocks_per_sec() };
-    let secs = t as f64 / per_sec;
+    let secs = ucs::clocks_to_secs(t);
     Some(if secs.is_finite() && secs > 0.0 { Duration::from_secs_f64(secs.min(1e9)) } else { Duration::ZERO })
 }
 

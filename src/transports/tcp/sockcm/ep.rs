@@ -10,7 +10,7 @@ use super::cm::SockCm;
 use super::state::{free_internal, ifname_of, next_id, pending, st, user_addr, Call, Callbacks, CmEp, CmIface,
                    CmState, EpState, SockCmEp, SockCmTl};
 use super::proto::Event;
-use super::wire::device_addr_of;
+use super::sockio::device_addr_of;
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
 use crate::sys::socket::Socket;

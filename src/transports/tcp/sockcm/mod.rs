@@ -29,7 +29,7 @@
 //! - `proto`: the message header and the protocol's rules as pure
 //!   functions (what a state may receive, the checks of a header, one step
 //!   of the receive side); public for the fuzz target `sockcm_wire`.
-//! - `wire`: sending and receiving messages on the sockets.
+//! - `sockio`: sending and receiving messages on the sockets.
 //! - `progress`: handling socket events and running the user callbacks;
 //!   the progress callback of a polled context.
 //! - `watch`: the CM's epoll set on the async thread.
@@ -52,11 +52,11 @@ mod cm;
 mod ep;
 mod listener;
 mod progress;
-mod state;
 #[doc(hidden)]
 pub mod proto;
+mod sockio;
+mod state;
 mod watch;
-mod wire;
 
 pub use cm::{SockCmConfig, CM};
 pub use state::{SockCmEp, SockCmTl};

@@ -4,7 +4,7 @@
 //! changes call for with no lock held.
 
 use super::state::{pending, st, Call, CmIface, SockCmTl};
-use super::wire::dev_name_array;
+use super::sockio::dev_name_array;
 use crate::abi::*;
 use crate::sys::epoll::poll_now;
 use libc::{c_uint, c_void};

@@ -1,7 +1,7 @@
 //! The sockcm protocol as pure functions: the message header, what an
 //! endpoint in a given state may receive, and the decision taken on the
 //! bytes received so far of the current message. No I/O and no global
-//! state: `wire` reads from the socket and calls [`step`]; the fuzz target
+//! state: `sockio` reads from the socket and calls [`step`]; the fuzz target
 //! `sockcm_wire` drives the same functions.
 //!
 //! A message is a 16-byte header (the private-data length as a native

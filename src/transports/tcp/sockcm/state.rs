@@ -5,8 +5,8 @@
 //! the device a connection runs on). Sockets are `crate::sys` values: an
 //! endpoint's or listener's socket closes when its state is dropped.
 
-use super::super::UNITS_AUTO;
 use crate::abi::*;
+use crate::core::config::UNITS_AUTO;
 use crate::core::iface::{Ep, Iface};
 use crate::sys::addr::SockAddr;
 use crate::sys::socket::Socket;

@@ -193,8 +193,7 @@ pub(super) unsafe fn start(iface: *const CmIface, async_ctx: *mut ucs_async_cont
     // SAFETY: the handler's argument is the iface, alive until `stop`
     // removes the handler (synchronously); the set stays open as long.
     let status = unsafe {
-        crate::ucs::ucs_async_set_event_handler(mode, w.fd(), crate::ucs::EVENT_READ, Some(on_events),
-                                                iface as *mut c_void, async_ctx)
+        crate::ucs::set_event_handler(mode, w.fd(), crate::ucs::EVENT_READ, on_events, iface as *mut c_void, async_ctx)
     };
     if status != UCS_OK {
         crate::diag!("tcp sockcm: the async thread does not watch the CM ({}); it runs from progress",
@@ -207,9 +206,9 @@ pub(super) unsafe fn start(iface: *const CmIface, async_ctx: *mut ucs_async_cont
 /// Stop watching (waits for a handler that is running to return).
 pub(super) fn stop(iface: &CmIface) {
     if let Some(w) = &iface.tl.watch {
-        // SAFETY: our handler, added by `start`; sync: it does not run
-        // after this returns.
-        unsafe { crate::ucs::ucs_async_remove_handler(w.fd(), 1) };
+        // Our handler, added by `start`; sync: it does not run after this
+        // returns.
+        crate::ucs::remove_handler(w.fd(), true);
     }
 }
 

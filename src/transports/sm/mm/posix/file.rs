@@ -64,8 +64,7 @@ pub(super) fn random_mmid() -> u64 {
     let seed = COUNTER.fetch_add(1, Ordering::Relaxed)
         ^ (std::process::id() as u64) << 32
         ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    // SAFETY: plain call into libucs, no pointers involved.
-    let v = unsafe { ucs::ucs_generate_uuid(seed) };
+    let v = ucs::generate_uuid(seed);
     (v ^ (v >> 32)) & 0xffff_ffff
 }
 

@@ -108,10 +108,8 @@ impl Posix {
         // that lives as long as the config.
         let dir = unsafe { CStr::from_ptr(cfg.dir) }.to_owned();
         let hugetlb_mode = HugetlbMode::from_config(cfg.hugetlb_mode)?;
-        // SAFETY: libucs namespace queries take a plain enum value.
-        let (pid_ns, pid_ns_default) = unsafe {
-            (ucs::ucs_sys_get_ns(ucs::UCS_SYS_NS_TYPE_PID), ucs::ucs_sys_ns_is_default(ucs::UCS_SYS_NS_TYPE_PID) != 0)
-        };
+        let (pid_ns, pid_ns_default) =
+            (ucs::ns_id(ucs::UCS_SYS_NS_TYPE_PID), ucs::ns_is_default(ucs::UCS_SYS_NS_TYPE_PID));
         Ok(Posix {
             use_shm_open: dir.as_bytes() == SHM_OPEN_DIR,
             dir,

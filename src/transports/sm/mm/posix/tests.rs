@@ -7,7 +7,7 @@ use super::file::*;
 use super::*;
 use std::os::unix::fs::MetadataExt;
 use crate::core::config::ConfigDesc;
-use crate::transports::sm::mm::testutil::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
+use crate::transports::sm::mm::test_support::{check, fill, hex, run_peer, unhex, Cfg, PEER_ENV};
 
 
 static DESC: ConfigDesc = ConfigDesc {

@@ -1,10 +1,12 @@
-//! Test helpers of the posix and sysv mapper tests: byte patterns, hex
-//! strings for passing keys through the environment, running one test of
-//! this binary as the peer process, and reading a memory-domain config.
+//! Test-only (compiled under `cfg(test)`): helpers of the posix and sysv
+//! mapper tests, which need the crate's internals and so stay unit tests:
+//! byte patterns, hex strings for passing keys through the environment,
+//! running one test of this binary as the peer process, and reading a
+//! memory-domain config.
 
 use crate::abi::*;
 use crate::core::config::{self, ConfigDesc, Table};
-use libc::{c_char, c_int, c_void};
+use libc::c_void;
 use once_cell::sync::Lazy;
 use std::ffi::CStr;
 use std::process::Command;
@@ -74,24 +76,8 @@ impl Cfg {
     }
     /// The options as `ucx_info -c` prints them (`UCX_<prefix>NAME=value` lines).
     pub(crate) fn print(&self, table: &Lazy<Table>, prefix: &CStr) -> String {
-        extern "C" {
-            fn ucs_config_parser_print_opts(stream: *mut libc::FILE, title: *const c_char, opts: *const c_void,
-                                            fields: *mut ucs_config_field_t, table_prefix: *const c_char,
-                                            prefix: *const c_char, flags: c_int);
-        }
-        let mut buf: *mut c_char = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: open_memstream/fclose manage `buf`, which we free after copying.
-        unsafe {
-            let f = libc::open_memstream(&mut buf, &mut size);
-            assert!(!f.is_null());
-            ucs_config_parser_print_opts(f, c"test".as_ptr(), self.opts, Lazy::force(table).as_ptr(),
-                                         prefix.as_ptr(), c"UCX_".as_ptr(), 1 /* CONFIG */);
-            libc::fclose(f);
-            let text = CStr::from_ptr(buf).to_string_lossy().into_owned();
-            libc::free(buf as *mut c_void);
-            text
-        }
+        // SAFETY: the tests pass the table the options block was read from.
+        unsafe { crate::ucs::parser::print_opts(self.opts, Lazy::force(table).as_ptr(), prefix) }
     }
 }
 

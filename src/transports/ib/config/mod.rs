@@ -29,7 +29,7 @@
 
 use super::release;
 use crate::abi::*;
-use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseMdConfig, ConfigArray, Table};
+use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseMdConfig, ConfigArray, Table, UNITS_AUTO};
 use crate::ucs;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use once_cell::sync::Lazy;
@@ -46,50 +46,37 @@ pub const RC_VERBS_CONFIG_PREFIX: &CStr = c"RC_VERBS_";
 // ---------------------------------------------------------------------------
 // Value parsers libucs has and core does not wrap.
 
-#[link(name = "ucs")]
-extern "C" {
-    fn ucs_config_sscanf_hex(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_sprintf_hex(buf: *mut c_char, max: usize, src: *const c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_sscanf_bitmap(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_sprintf_bitmap(buf: *mut c_char, max: usize, src: *const c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_help_bitmap(buf: *mut c_char, max: usize, arg: *const c_void);
-    fn ucs_config_sscanf_bw_spec(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_sprintf_bw_spec(buf: *mut c_char, max: usize, src: *const c_void, arg: *const c_void) -> c_int;
-    fn ucs_config_clone_bw_spec(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
-    fn ucs_config_release_bw_spec(ptr: *mut c_void, arg: *const c_void);
-    /// libucs's description of a list of strings (its own `STRING_ARRAY`).
-    static ucs_config_array_string: ucs_config_array_t;
-}
-
 /// Parsers of the ib tables beyond [`crate::core::config::parser`].
 pub mod parsers {
     use super::*;
 
     /// A 16-bit hexadecimal number (`0x...`) or "auto".
     pub fn hex() -> ucs_config_parser_t {
-        ucs::parser::value_parser(Some(ucs_config_sscanf_hex), Some(ucs_config_sprintf_hex), ucs::ucs_config_clone_uint,
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_hex), Some(ucs::ucs_config_sprintf_hex),
+                                  ucs::ucs_config_clone_uint,
                                   ucs::ucs_config_release_nop, ucs::ucs_config_help_generic,
                                   c"hex representation of a number or \"auto\"".as_ptr() as *const c_void)
     }
 
     /// A set of names out of `names` (NULL-terminated), stored as bits.
     pub fn bitmap(names: *const *const c_char) -> ucs_config_parser_t {
-        ucs::parser::value_parser(Some(ucs_config_sscanf_bitmap), Some(ucs_config_sprintf_bitmap),
-                                  ucs::ucs_config_clone_uint, ucs::ucs_config_release_nop, ucs_config_help_bitmap,
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_bitmap), Some(ucs::ucs_config_sprintf_bitmap),
+                                  ucs::ucs_config_clone_uint, ucs::ucs_config_release_nop, ucs::ucs_config_help_bitmap,
                                   names as *const c_void)
     }
 
     /// A comma-separated list of strings.
     pub fn string_array() -> ucs_config_parser_t {
-        let arg = std::ptr::addr_of!(ucs_config_array_string) as *const c_void;
+        let arg = std::ptr::addr_of!(ucs::ucs_config_array_string) as *const c_void;
         ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_array), Some(ucs::ucs_config_sprintf_array),
                                   ucs::ucs_config_clone_array, ucs::ucs_config_release_array,
                                   ucs::ucs_config_help_array, arg)
     }
 
     fn bw_spec() -> ucs_config_parser_t {
-        ucs::parser::value_parser(Some(ucs_config_sscanf_bw_spec), Some(ucs_config_sprintf_bw_spec),
-                                  ucs_config_clone_bw_spec, ucs_config_release_bw_spec, ucs::ucs_config_help_generic,
+        ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_bw_spec), Some(ucs::ucs_config_sprintf_bw_spec),
+                                  ucs::ucs_config_clone_bw_spec, ucs::ucs_config_release_bw_spec,
+                                  ucs::ucs_config_help_generic,
                                   c"device_name:<number>[T|G|M|K]B|b[[p|/]s] or device_name:auto".as_ptr()
                                       as *const c_void)
     }
@@ -176,9 +163,6 @@ pub static FENCE_NAMES: Names = Names(&[c"none".as_ptr(), c"weak".as_ptr(), c"au
 pub static FLUSH_MODE_NAMES: Names = Names(&[c"write0".as_ptr(), c"fc".as_ptr(), c"auto".as_ptr(),
                                              std::ptr::null()]);
 
-/// `UCS_MEMUNITS_AUTO` / `UCS_ULUNITS_AUTO` and the "inf" values.
-pub const UNITS_AUTO: c_ulong = c_ulong::MAX - 1;
-pub const UNITS_INF: c_ulong = c_ulong::MAX;
 /// What the hex parser stores for "auto".
 pub const HEX_AUTO: u16 = 0xfffe;
 

@@ -1,0 +1,86 @@
+//! What libucs knows about this host and its processes, as safe calls:
+//! the CPU clock rate (libucs's time values count its clocks), the host
+//! and namespace identities that addresses carry, process start times and
+//! unique ids; and, from 1.16, the system device behind a network device.
+
+use super::{ucs_generate_uuid, ucs_get_cpu_clocks_per_sec, ucs_get_system_id, ucs_sys_get_ns,
+            ucs_sys_get_proc_create_time, ucs_sys_ns_is_default};
+use libc::c_uint;
+
+/// CPU clocks per second, the unit of libucs's time values.
+pub fn clocks_per_sec() -> f64 {
+    // SAFETY: a libucs query without arguments.
+    unsafe { ucs_get_cpu_clocks_per_sec() }
+}
+
+/// A libucs time value (CPU clocks) in seconds.
+pub fn clocks_to_secs(t: u64) -> f64 {
+    t as f64 / clocks_per_sec()
+}
+
+/// libucs's identity of this host (from the boot id and host name).
+pub fn system_id() -> u64 {
+    // SAFETY: a libucs query without arguments.
+    unsafe { ucs_get_system_id() }
+}
+
+/// A unique 64-bit id mixed from `seed`, the time and the process.
+pub fn generate_uuid(seed: u64) -> u64 {
+    // SAFETY: a libucs function of a plain value.
+    unsafe { ucs_generate_uuid(seed) }
+}
+
+/// Whether this process is in the host's default namespace of `ns_type`
+/// (one of the `UCS_SYS_NS_TYPE_*` values).
+pub fn ns_is_default(ns_type: c_uint) -> bool {
+    // SAFETY: a libucs query of a plain value (an unknown type is refused
+    // there, not read out of bounds).
+    unsafe { ucs_sys_ns_is_default(ns_type) != 0 }
+}
+
+/// The inode of this process's namespace of `ns_type`.
+pub fn ns_id(ns_type: c_uint) -> u64 {
+    // SAFETY: as in `ns_is_default`.
+    unsafe { ucs_sys_get_ns(ns_type) }
+}
+
+/// This process's namespace of `ns_type` when it is not the host's
+/// default one (addresses carry it only then).
+pub fn ns_unless_default(ns_type: c_uint) -> Option<u64> {
+    (!ns_is_default(ns_type)).then(|| ns_id(ns_type))
+}
+
+/// When process `pid` started (libucs reads `/proc/<pid>/stat`; 0 when it
+/// cannot), to tell a live process from a later one with the same pid.
+// (c_ulong is u64 here, narrower on 32-bit targets.)
+#[allow(clippy::useless_conversion)]
+pub fn proc_create_time(pid: libc::pid_t) -> u64 {
+    // SAFETY: a libucs query of a plain value.
+    u64::from(unsafe { ucs_sys_get_proc_create_time(pid) })
+}
+
+/// The system device and PCI bandwidth behind network device `if_name`, as
+/// UCX's tcp transport finds them from 1.16 on (the device stays in
+/// libucs's topology table); `name_priority` ranks the name among those of
+/// the same device.
+#[cfg(ucx_since_1_16)]
+pub fn netif_topology(if_name: &std::ffi::CStr, name_priority: c_uint) -> (crate::abi::ucs_sys_device_t, f64) {
+    use super::{ucs_netif_get_lowest_device_path, ucs_topo_get_pci_bw, ucs_topo_get_sysfs_dev,
+                ucs_topo_resolve_sysfs_path};
+    use libc::c_char;
+    let mut lowest = vec![0 as c_char; libc::PATH_MAX as usize];
+    let mut resolved = vec![0 as c_char; libc::PATH_MAX as usize];
+    // SAFETY: NUL-terminated name; both buffers hold PATH_MAX bytes, the
+    // size libucs writes at most; the path returned points into `resolved`
+    // (or is NULL, which the topology calls accept).
+    unsafe {
+        let sysfs = if ucs_netif_get_lowest_device_path(if_name.as_ptr(), lowest.as_mut_ptr(), lowest.len())
+            == crate::abi::UCS_OK
+        {
+            ucs_topo_resolve_sysfs_path(lowest.as_ptr(), resolved.as_mut_ptr())
+        } else {
+            std::ptr::null()
+        };
+        (ucs_topo_get_sysfs_dev(if_name.as_ptr(), sysfs, name_priority), ucs_topo_get_pci_bw(if_name.as_ptr(), sysfs))
+    }
+}
