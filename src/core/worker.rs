@@ -9,7 +9,8 @@
 use crate::abi::*;
 use crate::core::registry::{self, Kind};
 use crate::ucs;
-use crate::ucs::async_block::mode_of;
+use crate::ucs::async_block::{mode_of, AsyncBlock};
+use crate::ucs::cbq as callbackq;
 use libc::{c_int, c_uint, c_void};
 use crate::sys::epoll::Timer;
 use std::cell::{Cell, UnsafeCell};
@@ -215,6 +216,41 @@ impl WorkerObj {
     pub fn progress_q(&self) -> *mut ucs_callbackq_t {
         // SAFETY: projecting a field of the cell's contents; nothing is read.
         unsafe { std::ptr::addr_of_mut!((*self.base.get()).progress_q) }
+    }
+
+    /// `uct_worker_progress_register_safe`: add `func(arg)` to the progress
+    /// queue unless `*id` already names a callback; `*id` gets its id.
+    /// Callable from any thread and from inside progress callbacks (the
+    /// queue has its own lock). As in UCX, the worker's async context is
+    /// blocked around the change, so it is serialised with the async
+    /// handlers and with code that holds the block.
+    ///
+    /// # Safety
+    /// `func` may be called with `arg` from any thread that progresses the
+    /// worker, until it is removed.
+    pub unsafe fn progress_register_safe(&self, func: ucs_callback_t, arg: *mut c_void, flags: c_uint,
+                                         id: &mut uct_worker_cb_id_t) {
+        if *id == UCS_CALLBACKQ_ID_NULL {
+            let _blocked = AsyncBlock::new(self.async_ctx);
+            // SAFETY: our live queue; the callback's contract is the
+            // caller's.
+            *id = unsafe { callbackq::add_safe(self.progress_q(), func, arg, flags) };
+        }
+    }
+
+    /// `uct_worker_progress_unregister_safe`: remove the callback `*id`
+    /// names (none: nothing to do) and reset `*id`. Thread-safe as
+    /// [`progress_register_safe`](Self::progress_register_safe).
+    pub fn progress_unregister_safe(&self, id: &mut uct_worker_cb_id_t) {
+        if *id != UCS_CALLBACKQ_ID_NULL {
+            {
+                let _blocked = AsyncBlock::new(self.async_ctx);
+                // SAFETY: our live queue; an id not from it is the
+                // caller's error, which libucs tolerates as UCX does.
+                unsafe { callbackq::remove_safe(self.progress_q(), *id) };
+            }
+            *id = UCS_CALLBACKQ_ID_NULL;
+        }
     }
 
     /// An operation of endpoint `ep` (any transport) is about to run: what
