@@ -10,7 +10,7 @@ use crate::abi::*;
 use crate::core::registry::{self, Kind};
 use crate::ucs;
 use crate::ucs::async_block::{mode_of, AsyncBlock};
-use crate::ucs::cbq as callbackq;
+use crate::ucs::callbackq as callbackq;
 use libc::{c_int, c_uint, c_void};
 use crate::sys::epoll::Timer;
 use std::cell::{Cell, UnsafeCell};

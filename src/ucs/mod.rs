@@ -11,7 +11,7 @@
 use crate::abi::*;
 
 pub mod async_block;
-pub mod cbq;
+pub mod callbackq;
 pub mod parser;
 pub mod rcache;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
@@ -39,7 +39,7 @@ extern "C" {
     // `ucx_info -c` and the "unused variable" check.
     pub static mut ucs_config_global_list: ucs_list_link_t;
 
-    // datastruct/callbackq.h (use the adapter in `cbq`, which hides the
+    // datastruct/callbackq.h (use the adapter in `callbackq`, which hides the
     // change of 1.16)
     pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
     pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);

@@ -5,7 +5,7 @@
 use super::header::{AddrLens, IfaceHeader};
 use super::trampolines::build_ops;
 use crate::abi::*;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::registry::{self, Kind};
 use libc::{c_int, c_void};
 

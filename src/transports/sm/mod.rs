@@ -30,7 +30,7 @@ pub mod self_;
 
 use crate::abi::*;
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, Table};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
 
@@ -183,13 +183,13 @@ pub mod device_addr {
     /// namespace), read word by word within the length we declared (a peer
     /// in another namespace kind fails the first word's test before a
     /// second word is read).
-    pub fn same_host(dev: crate::core::ops::PeerAddr<'_>) -> bool {
+    pub fn same_host(dev: crate::core::handles::PeerAddr<'_>) -> bool {
         reachable(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes))
     }
 
     /// [`same_host`] with the reason when not (the text of
     /// `uct_iface_is_reachable_v2`, where the release gives one).
-    pub fn check_host(dev: crate::core::ops::PeerAddr<'_>) -> Result<(), String> {
+    pub fn check_host(dev: crate::core::handles::PeerAddr<'_>) -> Result<(), String> {
         explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes), local())
     }
 
@@ -206,7 +206,7 @@ pub mod device_addr {
     }
 
     /// [`check_host`] of an address packed by [`pack_marked`] with `mark`.
-    pub fn check_host_marked(dev: crate::core::ops::PeerAddr<'_>, mark: u64) -> Result<(), String> {
+    pub fn check_host_marked(dev: crate::core::handles::PeerAddr<'_>, mark: u64) -> Result<(), String> {
         let mark = mark & !FLAG_NS;
         explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes).map(|w| if i == 0 { w ^ mark } else { w }),
                 local())

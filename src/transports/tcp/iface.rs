@@ -26,7 +26,7 @@ use super::{TcpIfaceConfig, TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::{HoldLock, WorkerObj};
 use crate::sys::addr::SockAddr;
 use crate::sys::epoll::{Epoll, Event, EV_READ};

@@ -9,7 +9,7 @@ use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
 use super::wire;
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::epoll::EV_WRITE;
 use crate::sys::io_errno_status;
 use crate::sys::socket::Io;

@@ -26,7 +26,7 @@ use crate::abi::*;
 use crate::core::component::IfaceOpen;
 use crate::core::iface::*;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use iface::RcIface;
 use crate::transports::ib::config::RcVerbsIfaceConfig;

@@ -7,7 +7,7 @@ use super::fc;
 use super::iface::RcIface;
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::verbs::raw;
 use crate::transports::ib::md::{memh_lkey, rkey_atomic, rkey_direct};
 

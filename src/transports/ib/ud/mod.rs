@@ -28,7 +28,7 @@ use crate::abi::*;
 use crate::core::component::IfaceOpen;
 use crate::core::iface::*;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::ib::config::UdVerbsIfaceConfig;
 use crate::transports::ib::rc::addr::IbDevAddr;

@@ -7,7 +7,7 @@ use super::neth::{self, Neth};
 use super::proto;
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::transports::ib::md::memh_lkey;
 
 type E = Ep<UdIface>;

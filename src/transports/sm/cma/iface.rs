@@ -27,7 +27,7 @@ use crate::core::iface::checks;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::log;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release::{self, PoolGrowth};
@@ -352,7 +352,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
     // its callback before it is freed (see `close`); add_safe is
     // thread-safe and allowed inside progress.
     unsafe {
-        ucs::cbq::add_safe(hdr.progress_q(), cb, iface as *mut c_void,
+        ucs::callbackq::add_safe(hdr.progress_q(), cb, iface as *mut c_void,
                                     UCS_CALLBACKQ_FLAG_FAST)
     }
 }
@@ -360,7 +360,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
 fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
     // SAFETY: `id` came from this worker's queue; remove_safe is
     // thread-safe and allowed inside progress (even inside this callback).
-    unsafe { ucs::cbq::remove_safe(hdr.progress_q(), id) };
+    unsafe { ucs::callbackq::remove_safe(hdr.progress_q(), id) };
 }
 
 impl Transport for CmaIface {
@@ -738,7 +738,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         // (an Arc in `own`) until `close` removes the callback; add_safe is
         // thread-safe.
         Some(o) => unsafe {
-            ucs::cbq::add_safe(hdr.progress_q(), Some(assist::progress_cb), Arc::as_ptr(o) as *mut c_void,
+            ucs::callbackq::add_safe(hdr.progress_q(), Some(assist::progress_cb), Arc::as_ptr(o) as *mut c_void,
                                UCS_CALLBACKQ_FLAG_FAST)
         },
         None => UCS_CALLBACKQ_ID_NULL,

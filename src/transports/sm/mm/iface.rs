@@ -15,7 +15,7 @@ use super::mapper::{Mapper, Segment};
 use super::md::MmMd;
 use crate::abi::*;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::socket::{unix_addr_from_raw, Io, MsgFlags, Socket};
 use crate::transports::sm;
 use crate::transports::sm::release::{self, MmOverheads};

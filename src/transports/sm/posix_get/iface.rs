@@ -14,7 +14,7 @@ use crate::abi::*;
 use crate::core::iface::checks;
 use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release;

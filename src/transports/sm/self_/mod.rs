@@ -11,7 +11,7 @@ use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdCon
 use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
 use crate::core::md::{FixedMemh, MdImpl, MdObj};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release;
