@@ -49,33 +49,40 @@ pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 
-/// The `Transport` methods of put, get and atomics over mapped memory,
-/// for transports whose rkeys map the target (self, posix, sysv). Expands
-/// inside an `impl Transport for X` block.
+/// [`transport_ops!`](crate::transport_ops) for transports whose rkeys map
+/// the target (self, posix, sysv): the methods given, plus put, get and
+/// atomics (32 and 64 bits) over mapped memory. Expands inside an
+/// `impl Transport for X` block; an `offered_if` clause may come first.
 #[macro_export]
 macro_rules! mapped_rma_ops {
-    () => {
-        fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
-            $crate::transports::sm::put_short(data, remote)
-        }
+    ($($rest:tt)*) => {
+        $crate::transport_ops! {
+            atomics: [32, 64];
+            $($rest)*
 
-        fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
-            $crate::transports::sm::put_bcopy(pack, remote)
-        }
+            fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+                $crate::transports::sm::put_short(data, remote)
+            }
 
-        fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                     _comp: Completion) -> ucs_status_t {
-            $crate::transports::sm::get_bcopy(unpack, length, remote)
-        }
+            fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+                $crate::transports::sm::put_bcopy(pack, remote)
+            }
 
-        fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
-                       remote: Remote) -> ucs_status_t {
-            $crate::transports::sm::atomic_post(op, width, value, remote)
-        }
+            fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                         _comp: Completion) -> ucs_status_t {
+                $crate::transports::sm::get_bcopy(unpack, length, remote)
+            }
 
-        fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                        remote: Remote, result: FetchResult, _comp: Completion) -> ucs_status_t {
-            $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
+            fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                           remote: Remote) -> ucs_status_t {
+                $crate::transports::sm::atomic_post(op, width, value, remote)
+            }
+
+            fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                            compare: u64, remote: Remote, result: FetchResult, _comp: Completion)
+                            -> ucs_status_t {
+                $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
+            }
         }
     };
 }
