@@ -10,7 +10,7 @@
 
 use ::uct::abi::*;
 use ::uct::core::md::MdImpl;
-use ::uct::core::ops::Completion;
+use ::uct::core::handles::Completion;
 use ::uct::transports::ib::md::{IbMd, MdParams, RcacheParams, RegMethod, DIRECT_REG_COST};
 use libc::c_void;
 

@@ -118,12 +118,12 @@ ab() {
         # The AM modes: libucp hands the transport active messages over its
         # limits when a send takes its request path (see the header); the
         # original refuses them with "Invalid am_... length" in the runs
-        # where that happens, ours with "... is beyond the limit". Which run
+        # where that happens, ours with "... exceeds the maximum". Which run
         # hits it is timing: ours' refusals are reported, not counted.
-        if grep -q ' am_[a-z_]*: length N is beyond the limit N$' "$T_WORK/lines.ours"; then
+        if grep -q ' am_[a-z_]*: length N exceeds the maximum N$' "$T_WORK/lines.ours"; then
             echo "# note: $name: libucp sent over the limits on LIBDIR, refused as the original does:" \
-                "$(grep ' is beyond the limit N$' "$T_WORK/lines.ours" | tr '\n' ';')"
-            grep -v ' am_[a-z_]*: length N is beyond the limit N$' "$T_WORK/lines.ours" > "$T_WORK/lines.tmp"
+                "$(grep ' exceeds the maximum N$' "$T_WORK/lines.ours" | tr '\n' ';')"
+            grep -v ' am_[a-z_]*: length N exceeds the maximum N$' "$T_WORK/lines.ours" > "$T_WORK/lines.tmp"
             mv "$T_WORK/lines.tmp" "$T_WORK/lines.ours"
         fi ;;
     esac

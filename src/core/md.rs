@@ -2,7 +2,7 @@
 //! implements.
 
 use crate::abi::*;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::core::component::Component;
 use crate::core::registry::{self, Kind};
 use libc::{c_char, c_void};

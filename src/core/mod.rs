@@ -3,7 +3,7 @@
 //! domains and transports, and their typed openers; [`md`] and [`worker`]
 //! are the objects behind `uct_md_h` and `uct_worker_h`; [`iface`] is the
 //! generic interface/endpoint (the vtable C dispatches through, the
-//! [`iface::Transport`] trait, the shared argument checks); [`ops`] the
+//! [`iface::Transport`] trait, the shared argument checks); [`handles`] the
 //! safe handles the data path hands transports (payloads, callbacks,
 //! completions, peer addresses); [`config`] and [`config_list`] the
 //! configuration tables, through libucs's parser; [`mem`] memory
@@ -20,11 +20,11 @@ pub mod cm;
 pub mod component;
 pub mod config;
 pub mod config_list;
+pub mod handles;
 pub mod iface;
 pub mod md;
 pub mod mem;
 pub mod memreg;
-pub mod ops;
 pub mod registry;
 pub mod release;
 pub mod worker;

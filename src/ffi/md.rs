@@ -2,7 +2,7 @@
 
 use super::{component_or_fail, entry, known_fields, md_or_fail, need};
 use crate::abi::*;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::core::registry::{self, Kind};
 use libc::{c_char, c_int, c_uint, c_void};
 

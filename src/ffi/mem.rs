@@ -163,7 +163,7 @@ entry! {
             // open until its memory is freed.
             match unsafe { MdObj::from_handle(m.md) } {
                 Some(md) => {
-                    let _ = md.imp.mem_dereg(m.memh, 0, crate::core::ops::Completion::none());
+                    let _ = md.imp.mem_dereg(m.memh, 0, crate::core::handles::Completion::none());
                 }
                 None => crate::error!("{}: md {:p} {}; its registration of {:p} is not released", FN, m.md,
                                       crate::core::registry::why_not(m.md, crate::core::registry::Kind::Md),

@@ -14,11 +14,11 @@ pub mod config;
 pub mod data;
 pub mod ep;
 pub mod iface;
-#[cfg(ucx_since_1_14)]
-pub mod later;
 pub mod load;
 pub mod md;
 pub mod mem;
+#[cfg(ucx_since_1_14)]
+pub mod since_1_14;
 pub mod worker;
 
 /// The value an export returns when its body failed unexpectedly.

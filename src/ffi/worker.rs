@@ -4,7 +4,6 @@ use super::{entry, need, worker_or_fail};
 use crate::abi::*;
 use crate::core::registry::{self, Kind};
 use crate::core::worker::WorkerObj;
-use crate::ucs;
 use libc::{c_uint, c_void};
 
 entry! {
@@ -45,16 +44,9 @@ entry! {
             return;
         }
         let w = worker_or_fail!(worker, ());
-        // SAFETY: id_p checked; the queue's own lock makes this safe from any
-        // thread and from inside callbacks.  As in UCX, the worker's async
-        // context is blocked around the change, so it is serialised with
-        // the async handlers and with code that holds the block.
-        unsafe {
-            if *id_p == UCS_CALLBACKQ_ID_NULL {
-                let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                *id_p = ucs::cbq::add_safe(w.progress_q(), func, arg, flags);
-            }
-        }
+        // SAFETY: id_p checked above; the callback and its argument are the
+        // caller's, as UCT's API documents them.
+        unsafe { w.progress_register_safe(func, arg, flags, &mut *id_p) };
     }
 }
 
@@ -65,15 +57,7 @@ entry! {
             return;
         }
         let w = worker_or_fail!(worker, ());
-        // SAFETY: as for register; the id came from this queue.
-        unsafe {
-            if *id_p != UCS_CALLBACKQ_ID_NULL {
-                {
-                    let _blocked = ucs::async_block::AsyncBlock::new(w.async_ctx);
-                    ucs::cbq::remove_safe(w.progress_q(), *id_p);
-                }
-                *id_p = UCS_CALLBACKQ_ID_NULL;
-            }
-        }
+        // SAFETY: id_p checked above.
+        w.progress_unregister_safe(unsafe { &mut *id_p });
     }
 }

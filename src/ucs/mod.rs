@@ -12,7 +12,7 @@ use crate::abi::*;
 
 pub mod async_block;
 pub mod async_handler;
-pub mod cbq;
+pub mod callbackq;
 pub mod host;
 pub mod parser;
 pub mod rcache;
@@ -43,7 +43,7 @@ extern "C" {
     // `ucx_info -c` and the "unused variable" check.
     pub static mut ucs_config_global_list: ucs_list_link_t;
 
-    // datastruct/callbackq.h (use the adapter in `cbq`, which hides the
+    // datastruct/callbackq.h (use the adapter in `callbackq`, which hides the
     // change of 1.16)
     pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
     pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);

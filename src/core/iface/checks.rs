@@ -1,6 +1,6 @@
 //! The argument checks of the send calls, written once for every transport:
-//! the active-message id, a length against the interface's maximum, an iov
-//! count against its limit. The happy path is one comparison, inlined; the
+//! the active-message id, a length against the interface's maximum (or a
+//! range), an iov count against its limit. The happy path is one comparison, inlined; the
 //! failure path is a cold `extern "C"` function (it cannot unwind, so the
 //! caller needs no landing pad and tail-calls it) that logs and returns
 //! `UCS_ERR_INVALID_PARAM`, as the C original's checks do.
@@ -61,6 +61,16 @@ pub fn length<T: Transport>(op: Op, len: usize, max: usize) -> Result<(), ucs_st
     }
 }
 
+/// A payload of `min` to `max` bytes.
+#[inline(always)]
+pub fn length_within<T: Transport>(op: Op, len: usize, min: usize, max: usize) -> Result<(), ucs_status_t> {
+    if len >= min && len <= max {
+        Ok(())
+    } else {
+        Err(range_error::<T>(op, len, min, max))
+    }
+}
+
 /// At most `max` iov entries.
 #[inline(always)]
 pub fn iov_count<T: Transport>(op: Op, cnt: usize, max: usize) -> Result<(), ucs_status_t> {
@@ -84,6 +94,13 @@ extern "C" fn am_id_error(id: u8) -> ucs_status_t {
 #[inline(never)]
 extern "C" fn length_error<T: Transport>(op: Op, len: usize, max: usize) -> ucs_status_t {
     crate::error!("{} {}: length {} exceeds the maximum {}", T::NAME, op.name(), len, max);
+    std::hint::black_box(UCS_ERR_INVALID_PARAM)
+}
+
+#[cold]
+#[inline(never)]
+extern "C" fn range_error<T: Transport>(op: Op, len: usize, min: usize, max: usize) -> ucs_status_t {
+    crate::error!("{} {}: length {} is outside {}..{}", T::NAME, op.name(), len, min, max);
     std::hint::black_box(UCS_ERR_INVALID_PARAM)
 }
 

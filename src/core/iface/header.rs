@@ -283,14 +283,14 @@ impl IfaceHeader {
         // SAFETY: the queue belongs to a live worker; add_safe is
         // thread-safe; the callback is removed if the ep dies first.
         unsafe {
-            ucs::cbq::oneshot_add(self.progress_q(), ep as *mut c_void, Some(cb), ep as *mut c_void);
+            ucs::callbackq::oneshot_add(self.progress_q(), ep as *mut c_void, Some(cb), ep as *mut c_void);
         }
     }
 
     /// Drop a pending [`schedule_ep_err`](Self::schedule_ep_err) for `ep`.
     pub fn cancel_ep_err(&self, ep: uct_ep_h) {
         // SAFETY: predicate-based removal on our worker's queue.
-        unsafe { ucs::cbq::oneshot_cancel(self.progress_q(), ep as *mut c_void, Some(is_ep_err_for), ep as *mut c_void) };
+        unsafe { ucs::callbackq::oneshot_cancel(self.progress_q(), ep as *mut c_void, Some(is_ep_err_for), ep as *mut c_void) };
     }
 
     /// Add or remove this interface's progress callback on the worker.
@@ -313,9 +313,9 @@ impl IfaceHeader {
             // its callback before it is freed (see iface close).
             self.prog_id.set(unsafe {
                 if thread_safe {
-                    ucs::cbq::add_safe(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
+                    ucs::callbackq::add_safe(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 } else {
-                    ucs::cbq::add(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
+                    ucs::callbackq::add(q, cb, me, UCS_CALLBACKQ_FLAG_FAST)
                 }
             });
         }
@@ -331,9 +331,9 @@ impl IfaceHeader {
             // SAFETY: prog_id was returned by the same queue.
             unsafe {
                 if thread_safe {
-                    ucs::cbq::remove_safe(q, self.prog_id.get())
+                    ucs::callbackq::remove_safe(q, self.prog_id.get())
                 } else {
-                    ucs::cbq::remove(q, self.prog_id.get())
+                    ucs::callbackq::remove(q, self.prog_id.get())
                 }
             }
             self.prog_id.set(UCS_CALLBACKQ_ID_NULL);

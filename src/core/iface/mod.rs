@@ -7,10 +7,11 @@
 //! the [`Transport`] trait: [`Iface<T>`] puts the vtable, the state common to
 //! every transport ([`IfaceHeader`]) and the transport's own state in one
 //! block, and the vtable is built from generic trampolines, one per slot.
-//! Slots a transport does not list in [`Transport::OPS`] get a stub that
-//! returns `UCS_ERR_UNSUPPORTED`, and the capability flags reported by
-//! `uct_iface_query` are masked by the same list, so a flag cannot claim an
-//! operation that is not there.
+//! Slots a transport does not implement (not in [`Transport::OPS`], which
+//! [`transport_ops!`](crate::transport_ops) derives from the methods the
+//! transport writes) get a stub that returns `UCS_ERR_UNSUPPORTED`, and the
+//! capability flags reported by `uct_iface_query` are masked by the same
+//! list, so a flag cannot claim an operation that is not there.
 //!
 //! Files: `header` (the common state), `transport` (the trait and the
 //! generic objects), `trampolines` (the vtable functions), `stubs` (the

@@ -1,12 +1,12 @@
 //! The `extern "C"` functions C reaches through the vtable, one per slot,
 //! generic over the transport: each turns raw arguments into the safe
-//! handles of `core::ops` and calls the [`Transport`] method.
+//! handles of `core::handles` and calls the [`Transport`] method.
 
 use super::header::{AddrLens, InternalOps};
 use super::stubs::unsupported_ops;
 use super::transport::*;
 use crate::abi::*;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use libc::{c_int, c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -5,7 +5,7 @@
 use super::header::{AddrLens, IfaceHeader};
 use super::trampolines::build_ops;
 use crate::abi::*;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::registry::{self, Kind};
 use libc::{c_int, c_void};
 
@@ -42,6 +42,92 @@ pub mod slot {
 /// Bit of a slot in [`Transport::OPS`].
 pub const fn op(slot: u32) -> u64 {
     1u64 << slot
+}
+
+/// The slots of `atomic_post` at operand width `bits` (32 or 64).
+pub const fn atomic_post_ops(bits: u32) -> u64 {
+    match bits {
+        32 => op(slot::EP_ATOMIC32_POST),
+        64 => op(slot::EP_ATOMIC64_POST),
+        _ => panic!("atomic operand widths are 32 and 64"),
+    }
+}
+
+/// The slots of `atomic_fetch` (cswap included) at operand width `bits`.
+pub const fn atomic_fetch_ops(bits: u32) -> u64 {
+    match bits {
+        32 => op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_FETCH),
+        64 => op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC64_FETCH),
+        _ => panic!("atomic operand widths are 32 and 64"),
+    }
+}
+
+/// The operations of a transport, declared once: written inside
+/// `impl Transport for X`, it takes the transport's methods and yields
+/// both them and [`Transport::OPS`], the set of vtable slots that dispatch
+/// to them (and so the capability flags the interface may report). A
+/// slot is in the set exactly when its method is written here, so the two
+/// cannot disagree; methods that are not optional slots (flush, fence,
+/// progress, ...) may be written here too and add nothing.
+///
+/// Optional clauses, in this order, before the methods:
+/// - `atomics: [32, 64];` the operand widths `atomic_post` and
+///   `atomic_fetch` serve (needed when either is written);
+/// - `offered_if(COND): [method, ...];` methods whose slots are left out
+///   (a stub answers) when `COND` is false: the method exists for every
+///   release, the operation only for some.
+#[macro_export]
+macro_rules! transport_ops {
+    (@go $ws:tt [$($cond:expr => [$($dn:ident),*])?]
+     $( $(#[$m:meta])* fn $name:ident ($($args:tt)*) $(-> $ret:ty)? $body:block )*) => {
+        const OPS: u64 = (0 $(| $crate::__transport_op_bits!($name, $ws))*)
+            $(& !(if $cond { 0 } else { 0 $(| $crate::__transport_op_bits!($dn, $ws))* }))?;
+        $( $(#[$m])* fn $name ($($args)*) $(-> $ret)? $body )*
+    };
+    (atomics: [$($w:literal),*]; offered_if($c:expr): [$($dn:ident),* $(,)?]; $($rest:tt)*) => {
+        $crate::transport_ops!(@go [$($w),*] [$c => [$($dn),*]] $($rest)*);
+    };
+    (atomics: [$($w:literal),*]; $($rest:tt)*) => {
+        $crate::transport_ops!(@go [$($w),*] [] $($rest)*);
+    };
+    (offered_if($c:expr): [$($dn:ident),* $(,)?]; $($rest:tt)*) => {
+        $crate::transport_ops!(@go [] [$c => [$($dn),*]] $($rest)*);
+    };
+    ($($rest:tt)*) => {
+        $crate::transport_ops!(@go [] [] $($rest)*);
+    };
+}
+
+/// The slots a method of [`transport_ops!`] fills (none for methods that
+/// are not optional slots).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __transport_op_bits {
+    (put_short, $w:tt) => { $crate::__transport_op_bits!(@ EP_PUT_SHORT) };
+    (put_bcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_PUT_BCOPY) };
+    (put_zcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_PUT_ZCOPY) };
+    (get_bcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_GET_BCOPY) };
+    (get_zcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_GET_ZCOPY) };
+    (am_short, $w:tt) => { $crate::__transport_op_bits!(@ EP_AM_SHORT) };
+    (am_short_iov, $w:tt) => { $crate::__transport_op_bits!(@ EP_AM_SHORT_IOV) };
+    (am_bcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_AM_BCOPY) };
+    (am_zcopy, $w:tt) => { $crate::__transport_op_bits!(@ EP_AM_ZCOPY) };
+    (pending_add, $w:tt) => { $crate::__transport_op_bits!(@ EP_PENDING_ADD) };
+    (pending_purge, $w:tt) => { $crate::__transport_op_bits!(@ EP_PENDING_PURGE) };
+    (ep_check, $w:tt) => { $crate::__transport_op_bits!(@ EP_CHECK) };
+    (ep_connect, $w:tt) => { $crate::__transport_op_bits!(@ EP_CONNECT) };
+    (ep_disconnect, $w:tt) => { $crate::__transport_op_bits!(@ EP_DISCONNECT) };
+    (cm_ep_conn_notify, $w:tt) => { $crate::__transport_op_bits!(@ CM_EP_CONN_NOTIFY) };
+    (ep_get_address, $w:tt) => { $crate::__transport_op_bits!(@ EP_GET_ADDRESS) };
+    (ep_connect_to_ep, $w:tt) => { $crate::__transport_op_bits!(@ EP_CONNECT_TO_EP) };
+    (event_fd_get, $w:tt) => { $crate::__transport_op_bits!(@ IFACE_EVENT_FD_GET) };
+    (event_arm, $w:tt) => { $crate::__transport_op_bits!(@ IFACE_EVENT_ARM) };
+    (atomic_post, []) => { compile_error!("atomic_post: say its operand widths (`atomics: [..];`)") };
+    (atomic_post, [$($w:literal),*]) => { (0 $(| $crate::core::iface::atomic_post_ops($w))*) };
+    (atomic_fetch, []) => { compile_error!("atomic_fetch: say its operand widths (`atomics: [..];`)") };
+    (atomic_fetch, [$($w:literal),*]) => { (0 $(| $crate::core::iface::atomic_fetch_ops($w))*) };
+    ($other:ident, $w:tt) => { 0 };
+    (@ $slot:ident) => { $crate::core::iface::op($crate::core::iface::slot::$slot) };
 }
 
 /// Interface capability flags and the slot each one needs.
@@ -146,13 +232,15 @@ pub struct EpParams<'a> {
 }
 
 /// What a transport implements. Every method has a default, so a transport
-/// writes only what it supports and lists those slots in `OPS`.
+/// writes only what it supports, inside [`transport_ops!`], which derives
+/// `OPS` from the methods written.
 #[allow(unused_variables)]
 pub trait Transport: Sized + 'static {
     type Ep: 'static;
     /// The transport's name in log lines.
     const NAME: &'static str;
-    /// Bitmask of implemented slots (see [`op`]).
+    /// Bitmask of implemented slots (see [`op`]); written by
+    /// [`transport_ops!`], never by hand.
     const OPS: u64;
     /// Whether [`Transport::progress`] has work to do.
     const HAS_PROGRESS: bool = true;
@@ -329,4 +417,55 @@ pub fn default_estimate_perf<T: Transport>(iface: &Iface<T>, perf: &mut uct_perf
         perf.max_inflight_eps = usize::MAX;
     }
     UCS_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Probe;
+
+    impl Transport for Probe {
+        type Ep = ();
+        const NAME: &'static str = "probe";
+
+        fn query(_iface: &Iface<Self>, _attr: &mut uct_iface_attr_t) {}
+
+        fn ep_create(_iface: &Iface<Self>, _params: &EpParams<'_>) -> Result<(), ucs_status_t> {
+            Ok(())
+        }
+
+        crate::transport_ops! {
+            atomics: [64];
+            offered_if(false): [am_bcopy];
+
+            fn am_short(_iface: &Iface<Self>, _ep: &Ep<Self>, _id: u8, _header: u64, _payload: &[u8])
+                        -> ucs_status_t {
+                UCS_OK
+            }
+
+            fn am_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, _id: u8, _pack: Pack, _flags: u32) -> isize {
+                0
+            }
+
+            fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, _op: AtomicOp, _width: Width, _value: u64,
+                            _compare: u64, _remote: Remote, _result: FetchResult, _comp: Completion)
+                            -> ucs_status_t {
+                UCS_OK
+            }
+
+            fn ep_flush(_iface: &Iface<Self>, _ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
+                UCS_OK
+            }
+        }
+    }
+
+    #[test]
+    fn ops_follow_the_methods_written() {
+        let want = op(slot::EP_AM_SHORT) | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC64_FETCH);
+        assert_eq!(Probe::OPS, want);
+        let flags = honest_flags(UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_ATOMIC_CPU,
+                                 Probe::OPS);
+        assert_eq!(flags, UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_ATOMIC_CPU);
+    }
 }

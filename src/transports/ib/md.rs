@@ -45,7 +45,7 @@
 
 use crate::abi::*;
 use crate::core::md::MdImpl;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::sys::verbs::{self, access, Context, Mr, Pd, PortInfo};
 pub use crate::ucs::rcache::RcacheParams;
 use crate::ucs::rcache::{self as rc, ucs_rcache_region_t, ucs_rcache_t, Rcache};

@@ -30,7 +30,7 @@ pub mod self_;
 
 use crate::abi::*;
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, Table};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
 
@@ -49,33 +49,40 @@ pub static SM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 
-/// The `Transport` methods of put, get and atomics over mapped memory,
-/// for transports whose rkeys map the target (self, posix, sysv). Expands
-/// inside an `impl Transport for X` block.
+/// [`transport_ops!`](crate::transport_ops) for transports whose rkeys map
+/// the target (self, posix, sysv): the methods given, plus put, get and
+/// atomics (32 and 64 bits) over mapped memory. Expands inside an
+/// `impl Transport for X` block; an `offered_if` clause may come first.
 #[macro_export]
 macro_rules! mapped_rma_ops {
-    () => {
-        fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
-            $crate::transports::sm::put_short(data, remote)
-        }
+    ($($rest:tt)*) => {
+        $crate::transport_ops! {
+            atomics: [32, 64];
+            $($rest)*
 
-        fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
-            $crate::transports::sm::put_bcopy(pack, remote)
-        }
+            fn put_short(_iface: &Iface<Self>, _ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+                $crate::transports::sm::put_short(data, remote)
+            }
 
-        fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                     _comp: Completion) -> ucs_status_t {
-            $crate::transports::sm::get_bcopy(unpack, length, remote)
-        }
+            fn put_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+                $crate::transports::sm::put_bcopy(pack, remote)
+            }
 
-        fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
-                       remote: Remote) -> ucs_status_t {
-            $crate::transports::sm::atomic_post(op, width, value, remote)
-        }
+            fn get_bcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                         _comp: Completion) -> ucs_status_t {
+                $crate::transports::sm::get_bcopy(unpack, length, remote)
+            }
 
-        fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                        remote: Remote, result: FetchResult, _comp: Completion) -> ucs_status_t {
-            $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
+            fn atomic_post(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                           remote: Remote) -> ucs_status_t {
+                $crate::transports::sm::atomic_post(op, width, value, remote)
+            }
+
+            fn atomic_fetch(_iface: &Iface<Self>, _ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64,
+                            compare: u64, remote: Remote, result: FetchResult, _comp: Completion)
+                            -> ucs_status_t {
+                $crate::transports::sm::atomic_fetch(op, width, value, compare, remote, result)
+            }
         }
     };
 }
@@ -179,13 +186,13 @@ pub mod device_addr {
     /// namespace), read word by word within the length we declared (a peer
     /// in another namespace kind fails the first word's test before a
     /// second word is read).
-    pub fn same_host(dev: crate::core::ops::PeerAddr<'_>) -> bool {
+    pub fn same_host(dev: crate::core::handles::PeerAddr<'_>) -> bool {
         reachable(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes))
     }
 
     /// [`same_host`] with the reason when not (the text of
     /// `uct_iface_is_reachable_v2`, where the release gives one).
-    pub fn check_host(dev: crate::core::ops::PeerAddr<'_>) -> Result<(), String> {
+    pub fn check_host(dev: crate::core::handles::PeerAddr<'_>) -> Result<(), String> {
         explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes), local())
     }
 
@@ -202,7 +209,7 @@ pub mod device_addr {
     }
 
     /// [`check_host`] of an address packed by [`pack_marked`] with `mark`.
-    pub fn check_host_marked(dev: crate::core::ops::PeerAddr<'_>, mark: u64) -> Result<(), String> {
+    pub fn check_host_marked(dev: crate::core::handles::PeerAddr<'_>, mark: u64) -> Result<(), String> {
         let mark = mark & !FLAG_NS;
         explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes).map(|w| if i == 0 { w ^ mark } else { w }),
                 local())

@@ -22,7 +22,7 @@
 use crate::abi::*;
 #[cfg(ucx_since_1_14)]
 use crate::core::config::{field, parser};
-use crate::core::ops::Remote;
+use crate::core::handles::Remote;
 use libc::c_void;
 use std::ffi::CStr;
 

@@ -23,7 +23,7 @@
 use super::iface::{epoll_set, TcpIface, I};
 use super::codec::{self, PutReq};
 use crate::abi::*;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::addr::SockAddr;
 use crate::sys::epoll::EV_READ;
 use crate::sys::socket::{Io, MsgFlags, Socket};

@@ -10,7 +10,7 @@ use super::proto::{self, CmCtx, CmEvent, Phase, Violation};
 use super::codec;
 use crate::abi::*;
 use crate::core::iface::EpParams;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::addr::{SockAddr, AF_INET, AF_INET6};
 use crate::sys::epoll::{EV_READ, EV_WRITE};
 use crate::sys::{errno_str, Errno};

@@ -25,9 +25,9 @@ use super::codec;
 use super::TcpIfaceConfig;
 use crate::abi::*;
 use crate::core::config::{TIME_AUTO, TIME_INF, UNITS_AUTO, UNITS_INF};
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
+use crate::core::iface::{Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::{HoldLock, WorkerObj};
 use crate::sys::addr::SockAddr;
 use crate::sys::epoll::{Epoll, Event, EV_READ};
@@ -199,10 +199,6 @@ fn ep_handle(ep: &Ep<TcpIface>) -> uct_ep_h {
 impl Transport for TcpIface {
     type Ep = TcpEp;
     const NAME: &'static str = "tcp";
-    const OPS: u64 = op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY) | op(slot::EP_AM_ZCOPY)
-        | op(slot::EP_PUT_ZCOPY) | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
-        | op(slot::EP_GET_ADDRESS) | op(slot::EP_CONNECT_TO_EP) | op(slot::IFACE_EVENT_FD_GET)
-        | op(slot::IFACE_EVENT_ARM);
 
     fn query(iface: &I, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
@@ -396,88 +392,90 @@ impl Transport for TcpIface {
         if iface.tl.outstanding() { UCS_INPROGRESS } else { UCS_OK }
     }
 
-    fn event_fd_get(iface: &I) -> Result<c_int, ucs_status_t> {
-        Ok(iface.tl.epoll.as_raw_fd())
-    }
-
-    fn event_arm(iface: &I, _events: u32) -> ucs_status_t {
-        // The epoll descriptor is readable whenever a socket has an event:
-        // it is always armed (as in UCX). Held messages go out before the
-        // caller sleeps.
-        let _locked = Self::guard(iface);
-        iface.tl.release_all_held(iface);
-        UCS_OK
-    }
-
-    #[inline]
-    fn am_short(iface: &I, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        let _locked = Self::send_guard(iface);
-        iface.tl.send_am_short(iface, Self::conn_of(ep), id, header, payload)
-    }
-
-    fn am_short_iov(iface: &I, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        let _locked = Self::send_guard(iface);
-        iface.tl.send_am_short_iov(iface, Self::conn_of(ep), id, iov)
-    }
-
-    fn am_bcopy(iface: &I, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
-        let _locked = Self::send_guard(iface);
-        iface.tl.send_am_bcopy(iface, Self::conn_of(ep), id, pack)
-    }
-
-    fn am_zcopy(iface: &I, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
-                comp: Completion) -> ucs_status_t {
-        let _locked = Self::send_guard(iface);
-        iface.tl.send_am_zcopy(iface, Self::conn_of(ep), id, header, iov, comp)
-    }
-
-    fn put_zcopy(iface: &I, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: Completion) -> ucs_status_t {
-        let _locked = Self::send_guard(iface);
-        iface.tl.send_put_zcopy(iface, Self::conn_of(ep), iov, remote, comp)
-    }
-
-    fn pending_add(iface: &I, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
-        let _locked = Self::guard(iface);
-        let conn = Self::conn_of(ep);
-        if iface.tl.check_tx(conn) == UCS_OK {
-            return UCS_ERR_BUSY;
+    crate::transport_ops! {
+        fn event_fd_get(iface: &I) -> Result<c_int, ucs_status_t> {
+            Ok(iface.tl.epoll.as_raw_fd())
         }
-        conn.pending.borrow_mut().push_back(req);
-        UCS_OK
-    }
 
-    fn pending_purge(iface: &I, ep: &Ep<Self>, cb: PurgeCb) {
-        let _locked = Self::guard(iface);
-        let conn = Self::conn_of(ep);
-        loop {
-            let Some(req) = conn.pending.borrow_mut().pop_front() else { break };
-            cb.call(req);
+        fn event_arm(iface: &I, _events: u32) -> ucs_status_t {
+            // The epoll descriptor is readable whenever a socket has an event:
+            // it is always armed (as in UCX). Held messages go out before the
+            // caller sleeps.
+            let _locked = Self::guard(iface);
+            iface.tl.release_all_held(iface);
+            UCS_OK
         }
-    }
 
-    fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        let _locked = Self::guard(iface);
-        iface.tl.flush_ep(iface, Self::conn_of(ep), flags, comp)
-    }
+        #[inline]
+        fn am_short(iface: &I, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+            let _locked = Self::send_guard(iface);
+            iface.tl.send_am_short(iface, Self::conn_of(ep), id, header, payload)
+        }
 
-    fn ep_check(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        let _locked = Self::guard(iface);
-        iface.tl.check_ep(iface, Self::conn_of(ep), flags, comp)
-    }
+        fn am_short_iov(iface: &I, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+            let _locked = Self::send_guard(iface);
+            iface.tl.send_am_short_iov(iface, Self::conn_of(ep), id, iov)
+        }
 
-    fn ep_get_address(iface: &I, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
-        out.write(&codec::encode_ep_addr(iface.tl.ifaddr.port, ep.tl.conn.cm_id.get()))
-    }
+        fn am_bcopy(iface: &I, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+            let _locked = Self::send_guard(iface);
+            iface.tl.send_am_bcopy(iface, Self::conn_of(ep), id, pack)
+        }
 
-    fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
-                        ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
-        let _locked = Self::guard(iface);
-        iface.tl.connect_to_ep(iface, Self::conn_of(ep), dev, ep_addr)
-    }
+        fn am_zcopy(iface: &I, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
+                    comp: Completion) -> ucs_status_t {
+            let _locked = Self::send_guard(iface);
+            iface.tl.send_am_zcopy(iface, Self::conn_of(ep), id, header, iov, comp)
+        }
 
-    fn ep_query(_iface: &I, _ep: &Ep<Self>, _attr: &mut uct_ep_attr_t) -> ucs_status_t {
-        UCS_ERR_UNSUPPORTED
+        fn put_zcopy(iface: &I, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     comp: Completion) -> ucs_status_t {
+            let _locked = Self::send_guard(iface);
+            iface.tl.send_put_zcopy(iface, Self::conn_of(ep), iov, remote, comp)
+        }
+
+        fn pending_add(iface: &I, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
+            let _locked = Self::guard(iface);
+            let conn = Self::conn_of(ep);
+            if iface.tl.check_tx(conn) == UCS_OK {
+                return UCS_ERR_BUSY;
+            }
+            conn.pending.borrow_mut().push_back(req);
+            UCS_OK
+        }
+
+        fn pending_purge(iface: &I, ep: &Ep<Self>, cb: PurgeCb) {
+            let _locked = Self::guard(iface);
+            let conn = Self::conn_of(ep);
+            loop {
+                let Some(req) = conn.pending.borrow_mut().pop_front() else { break };
+                cb.call(req);
+            }
+        }
+
+        fn ep_flush(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            let _locked = Self::guard(iface);
+            iface.tl.flush_ep(iface, Self::conn_of(ep), flags, comp)
+        }
+
+        fn ep_check(iface: &I, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            let _locked = Self::guard(iface);
+            iface.tl.check_ep(iface, Self::conn_of(ep), flags, comp)
+        }
+
+        fn ep_get_address(iface: &I, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
+            out.write(&codec::encode_ep_addr(iface.tl.ifaddr.port, ep.tl.conn.cm_id.get()))
+        }
+
+        fn ep_connect_to_ep(iface: &I, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
+                            ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
+            let _locked = Self::guard(iface);
+            iface.tl.connect_to_ep(iface, Self::conn_of(ep), dev, ep_addr)
+        }
+
+        fn ep_query(_iface: &I, _ep: &Ep<Self>, _attr: &mut uct_ep_attr_t) -> ucs_status_t {
+            UCS_ERR_UNSUPPORTED
+        }
     }
 }
 

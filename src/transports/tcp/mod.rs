@@ -53,7 +53,7 @@ use crate::core::config::{self, embed, field, parser, ArrayDesc, BaseIfaceConfig
 use crate::core::iface::IfaceParams;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::core::memreg::RegTable;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::core::worker::WorkerObj;
 use crate::sys::addr::{AF_INET, AF_INET6};
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};

@@ -19,7 +19,7 @@ use super::tx::COPY_HOLD_MAX;
 use super::codec::{self, PutReq};
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::io_errno_status;
 use crate::sys::socket::Io;
 use std::rc::Rc;

@@ -9,7 +9,8 @@ use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
 use super::codec;
 use crate::abi::*;
 use crate::core::iface::checks::{self, Op};
-use crate::core::ops::*;
+use crate::core::handles::*;
+use crate::core::worker::Holder;
 use crate::sys::epoll::EV_WRITE;
 use crate::sys::io_errno_status;
 use crate::sys::socket::Io;
@@ -33,13 +34,10 @@ fn hold_token(conn: &Rc<Conn>) -> *const c_void {
 /// while something is held (`TcpIface::guard`), so the interface's state
 /// (its connections, their counts and buffers) is never touched by two
 /// threads at once. On that thread it only sends (`WorkerObj::in_tick`).
-///
-/// # Safety
-/// `arg` is the live interface that registered it (see `send_buffered`).
-unsafe fn release_for_worker(arg: *const c_void) {
-    // SAFETY: see the function contract.
-    let iface = unsafe { &*(arg as *const I) };
-    iface.tl.release_all_held(iface);
+impl Holder for I {
+    fn send_held(&self) {
+        self.tl.release_all_held(self);
+    }
 }
 
 /// Calls of a pending request that answers UCS_INPROGRESS, in one dispatch.
@@ -239,10 +237,7 @@ impl TcpIface {
             // SAFETY: the interface unregisters (`unhold`) whenever what it
             // holds goes out, and before it closes; nothing below touches
             // the connection once the hold is made.
-            let held = unsafe {
-                worker.hold(hold_token(conn), release_for_worker, iface as *const I as *const c_void,
-                            self.cfg.hold_limit)
-            };
+            let held = unsafe { worker.hold(hold_token(conn), iface, self.cfg.hold_limit) };
             if !held {
                 self.release_held(iface, conn);
             }

@@ -12,7 +12,7 @@
 //! Endpoint address: a flags byte (bit 0: an atomic MR id byte follows,
 //! never set by the verbs md) and the QP number, 24 bits little endian.
 
-use crate::core::ops::PeerAddr;
+use crate::core::handles::PeerAddr;
 
 /// The longest device address a peer may send (InfiniBand form with every
 /// optional field).

@@ -14,7 +14,7 @@ use super::iface::RcIface;
 use super::params::FenceMode;
 use crate::abi::*;
 use crate::core::iface::Iface;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::verbs::{raw, Qp};
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -25,7 +25,7 @@ use crate::abi::*;
 use crate::core::component::IfaceOpen;
 use crate::core::iface::*;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use iface::RcIface;
 use crate::transports::ib::config::RcVerbsIfaceConfig;
@@ -54,12 +54,6 @@ fn ep_h(ep: &Ep<RcIface>) -> uct_ep_h {
 impl Transport for RcIface {
     type Ep = ep::RcEp;
     const NAME: &'static str = NAME;
-    const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_PUT_ZCOPY)
-        | op(slot::EP_GET_BCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV)
-        | op(slot::EP_AM_BCOPY) | op(slot::EP_AM_ZCOPY) | op(slot::EP_ATOMIC_CSWAP64)
-        | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC64_FETCH) | op(slot::EP_PENDING_ADD)
-        | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK) | op(slot::EP_GET_ADDRESS) | op(slot::EP_CONNECT_TO_EP)
-        | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM);
     const REACH_NEEDS_IFACE_ADDR: bool = false;
     const PEER_DEVICE_ADDR_MAX: usize = addr::DEV_ADDR_MAX;
 
@@ -124,93 +118,97 @@ impl Transport for RcIface {
         UCS_OK
     }
 
-    fn event_fd_get(iface: &Iface<Self>) -> Result<libc::c_int, ucs_status_t> {
-        Ok(iface.tl.channel.fd())
-    }
+    crate::transport_ops! {
+        atomics: [64];
 
-    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
-        iface::event_arm(iface, events)
-    }
-
-    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
-        open::estimate_perf(iface, perf)
-    }
-
-    fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        xfer::am_short(iface, ep, id, header, payload)
-    }
-    fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        xfer::am_short_iov(iface, ep, id, iov)
-    }
-    fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
-        xfer::am_bcopy(iface, ep, id, pack)
-    }
-    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
-                comp: Completion) -> ucs_status_t {
-        xfer::am_zcopy(iface, ep, id, header, iov, comp)
-    }
-    fn put_short(iface: &Iface<Self>, ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
-        xfer::put_short(iface, ep, data, remote)
-    }
-    fn put_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
-        xfer::put_bcopy(iface, ep, pack, remote)
-    }
-    fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote, comp: Completion)
-                 -> ucs_status_t {
-        xfer::put_zcopy(iface, ep, iov, remote, comp)
-    }
-    fn get_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
-                 comp: Completion) -> ucs_status_t {
-        xfer::get_bcopy(iface, ep, unpack, length, remote, comp)
-    }
-    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote, comp: Completion)
-                 -> ucs_status_t {
-        xfer::get_zcopy(iface, ep, iov, remote, comp)
-    }
-    fn atomic_post(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, remote: Remote)
-                   -> ucs_status_t {
-        xfer::atomic_post(iface, ep, op, width, value, remote)
-    }
-    fn atomic_fetch(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
-                    remote: Remote, result: FetchResult, comp: Completion) -> ucs_status_t {
-        xfer::atomic_fetch(iface, ep, op, width, value, compare, remote, result, comp)
-    }
-    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
-        let s = &iface.tl;
-        let mut st = ep.tl.st.borrow_mut();
-        // A failed endpoint would never run the request: BUSY sends the
-        // caller back to the operation, which reports the failure (the
-        // original answers BUSY there too, its resources being restored).
-        if st.failed.is_some() || st.has_tx_res(s) {
-            return UCS_ERR_BUSY;
+        fn event_fd_get(iface: &Iface<Self>) -> Result<libc::c_int, ucs_status_t> {
+            Ok(iface.tl.channel.fd())
         }
-        st.add_pending(s, ep::Pend::User(req), false);
-        UCS_OK
-    }
-    fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
-        let reqs: Vec<ep::Pend> = ep.tl.st.borrow_mut().pending.drain(..).collect();
-        for r in reqs {
-            if let ep::Pend::User(r) = r {
-                cb.call(r);
+
+        fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+            iface::event_arm(iface, events)
+        }
+
+        fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+            open::estimate_perf(iface, perf)
+        }
+
+        fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+            xfer::am_short(iface, ep, id, header, payload)
+        }
+        fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+            xfer::am_short_iov(iface, ep, id, iov)
+        }
+        fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+            xfer::am_bcopy(iface, ep, id, pack)
+        }
+        fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
+                    comp: Completion) -> ucs_status_t {
+            xfer::am_zcopy(iface, ep, id, header, iov, comp)
+        }
+        fn put_short(iface: &Iface<Self>, ep: &Ep<Self>, data: &[u8], remote: Remote) -> ucs_status_t {
+            xfer::put_short(iface, ep, data, remote)
+        }
+        fn put_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, pack: Pack, remote: Remote) -> isize {
+            xfer::put_bcopy(iface, ep, pack, remote)
+        }
+        fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote, comp: Completion)
+                     -> ucs_status_t {
+            xfer::put_zcopy(iface, ep, iov, remote, comp)
+        }
+        fn get_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, unpack: Unpack, length: usize, remote: Remote,
+                     comp: Completion) -> ucs_status_t {
+            xfer::get_bcopy(iface, ep, unpack, length, remote, comp)
+        }
+        fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote, comp: Completion)
+                     -> ucs_status_t {
+            xfer::get_zcopy(iface, ep, iov, remote, comp)
+        }
+        fn atomic_post(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, remote: Remote)
+                       -> ucs_status_t {
+            xfer::atomic_post(iface, ep, op, width, value, remote)
+        }
+        fn atomic_fetch(iface: &Iface<Self>, ep: &Ep<Self>, op: AtomicOp, width: Width, value: u64, compare: u64,
+                        remote: Remote, result: FetchResult, comp: Completion) -> ucs_status_t {
+            xfer::atomic_fetch(iface, ep, op, width, value, compare, remote, result, comp)
+        }
+        fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
+            let s = &iface.tl;
+            let mut st = ep.tl.st.borrow_mut();
+            // A failed endpoint would never run the request: BUSY sends the
+            // caller back to the operation, which reports the failure (the
+            // original answers BUSY there too, its resources being restored).
+            if st.failed.is_some() || st.has_tx_res(s) {
+                return UCS_ERR_BUSY;
+            }
+            st.add_pending(s, ep::Pend::User(req), false);
+            UCS_OK
+        }
+        fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
+            let reqs: Vec<ep::Pend> = ep.tl.st.borrow_mut().pending.drain(..).collect();
+            for r in reqs {
+                if let ep::Pend::User(r) = r {
+                    cb.call(r);
+                }
             }
         }
-    }
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        xfer::ep_flush(iface, ep, flags, comp)
-    }
-    fn ep_fence(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32) -> ucs_status_t {
-        ep.tl.st.borrow_mut().fence(&iface.tl);
-        UCS_OK
-    }
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        xfer::ep_check(iface, ep, flags, comp)
-    }
-    fn ep_get_address(_iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
-        out.write(&addr::pack_ep_addr(ep.tl.st.borrow().qpn))
-    }
-    fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
-                        ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
-        open::connect_to_ep(&iface.tl, ep, dev, ep_addr)
+        fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            xfer::ep_flush(iface, ep, flags, comp)
+        }
+        fn ep_fence(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32) -> ucs_status_t {
+            ep.tl.st.borrow_mut().fence(&iface.tl);
+            UCS_OK
+        }
+        fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            xfer::ep_check(iface, ep, flags, comp)
+        }
+        fn ep_get_address(_iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
+            out.write(&addr::pack_ep_addr(ep.tl.st.borrow().qpn))
+        }
+        fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
+                            ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
+            open::connect_to_ep(&iface.tl, ep, dev, ep_addr)
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::core::component::TlDevice;
 use crate::core::config::BaseIfaceConfig;
 use crate::core::iface::{Ep, Iface, IfaceHeader, IfaceParams};
 use crate::core::md::MdObj;
-use crate::core::ops::PeerAddr;
+use crate::core::handles::PeerAddr;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
 use crate::transports::ib::device::{link_lanes, mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock,

@@ -6,26 +6,13 @@ use super::ep::*;
 use super::fc;
 use super::iface::RcIface;
 use crate::abi::*;
+use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{Ep, Iface};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::verbs::raw;
 use crate::transports::ib::md::{memh_lkey, rkey_atomic, rkey_direct};
 
 type E = Ep<RcIface>;
-
-#[cold]
-#[inline(never)]
-fn too_long(what: &str, len: usize, max: usize) -> ucs_status_t {
-    crate::error!("rc_verbs {}: length {} is beyond the limit {}", what, len, max);
-    UCS_ERR_INVALID_PARAM
-}
-
-#[cold]
-#[inline(never)]
-fn bad_id(id: u8) -> ucs_status_t {
-    crate::error!("rc_verbs: invalid active message id {}", id);
-    UCS_ERR_INVALID_PARAM
-}
 
 /// Fill scatter/gather entries from a zero-copy iov (empty entries are
 /// skipped); the count, or an error for an unregistered buffer.
@@ -59,11 +46,11 @@ fn put_rkey(st: &mut EpState, iface: &RcIface, rkey: uct_rkey_t) -> u32 {
 
 pub fn am_short(iface: &Iface<RcIface>, ep: &E, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
-    if 8 + payload.len() > s.am_max_short() {
-        return too_long("am_short", payload.len() + 8, s.am_max_short());
+    if let Err(e) = checks::length::<RcIface>(Op::AmShort, 8 + payload.len(), s.am_max_short()) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     if let Err(e) = st.check_res(s) {
@@ -86,12 +73,12 @@ pub fn am_short(iface: &Iface<RcIface>, ep: &E, id: u8, header: u64, payload: &[
 
 pub fn am_short_iov(iface: &Iface<RcIface>, ep: &E, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
     let total = iov_total(iov);
-    if total > s.am_max_short().min(256) {
-        return too_long("am_short_iov", total, s.am_max_short().min(256));
+    if let Err(e) = checks::length::<RcIface>(Op::AmShortIov, total, s.am_max_short().min(256)) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     if let Err(e) = st.check_res(s) {
@@ -115,8 +102,8 @@ pub fn am_short_iov(iface: &Iface<RcIface>, ep: &E, id: u8, iov: &[uct_iov_t]) -
 
 pub fn am_bcopy(iface: &Iface<RcIface>, ep: &E, id: u8, pack: Pack) -> isize {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id) as isize;
+    if let Err(e) = checks::am_id(id) {
+        return e as isize;
     }
     {
         let mut st = state(ep).borrow_mut();
@@ -133,9 +120,9 @@ pub fn am_bcopy(iface: &Iface<RcIface>, ep: &E, id: u8, pack: Pack) -> isize {
     // header byte.
     let dst = unsafe { std::slice::from_raw_parts_mut(b.addr.add(1), room) };
     let len = pack.pack_into(dst);
-    if len > room {
+    if let Err(e) = checks::length::<RcIface>(Op::AmBcopy, len, room) {
         s.tx_pool.put(b);
-        return too_long("am_bcopy", len, room) as isize;
+        return e as isize;
     }
     let mut st = state(ep).borrow_mut();
     let bits = match (st.check_res(s), st.fc.check(&s.fc)) {
@@ -170,19 +157,19 @@ pub fn am_bcopy(iface: &Iface<RcIface>, ep: &E, id: u8, pack: Pack) -> isize {
 pub fn am_zcopy(iface: &Iface<RcIface>, ep: &E, id: u8, header: &[u8], iov: &[uct_iov_t], comp: Completion)
                 -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
     let max_hdr = s.d.short_desc_size - 1;
-    if header.len() > max_hdr {
-        return too_long("am_zcopy header", header.len(), max_hdr);
+    if let Err(e) = checks::length::<RcIface>(Op::AmZcopyHeader, header.len(), max_hdr) {
+        return e;
     }
-    if iov.len() > s.max_send_sge - 1 {
-        return too_long("am_zcopy iov count", iov.len(), s.max_send_sge - 1);
+    if let Err(e) = checks::iov_count::<RcIface>(Op::AmZcopy, iov.len(), s.max_send_sge - 1) {
+        return e;
     }
     let total = header.len() + iov_total(iov);
-    if total > s.p.seg_size - 1 {
-        return too_long("am_zcopy", total, s.p.seg_size - 1);
+    if let Err(e) = checks::length::<RcIface>(Op::AmZcopy, total, s.p.seg_size - 1) {
+        return e;
     }
     let mut sg = [sge(std::ptr::null(), 0, 0); 8];
     let n = match fill_iov(&mut sg[1..s.max_send_sge], iov, "am_zcopy") {
@@ -218,8 +205,8 @@ pub fn am_zcopy(iface: &Iface<RcIface>, ep: &E, id: u8, header: &[u8], iov: &[uc
 
 pub fn put_short(iface: &Iface<RcIface>, ep: &E, data: &[u8], remote: Remote) -> ucs_status_t {
     let s = &iface.tl;
-    if data.len() > s.max_inline {
-        return too_long("put_short", data.len(), s.max_inline);
+    if let Err(e) = checks::length::<RcIface>(Op::PutShort, data.len(), s.max_inline) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     if let Err(e) = st.check_res(s) {
@@ -244,9 +231,9 @@ pub fn put_bcopy(iface: &Iface<RcIface>, ep: &E, pack: Pack, remote: Remote) -> 
     let room = s.tx_pool.size();
     // SAFETY: the buffer holds seg_size bytes.
     let len = pack.pack_into(unsafe { std::slice::from_raw_parts_mut(b.addr, room) });
-    if len > room {
+    if let Err(e) = checks::length::<RcIface>(Op::PutBcopy, len, room) {
         s.tx_pool.put(b);
-        return too_long("put_bcopy", len, room) as isize;
+        return e as isize;
     }
     let mut st = state(ep).borrow_mut();
     if let Err(e) = st.check_res(s) {
@@ -270,21 +257,18 @@ pub fn put_bcopy(iface: &Iface<RcIface>, ep: &E, pack: Pack, remote: Remote) -> 
 }
 
 fn rdma_zcopy(iface: &Iface<RcIface>, ep: &E, opcode: u32, iov: &[uct_iov_t], remote: Remote, comp: Completion,
-              what: &str) -> ucs_status_t {
+              what: Op) -> ucs_status_t {
     let s = &iface.tl;
-    if iov.len() > s.max_send_sge {
-        return too_long(what, iov.len(), s.max_send_sge);
+    if let Err(e) = checks::iov_count::<RcIface>(what, iov.len(), s.max_send_sge) {
+        return e;
     }
     if opcode == WR_RDMA_READ {
-        let total = iov_total(iov);
-        if total < s.get_min_zcopy() || total > s.max_get_zcopy {
-            crate::error!("rc_verbs get_zcopy: length {} is outside {}..{}", total, s.get_min_zcopy(),
-                          s.max_get_zcopy);
-            return UCS_ERR_INVALID_PARAM;
+        if let Err(e) = checks::length_within::<RcIface>(what, iov_total(iov), s.get_min_zcopy(), s.max_get_zcopy) {
+            return e;
         }
     }
     let mut sg = [sge(std::ptr::null(), 0, 0); 8];
-    let n = match fill_iov(&mut sg[..s.max_send_sge], iov, what) {
+    let n = match fill_iov(&mut sg[..s.max_send_sge], iov, what.name()) {
         Ok(n) => n,
         Err(e) => return e,
     };
@@ -308,18 +292,18 @@ fn rdma_zcopy(iface: &Iface<RcIface>, ep: &E, opcode: u32, iov: &[uct_iov_t], re
 }
 
 pub fn put_zcopy(iface: &Iface<RcIface>, ep: &E, iov: &[uct_iov_t], remote: Remote, comp: Completion) -> ucs_status_t {
-    rdma_zcopy(iface, ep, WR_RDMA_WRITE, iov, remote, comp, "put_zcopy")
+    rdma_zcopy(iface, ep, WR_RDMA_WRITE, iov, remote, comp, Op::PutZcopy)
 }
 
 pub fn get_zcopy(iface: &Iface<RcIface>, ep: &E, iov: &[uct_iov_t], remote: Remote, comp: Completion) -> ucs_status_t {
-    rdma_zcopy(iface, ep, WR_RDMA_READ, iov, remote, comp, "get_zcopy")
+    rdma_zcopy(iface, ep, WR_RDMA_READ, iov, remote, comp, Op::GetZcopy)
 }
 
 pub fn get_bcopy(iface: &Iface<RcIface>, ep: &E, unpack: Unpack, length: usize, remote: Remote, comp: Completion)
                  -> ucs_status_t {
     let s = &iface.tl;
-    if length > s.p.seg_size {
-        return too_long("get_bcopy", length, s.p.seg_size);
+    if let Err(e) = checks::length::<RcIface>(Op::GetBcopy, length, s.p.seg_size) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     if let Err(e) = st.check_res(s) {

@@ -16,7 +16,7 @@ use super::neth::{self, Ctl, Neth};
 use super::proto;
 use crate::abi::*;
 use crate::core::iface::Iface;
-use crate::core::ops::PeerAddr;
+use crate::core::handles::PeerAddr;
 use crate::transports::ib::rc::addr::IbDevAddr;
 
 pub fn peer_key(dev: &IbDevAddr, qpn: u32) -> PeerKey {

@@ -9,7 +9,7 @@
 
 use super::window::{RxWin, TxWin};
 use crate::abi::*;
-use crate::core::ops::{Completion, PendingReq};
+use crate::core::handles::{Completion, PendingReq};
 use crate::sys::verbs::Ah;
 use std::cell::RefCell;
 use std::collections::VecDeque;

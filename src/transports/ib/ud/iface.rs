@@ -104,7 +104,7 @@ pub struct UdIface {
     /// Endpoints whose peer timed out, reported from the next progress.
     pub timeouts: RefCell<Vec<u32>>,
     /// User completions due, called once no endpoint state is borrowed.
-    pub done: RefCell<Vec<(crate::core::ops::Completion, ucs_status_t)>>,
+    pub done: RefCell<Vec<(crate::core::handles::Completion, ucs_status_t)>>,
     /// Active messages received by the async timer, in arrival order,
     /// delivered by the next progress: (buffer, length after the network
     /// header, AM id).

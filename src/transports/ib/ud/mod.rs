@@ -28,7 +28,7 @@ use crate::abi::*;
 use crate::core::component::IfaceOpen;
 use crate::core::iface::*;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::ib::config::UdVerbsIfaceConfig;
 use crate::transports::ib::rc::addr::IbDevAddr;
@@ -68,9 +68,6 @@ fn ep_h(ep: &Ep<UdIface>) -> uct_ep_h {
 impl Transport for UdIface {
     type Ep = UdEp;
     const NAME: &'static str = NAME;
-    const OPS: u64 = op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
-        | op(slot::EP_AM_ZCOPY) | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
-        | op(slot::EP_GET_ADDRESS) | op(slot::EP_CONNECT_TO_EP) | op(slot::IFACE_EVENT_ARM);
     const REACH_NEEDS_IFACE_ADDR: bool = false;
     const PEER_DEVICE_ADDR_MAX: usize = crate::transports::ib::rc::addr::DEV_ADDR_MAX;
 
@@ -166,57 +163,59 @@ impl Transport for UdIface {
         r
     }
 
-    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
-        let _g = guard(iface);
-        iface::event_arm(iface, events)
-    }
+    crate::transport_ops! {
+        fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+            let _g = guard(iface);
+            iface::event_arm(iface, events)
+        }
 
-    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
-        open::estimate_perf(iface, perf)
-    }
+        fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+            open::estimate_perf(iface, perf)
+        }
 
-    fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::am_short(iface, ep, id, header, payload)
-    }
-    fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::am_short_iov(iface, ep, id, iov)
-    }
-    fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
-        let _g = guard(iface);
-        xfer::am_bcopy(iface, ep, id, pack)
-    }
-    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
-                comp: Completion) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::am_zcopy(iface, ep, id, header, iov, comp)
-    }
-    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, flags: u32) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::pending_add(iface, ep, req, flags)
-    }
-    fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
-        let _g = guard(iface);
-        xfer::pending_purge(ep, cb)
-    }
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::ep_flush(iface, ep, flags, comp)
-    }
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
-        let _g = guard(iface);
-        xfer::ep_check(iface, ep)
-    }
-    fn ep_get_address(iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
-        let _g = guard(iface);
-        out.write(&neth::pack_ep_addr(iface.tl.qpn, ep.tl.st.borrow().id))
-    }
-    fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
-                        ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
-        let _g = guard(iface);
-        let r = conn::connect_to_ep(&iface.tl, &mut ep.tl.st.borrow_mut(), dev, ep_addr);
-        timer::send_owed_all(iface);
-        r
+        fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::am_short(iface, ep, id, header, payload)
+        }
+        fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::am_short_iov(iface, ep, id, iov)
+        }
+        fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+            let _g = guard(iface);
+            xfer::am_bcopy(iface, ep, id, pack)
+        }
+        fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], _flags: u32,
+                    comp: Completion) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::am_zcopy(iface, ep, id, header, iov, comp)
+        }
+        fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, flags: u32) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::pending_add(iface, ep, req, flags)
+        }
+        fn pending_purge(iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
+            let _g = guard(iface);
+            xfer::pending_purge(ep, cb)
+        }
+        fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::ep_flush(iface, ep, flags, comp)
+        }
+        fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
+            let _g = guard(iface);
+            xfer::ep_check(iface, ep)
+        }
+        fn ep_get_address(iface: &Iface<Self>, ep: &Ep<Self>, out: AddrOut) -> ucs_status_t {
+            let _g = guard(iface);
+            out.write(&neth::pack_ep_addr(iface.tl.qpn, ep.tl.st.borrow().id))
+        }
+        fn ep_connect_to_ep(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>,
+                            ep_addr: Option<PeerAddr<'_>>) -> ucs_status_t {
+            let _g = guard(iface);
+            let r = conn::connect_to_ep(&iface.tl, &mut ep.tl.st.borrow_mut(), dev, ep_addr);
+            timer::send_owed_all(iface);
+            r
+        }
     }
 }

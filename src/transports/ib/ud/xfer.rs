@@ -6,28 +6,15 @@ use super::iface::UdIface;
 use super::neth::{self, Neth};
 use super::proto;
 use crate::abi::*;
+use crate::core::iface::checks::{self, Op};
 use crate::core::iface::{Ep, Iface};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::transports::ib::md::memh_lkey;
 
 type E = Ep<UdIface>;
 
 fn state(ep: &E) -> &EpRef {
     &ep.tl.st
-}
-
-#[cold]
-#[inline(never)]
-fn too_long(what: &str, len: usize, max: usize) -> ucs_status_t {
-    crate::error!("ud_verbs {}: length {} is beyond the limit {}", what, len, max);
-    UCS_ERR_INVALID_PARAM
-}
-
-#[cold]
-#[inline(never)]
-fn bad_id(id: u8) -> ucs_status_t {
-    crate::error!("ud_verbs: invalid active message id {}", id);
-    UCS_ERR_INVALID_PARAM
 }
 
 /// Whether a new window packet may go out now.
@@ -64,11 +51,11 @@ fn finish(iface: &Iface<UdIface>) {
 
 pub fn am_short(iface: &Iface<UdIface>, ep: &E, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
-    if 16 + payload.len() > s.max_inline {
-        return too_long("am_short", payload.len(), s.max_inline.saturating_sub(16));
+    if let Err(e) = checks::length::<UdIface>(Op::AmShort, 16 + payload.len(), s.max_inline) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     let mut skb = match am_skb(s, &mut st, id, 0) {
@@ -89,12 +76,12 @@ pub fn am_short(iface: &Iface<UdIface>, ep: &E, id: u8, header: u64, payload: &[
 
 pub fn am_short_iov(iface: &Iface<UdIface>, ep: &E, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
     let total = iov_total(iov);
-    if 8 + total > s.max_inline {
-        return too_long("am_short_iov", total, s.max_inline.saturating_sub(8));
+    if let Err(e) = checks::length::<UdIface>(Op::AmShortIov, 8 + total, s.max_inline) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     let mut skb = match am_skb(s, &mut st, id, 0) {
@@ -113,8 +100,8 @@ pub fn am_short_iov(iface: &Iface<UdIface>, ep: &E, id: u8, iov: &[uct_iov_t]) -
 
 pub fn am_bcopy(iface: &Iface<UdIface>, ep: &E, id: u8, pack: Pack) -> isize {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id) as isize;
+    if let Err(e) = checks::am_id(id) {
+        return e as isize;
     }
     let mut st = state(ep).borrow_mut();
     let mut skb = match am_skb(s, &mut st, id, 0) {
@@ -127,9 +114,9 @@ pub fn am_bcopy(iface: &Iface<UdIface>, ep: &E, id: u8, pack: Pack) -> isize {
     // network header. The pack callback runs with no state borrowed.
     let dst = unsafe { std::slice::from_raw_parts_mut(skb.buf.addr.add(8), room) };
     let len = pack.pack_into(dst);
-    if len > room {
+    if let Err(e) = checks::length::<UdIface>(Op::AmBcopy, len, room) {
         s.tx_pool.put(skb.buf);
-        return too_long("am_bcopy", len, room) as isize;
+        return e as isize;
     }
     skb.len = 8 + len;
     let mut st = state(ep).borrow_mut();
@@ -142,12 +129,14 @@ pub fn am_bcopy(iface: &Iface<UdIface>, ep: &E, id: u8, pack: Pack) -> isize {
 pub fn am_zcopy(iface: &Iface<UdIface>, ep: &E, id: u8, header: &[u8], iov: &[uct_iov_t], comp: Completion)
                 -> ucs_status_t {
     let s = &iface.tl;
-    if id as usize >= UCT_AM_ID_MAX {
-        return bad_id(id);
+    if let Err(e) = checks::am_id(id) {
+        return e;
     }
     let max_hdr = super::release::max_hdr(s.seg_size);
-    if header.len() > max_hdr || 8 + header.len() > s.seg_size {
-        return too_long("am_zcopy header", header.len(), max_hdr);
+    // The header goes in the first segment after the 8-byte network header.
+    let max_hdr = max_hdr.min(s.seg_size.saturating_sub(8));
+    if let Err(e) = checks::length::<UdIface>(Op::AmZcopyHeader, header.len(), max_hdr) {
+        return e;
     }
     let mut list = Vec::with_capacity(iov.len());
     let mut lkeys = Vec::with_capacity(iov.len());
@@ -167,12 +156,11 @@ pub fn am_zcopy(iface: &Iface<UdIface>, ep: &E, id: u8, header: &[u8], iov: &[uc
         lkeys.push(lkey);
         total += len;
     }
-    if list.len() > s.zcopy_sge {
-        crate::error!("ud_verbs am_zcopy: {} iov entries, at most {}", list.len(), s.zcopy_sge);
-        return UCS_ERR_INVALID_PARAM;
+    if let Err(e) = checks::iov_count::<UdIface>(Op::AmZcopy, list.len(), s.zcopy_sge) {
+        return e;
     }
-    if 8 + total > s.seg_size {
-        return too_long("am_zcopy", total, s.seg_size - 8);
+    if let Err(e) = checks::length::<UdIface>(Op::AmZcopy, 8 + total, s.seg_size) {
+        return e;
     }
     let mut st = state(ep).borrow_mut();
     let mut skb = match am_skb(s, &mut st, id, neth::ACK_REQ) {

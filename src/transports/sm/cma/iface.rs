@@ -24,10 +24,10 @@ use super::xfer::{Failure, Op, Tx};
 use super::{md::CmaMd, CmaIfaceConfig, DEVICE_NAME};
 use crate::abi::*;
 use crate::core::iface::checks;
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
+use crate::core::iface::{Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::log;
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release::{self, PoolGrowth};
@@ -350,7 +350,7 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
     // its callback before it is freed (see `close`); add_safe is
     // thread-safe and allowed inside progress.
     unsafe {
-        ucs::cbq::add_safe(hdr.progress_q(), cb, iface as *mut c_void,
+        ucs::callbackq::add_safe(hdr.progress_q(), cb, iface as *mut c_void,
                                     UCS_CALLBACKQ_FLAG_FAST)
     }
 }
@@ -358,14 +358,12 @@ fn register_progress(hdr: &IfaceHeader, iface: uct_iface_h) -> c_int {
 fn unregister_progress(hdr: &IfaceHeader, id: c_int) {
     // SAFETY: `id` came from this worker's queue; remove_safe is
     // thread-safe and allowed inside progress (even inside this callback).
-    unsafe { ucs::cbq::remove_safe(hdr.progress_q(), id) };
+    unsafe { ucs::callbackq::remove_safe(hdr.progress_q(), id) };
 }
 
 impl Transport for CmaIface {
     type Ep = CmaEp;
     const NAME: &'static str = "cma";
-    const OPS: u64 = op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_PENDING_ADD)
-        | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK) | op(slot::IFACE_EVENT_ARM);
     /// Progress is registered by the operations themselves, not by
     /// `uct_iface_progress_enable`.
     const HAS_PROGRESS: bool = false;
@@ -607,57 +605,63 @@ impl Transport for CmaIface {
         if iface.tl.lock().idle() { UCS_OK } else { UCS_INPROGRESS }
     }
 
-    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
-        if events & UCT_EVENT_SEND_COMP != 0 && !iface.tl.lock().idle() {
-            return UCS_ERR_BUSY;
+    crate::transport_ops! {
+        fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+            if events & UCT_EVENT_SEND_COMP != 0 && !iface.tl.lock().idle() {
+                return UCS_ERR_BUSY;
+            }
+            UCS_OK
         }
-        UCS_OK
-    }
 
-    fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: Completion) -> ucs_status_t {
-        Self::submit(iface, ep, Op::Put, iov, remote, comp)
-    }
-
-    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 comp: Completion) -> ucs_status_t {
-        Self::submit(iface, ep, Op::Get, iov, remote, comp)
-    }
-
-    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
-        // put and get never run out of resources: there is never a reason to wait.
-        UCS_ERR_BUSY
-    }
-
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
-        let s = &iface.tl;
-        let mut guard = s.lock();
-        let st = &mut *guard;
-        if st.eps[ep.tl.slot].ops.is_empty() {
-            return UCS_OK;
+        fn put_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     comp: Completion) -> ucs_status_t {
+            Self::submit(iface, ep, Op::Put, iov, remote, comp)
         }
-        if !comp.is_none() {
-            let Some(mut tx) = s.get_tx(st) else {
-                return UCS_ERR_NO_MEMORY;
-            };
-            tx.load_flush(comp, ep_handle(ep));
-            // The endpoint has work, so it is scheduled already.
-            st.eps[ep.tl.slot].ops.push_back(tx);
-        }
-        UCS_INPROGRESS
-    }
 
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
-        if flags != 0 || !comp.is_none() {
-            crate::error!("cma ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
-            return UCS_ERR_INVALID_PARAM;
+        fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     comp: Completion) -> ucs_status_t {
+            Self::submit(iface, ep, Op::Get, iov, remote, comp)
         }
-        let now = ucs::proc_create_time(ep.tl.pid);
-        if now != ep.tl.start_time {
-            crate::diag!("cma: peer pid {} is gone (start time {} != {})", ep.tl.pid, ep.tl.start_time, now);
-            iface.hdr.schedule_ep_err(ep_handle(ep));
+
+        fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
+            // put and get never run out of resources: there is never a reason to wait.
+            UCS_ERR_BUSY
         }
-        UCS_OK
+
+        fn pending_purge(_iface: &Iface<Self>, _ep: &Ep<Self>, _cb: PurgeCb) {
+            // Nothing is ever queued (see `pending_add`): nothing to purge.
+        }
+
+        fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
+            let s = &iface.tl;
+            let mut guard = s.lock();
+            let st = &mut *guard;
+            if st.eps[ep.tl.slot].ops.is_empty() {
+                return UCS_OK;
+            }
+            if !comp.is_none() {
+                let Some(mut tx) = s.get_tx(st) else {
+                    return UCS_ERR_NO_MEMORY;
+                };
+                tx.load_flush(comp, ep_handle(ep));
+                // The endpoint has work, so it is scheduled already.
+                st.eps[ep.tl.slot].ops.push_back(tx);
+            }
+            UCS_INPROGRESS
+        }
+
+        fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, comp: Completion) -> ucs_status_t {
+            if flags != 0 || !comp.is_none() {
+                crate::error!("cma ep_check: unsupported flags {:#x} or completion {:p}", flags, comp);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            let now = ucs::proc_create_time(ep.tl.pid);
+            if now != ep.tl.start_time {
+                crate::diag!("cma: peer pid {} is gone (start time {} != {})", ep.tl.pid, ep.tl.start_time, now);
+                iface.hdr.schedule_ep_err(ep_handle(ep));
+            }
+            UCS_OK
+        }
     }
 }
 
@@ -734,7 +738,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         // (an Arc in `own`) until `close` removes the callback; add_safe is
         // thread-safe.
         Some(o) => unsafe {
-            ucs::cbq::add_safe(hdr.progress_q(), Some(assist::progress_cb), Arc::as_ptr(o) as *mut c_void,
+            ucs::callbackq::add_safe(hdr.progress_q(), Some(assist::progress_cb), Arc::as_ptr(o) as *mut c_void,
                                UCS_CALLBACKQ_FLAG_FAST)
         },
         None => UCS_CALLBACKQ_ID_NULL,

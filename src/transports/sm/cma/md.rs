@@ -15,7 +15,7 @@
 
 use crate::abi::*;
 use crate::core::md::{all_cpus, FixedMemh, MdImpl};
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::sys::{errno_str, vm};
 use libc::c_void;
 

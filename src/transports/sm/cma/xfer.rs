@@ -9,7 +9,7 @@
 //! The copies are [`crate::sys::vm`]'s.
 
 use crate::abi::*;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::sys::vm::{self, RemoteIoVec};
 use libc::{c_void, iovec, pid_t};
 

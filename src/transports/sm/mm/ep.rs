@@ -12,7 +12,7 @@ use super::mapper::{Mapper, RemoteSeg};
 use super::peer;
 use crate::abi::*;
 use crate::core::iface::{Ep, Iface};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::sys::socket::{Io, MsgFlags, UnixAddr};
 use crate::sys::Errno;
 use std::cell::{Cell, RefCell};

@@ -14,8 +14,8 @@ use super::fifo::{self, Fifo};
 use super::mapper::{Mapper, Segment};
 use super::md::MmMd;
 use crate::abi::*;
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
-use crate::core::ops::*;
+use crate::core::iface::{Ep, EpParams, Iface, Internal, InternalOps, Transport};
+use crate::core::handles::*;
 use crate::sys::socket::{unix_addr_from_raw, Io, MsgFlags, Socket};
 use crate::transports::sm;
 use crate::transports::sm::release::{self, MmOverheads};
@@ -98,17 +98,6 @@ fn split_iface_addr<'a>(addr: PeerAddr<'a>) -> Option<(u64, &'a [u8])> {
 impl<M: Mapper> Transport for MmIface<M> {
     type Ep = MmEp;
     const NAME: &'static str = "mm";
-    const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
-        | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
-        | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
-        | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
-        | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK)
-        | op(slot::IFACE_EVENT_FD_GET) | op(slot::IFACE_EVENT_ARM)
-        | if release::MM_ZERO_COPY {
-            op(slot::EP_PUT_ZCOPY) | op(slot::EP_GET_ZCOPY) | op(slot::EP_AM_ZCOPY)
-        } else {
-            0
-        };
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
         let s = &iface.tl;
@@ -340,195 +329,197 @@ impl<M: Mapper> Transport for MmIface<M> {
         UCS_OK
     }
 
-    fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> {
-        Ok(iface.tl.signal.fd())
-    }
+    crate::mapped_rma_ops! {
+        offered_if(release::MM_ZERO_COPY): [put_zcopy, get_zcopy, am_zcopy];
 
-    fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
-        let s = &iface.tl;
-        if events & UCT_EVENT_SEND_COMP != 0 && !s.pending_eps.borrow().is_empty() {
-            return UCS_ERR_BUSY;
+        fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> {
+            Ok(iface.tl.signal.fd())
         }
-        if events & UCT_EVENT_RECV == 0 {
-            return UCS_OK;
-        }
-        let head = s.fifo.head().load(Ordering::Acquire);
-        if head & !fifo::HEAD_EVENT_ARMED > s.read_index.get() {
-            return UCS_ERR_BUSY;
-        }
-        if head & fifo::HEAD_EVENT_ARMED == 0
-            && s.fifo.head().compare_exchange(head, head | fifo::HEAD_EVENT_ARMED, Ordering::AcqRel,
-                                             Ordering::Relaxed).is_err()
-        {
-            return UCS_ERR_BUSY;
-        }
-        // One datagram waiting means a wake-up came: the caller must poll.
-        let mut buf = [0u8; 32];
-        match s.signal.recv(&mut buf, MsgFlags::empty()) {
-            Io::Done(_) => UCS_ERR_BUSY,
-            Io::Closed => UCS_ERR_CONNECTION_RESET,
-            Io::Again => UCS_OK,
-            Io::Err(err) => {
-                crate::error!("mm: failed to read the signal socket: {}", crate::sys::errno_str(err as i32));
-                UCS_ERR_IO_ERROR
+
+        fn event_arm(iface: &Iface<Self>, events: u32) -> ucs_status_t {
+            let s = &iface.tl;
+            if events & UCT_EVENT_SEND_COMP != 0 && !s.pending_eps.borrow().is_empty() {
+                return UCS_ERR_BUSY;
+            }
+            if events & UCT_EVENT_RECV == 0 {
+                return UCS_OK;
+            }
+            let head = s.fifo.head().load(Ordering::Acquire);
+            if head & !fifo::HEAD_EVENT_ARMED > s.read_index.get() {
+                return UCS_ERR_BUSY;
+            }
+            if head & fifo::HEAD_EVENT_ARMED == 0
+                && s.fifo.head().compare_exchange(head, head | fifo::HEAD_EVENT_ARMED, Ordering::AcqRel,
+                                                 Ordering::Relaxed).is_err()
+            {
+                return UCS_ERR_BUSY;
+            }
+            // One datagram waiting means a wake-up came: the caller must poll.
+            let mut buf = [0u8; 32];
+            match s.signal.recv(&mut buf, MsgFlags::empty()) {
+                Io::Done(_) => UCS_ERR_BUSY,
+                Io::Closed => UCS_ERR_CONNECTION_RESET,
+                Io::Again => UCS_OK,
+                Io::Err(err) => {
+                    crate::error!("mm: failed to read the signal socket: {}", crate::sys::errno_str(err as i32));
+                    UCS_ERR_IO_ERROR
+                }
             }
         }
-    }
 
-    #[inline(always)]
-    fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        let s = &iface.tl;
-        if let Err(e) = checks::am_id(id) {
-            return e;
+        #[inline(always)]
+        fn am_short(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+            let s = &iface.tl;
+            if let Err(e) = checks::am_id(id) {
+                return e;
+            }
+            let total = payload.len() + 8;
+            if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.max_short) {
+                return e;
+            }
+            let head = match s.claim(iface, ep) {
+                Ok(h) => h,
+                Err(st) => return st,
+            };
+            let elem = ep.tl.fifo.elem(head);
+            let dst = elem.data();
+            // SAFETY: the claimed element is ours to fill; total <= max_short,
+            // the element's data capacity.
+            unsafe {
+                std::ptr::write_unaligned(dst as *mut u64, header);
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), dst.add(8), payload.len());
+            }
+            elem.set_length(total as u16);
+            s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
+            UCS_OK
         }
-        let total = payload.len() + 8;
-        if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.max_short) {
-            return e;
-        }
-        let head = match s.claim(iface, ep) {
-            Ok(h) => h,
-            Err(st) => return st,
-        };
-        let elem = ep.tl.fifo.elem(head);
-        let dst = elem.data();
-        // SAFETY: the claimed element is ours to fill; total <= max_short,
-        // the element's data capacity.
-        unsafe {
-            std::ptr::write_unaligned(dst as *mut u64, header);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), dst.add(8), payload.len());
-        }
-        elem.set_length(total as u16);
-        s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
-        UCS_OK
-    }
 
-    fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        let s = &iface.tl;
-        if let Err(e) = checks::am_id(id) {
-            return e;
+        fn am_short_iov(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+            let s = &iface.tl;
+            if let Err(e) = checks::am_id(id) {
+                return e;
+            }
+            let total = iov_total(iov);
+            if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.max_short) {
+                return e;
+            }
+            let head = match s.claim(iface, ep) {
+                Ok(h) => h,
+                Err(st) => return st,
+            };
+            let elem = ep.tl.fifo.elem(head);
+            // SAFETY: the claimed element's data area holds max_short bytes, and
+            // no one else touches it until it is published.
+            let dst = unsafe { std::slice::from_raw_parts_mut(elem.data(), s.max_short) };
+            let n = iov_gather(iov, &mut dst[..total]);
+            elem.set_length(n as u16);
+            s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
+            UCS_OK
         }
-        let total = iov_total(iov);
-        if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.max_short) {
-            return e;
-        }
-        let head = match s.claim(iface, ep) {
-            Ok(h) => h,
-            Err(st) => return st,
-        };
-        let elem = ep.tl.fifo.elem(head);
-        // SAFETY: the claimed element's data area holds max_short bytes, and
-        // no one else touches it until it is published.
-        let dst = unsafe { std::slice::from_raw_parts_mut(elem.data(), s.max_short) };
-        let n = iov_gather(iov, &mut dst[..total]);
-        elem.set_length(n as u16);
-        s.publish(&ep.tl, elem, head, fifo::FLAG_INLINE, id);
-        UCS_OK
-    }
 
-    fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
-        if let Err(e) = checks::am_id(id) {
-            return e as isize;
+        fn am_bcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, pack: Pack, flags: u32) -> isize {
+            if let Err(e) = checks::am_id(id) {
+                return e as isize;
+            }
+            if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
+                Self::ep_check(iface, ep, 0, Completion::none());
+            }
+            // SAFETY: the closure's pack callback writes into the peer's
+            // descriptor, which holds seg_size bytes, the bcopy limit the
+            // callback is bound to.
+            iface.tl.send_desc(iface, ep, id, |dst| unsafe { pack.pack_raw(dst) })
         }
-        if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
-            Self::ep_check(iface, ep, 0, Completion::none());
-        }
-        // SAFETY: the closure's pack callback writes into the peer's
-        // descriptor, which holds seg_size bytes, the bcopy limit the
-        // callback is bound to.
-        iface.tl.send_desc(iface, ep, id, |dst| unsafe { pack.pack_raw(dst) })
-    }
 
-    fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
-                _comp: Completion) -> ucs_status_t {
-        let s = &iface.tl;
-        if let Err(e) = checks::am_id(id) {
-            return e;
+        fn am_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, id: u8, header: &[u8], iov: &[uct_iov_t], flags: u32,
+                    _comp: Completion) -> ucs_status_t {
+            let s = &iface.tl;
+            if let Err(e) = checks::am_id(id) {
+                return e;
+            }
+            if let Err(e) = checks::length::<Self>(Op::AmZcopyHeader, header.len(), s.am_max_hdr()) {
+                return e;
+            }
+            let payload = iov_total(iov);
+            if let Err(e) = checks::length::<Self>(Op::AmZcopy, header.len() + payload, s.seg_size) {
+                return e;
+            }
+            if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
+                Self::ep_check(iface, ep, 0, Completion::none());
+            }
+            // The message is copied into the receiver's descriptor now, so the
+            // operation is complete when the call returns.
+            let r = s.send_desc(iface, ep, id, |dst| {
+                // SAFETY: the descriptor holds seg_size bytes, checked above to
+                // fit header and payload.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, header.len() + payload) };
+                out[..header.len()].copy_from_slice(header);
+                header.len() + iov_gather(iov, &mut out[header.len()..])
+            });
+            if r < 0 { r as ucs_status_t } else { UCS_OK }
         }
-        if let Err(e) = checks::length::<Self>(Op::AmZcopyHeader, header.len(), s.am_max_hdr()) {
-            return e;
-        }
-        let payload = iov_total(iov);
-        if let Err(e) = checks::length::<Self>(Op::AmZcopy, header.len() + payload, s.seg_size) {
-            return e;
-        }
-        if flags & UCT_SEND_FLAG_PEER_CHECK != 0 {
-            Self::ep_check(iface, ep, 0, Completion::none());
-        }
-        // The message is copied into the receiver's descriptor now, so the
-        // operation is complete when the call returns.
-        let r = s.send_desc(iface, ep, id, |dst| {
-            // SAFETY: the descriptor holds seg_size bytes, checked above to
-            // fit header and payload.
-            let out = unsafe { std::slice::from_raw_parts_mut(dst, header.len() + payload) };
-            out[..header.len()].copy_from_slice(header);
-            header.len() + iov_gather(iov, &mut out[header.len()..])
-        });
-        if r < 0 { r as ucs_status_t } else { UCS_OK }
-    }
 
-    fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 _comp: Completion) -> ucs_status_t {
-        if let Err(e) = checks::iov_count::<Self>(Op::PutZcopy, iov.len(), sm::MAX_IOV) {
-            return e;
+        fn put_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     _comp: Completion) -> ucs_status_t {
+            if let Err(e) = checks::iov_count::<Self>(Op::PutZcopy, iov.len(), sm::MAX_IOV) {
+                return e;
+            }
+            sm::put_zcopy(iov, remote)
         }
-        sm::put_zcopy(iov, remote)
-    }
 
-    fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 _comp: Completion) -> ucs_status_t {
-        if let Err(e) = checks::iov_count::<Self>(Op::GetZcopy, iov.len(), sm::MAX_IOV) {
-            return e;
+        fn get_zcopy(_iface: &Iface<Self>, _ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     _comp: Completion) -> ucs_status_t {
+            if let Err(e) = checks::iov_count::<Self>(Op::GetZcopy, iov.len(), sm::MAX_IOV) {
+                return e;
+            }
+            sm::get_zcopy(iov, remote)
         }
-        sm::get_zcopy(iov, remote)
-    }
 
-    crate::mapped_rma_ops!();
-
-    fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
-        let s = &iface.tl;
-        if !ep.tl.blocked.get() && ep.tl.pending.borrow().is_empty() && s.has_room(&ep.tl) {
-            return UCS_ERR_BUSY;
+        fn pending_add(iface: &Iface<Self>, ep: &Ep<Self>, req: PendingReq, _flags: u32) -> ucs_status_t {
+            let s = &iface.tl;
+            if !ep.tl.blocked.get() && ep.tl.pending.borrow().is_empty() && s.has_room(&ep.tl) {
+                return UCS_ERR_BUSY;
+            }
+            ep.tl.pending.borrow_mut().push_back(req);
+            s.schedule(ep);
+            UCS_OK
         }
-        ep.tl.pending.borrow_mut().push_back(req);
-        s.schedule(ep);
-        UCS_OK
-    }
 
-    fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
-        let reqs: Vec<_> = ep.tl.pending.borrow_mut().drain(..).collect();
-        for req in reqs {
-            if !cb.call(req) {
-                crate::warn!("mm ep: canceling user pending request {:p}", req.0);
+        fn pending_purge(_iface: &Iface<Self>, ep: &Ep<Self>, cb: PurgeCb) {
+            let reqs: Vec<_> = ep.tl.pending.borrow_mut().drain(..).collect();
+            for req in reqs {
+                if !cb.call(req) {
+                    crate::warn!("mm ep: canceling user pending request {:p}", req.0);
+                }
             }
         }
-    }
 
-    fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
-        let s = &iface.tl;
-        let e = &ep.tl;
-        if !s.has_room(e) {
-            if !e.pending.borrow().is_empty() {
-                return UCS_ERR_NO_RESOURCE;
-            }
-            Self::refresh_tail(e);
+        fn ep_flush(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32, _comp: Completion) -> ucs_status_t {
+            let s = &iface.tl;
+            let e = &ep.tl;
             if !s.has_room(e) {
-                return UCS_ERR_NO_RESOURCE;
+                if !e.pending.borrow().is_empty() {
+                    return UCS_ERR_NO_RESOURCE;
+                }
+                Self::refresh_tail(e);
+                if !s.has_room(e) {
+                    return UCS_ERR_NO_RESOURCE;
+                }
             }
+            fence(Ordering::Release);
+            UCS_OK
         }
-        fence(Ordering::Release);
-        UCS_OK
-    }
 
-    fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
-        if flags != 0 {
-            return UCS_ERR_INVALID_PARAM;
+        fn ep_check(iface: &Iface<Self>, ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
+            if flags != 0 {
+                return UCS_ERR_INVALID_PARAM;
+            }
+            let now = ucs::proc_create_time(ep.tl.peer_pid);
+            if now != ep.tl.peer_start {
+                crate::diag!("mm: peer pid {} is gone (start time {} != {})", ep.tl.peer_pid, now, ep.tl.peer_start);
+                iface.hdr.schedule_ep_err(ep as *const Ep<Self> as uct_ep_h);
+            }
+            UCS_OK
         }
-        let now = ucs::proc_create_time(ep.tl.peer_pid);
-        if now != ep.tl.peer_start {
-            crate::diag!("mm: peer pid {} is gone (start time {} != {})", ep.tl.peer_pid, now, ep.tl.peer_start);
-            iface.hdr.schedule_ep_err(ep as *const Ep<Self> as uct_ep_h);
-        }
-        UCS_OK
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::mapper::{Mapper, Segment};
 use crate::abi::*;
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::core::md::{all_cpus, MdImpl, MdObj};
 use crate::transports::sm::release;
 use libc::c_void;

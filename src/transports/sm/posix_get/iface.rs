@@ -12,9 +12,9 @@ use super::key::Key;
 use super::DEVICE_NAME;
 use crate::abi::*;
 use crate::core::iface::checks;
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
+use crate::core::iface::{Ep, EpParams, Iface, IfaceHeader, IfaceParams, Internal, InternalOps, Transport};
 use crate::core::md::MdObj;
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release;
@@ -50,8 +50,6 @@ fn local_pid_ns() -> u64 {
 impl Transport for GetIface {
     type Ep = GetEp;
     const NAME: &'static str = "posix_get";
-    const OPS: u64 = op(slot::EP_GET_ZCOPY) | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE)
-        | op(slot::IFACE_EVENT_ARM);
     const HAS_PROGRESS: bool = false;
 
     fn query(iface: &Iface<Self>, attr: &mut uct_iface_attr_t) {
@@ -124,42 +122,48 @@ impl Transport for GetIface {
                       iface.tl.bytes.load(Ordering::Relaxed));
     }
 
-    fn event_arm(_iface: &Iface<Self>, _events: u32) -> ucs_status_t {
-        UCS_OK
-    }
-
-    fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
-                 _comp: Completion) -> ucs_status_t {
-        if let Err(e) = checks::iov_count::<Self>(checks::Op::GetZcopy, iov.len(), sm::MAX_IOV) {
-            return e;
+    crate::transport_ops! {
+        fn event_arm(_iface: &Iface<Self>, _events: u32) -> ucs_status_t {
+            UCS_OK
         }
-        let total = iov.iter().map(|e| e.length.saturating_mul(e.count.max(1) as usize)).fold(0usize, usize::saturating_add);
-        // SAFETY: the rkey is one this component unpacked and the caller
-        // has not released (UCT contract); a value without the key's magic
-        // is refused.
-        let Some(key) = (unsafe { Key::of(remote.rkey) }) else {
-            crate::error!("posix_get: get_zcopy with rkey {:#x}, which is not a key of this transport", remote.rkey);
-            return UCS_ERR_INVALID_PARAM;
-        };
-        if key.creator.is_some_and(|pid| pid != ep.tl.pid) {
-            crate::error!("posix_get: get_zcopy through a key of pid {:?}'s segment on an endpoint to pid {}",
-                          key.creator, ep.tl.pid);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        let Some(src) = key.source(remote.addr, total) else {
-            crate::error!("posix_get: get_zcopy of {} bytes at {:#x} is outside the remote segment", total, remote.addr);
-            return UCS_ERR_INVALID_PARAM;
-        };
-        iface.tl.gets.fetch_add(1, Ordering::Relaxed);
-        iface.tl.bytes.fetch_add(total as u64, Ordering::Relaxed);
-        // The source lies inside the mapping (checked above); the
-        // destinations are the caller's iov entries.
-        sm::get_zcopy(iov, Remote::new(src as u64, 0))
-    }
 
-    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
-        // A get never runs out of resources: there is never a reason to wait.
-        UCS_ERR_BUSY
+        fn get_zcopy(iface: &Iface<Self>, ep: &Ep<Self>, iov: &[uct_iov_t], remote: Remote,
+                     _comp: Completion) -> ucs_status_t {
+            if let Err(e) = checks::iov_count::<Self>(checks::Op::GetZcopy, iov.len(), sm::MAX_IOV) {
+                return e;
+            }
+            let total = iov.iter().map(|e| e.length.saturating_mul(e.count.max(1) as usize)).fold(0usize, usize::saturating_add);
+            // SAFETY: the rkey is one this component unpacked and the caller
+            // has not released (UCT contract); a value without the key's magic
+            // is refused.
+            let Some(key) = (unsafe { Key::of(remote.rkey) }) else {
+                crate::error!("posix_get: get_zcopy with rkey {:#x}, which is not a key of this transport", remote.rkey);
+                return UCS_ERR_INVALID_PARAM;
+            };
+            if key.creator.is_some_and(|pid| pid != ep.tl.pid) {
+                crate::error!("posix_get: get_zcopy through a key of pid {:?}'s segment on an endpoint to pid {}",
+                              key.creator, ep.tl.pid);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            let Some(src) = key.source(remote.addr, total) else {
+                crate::error!("posix_get: get_zcopy of {} bytes at {:#x} is outside the remote segment", total, remote.addr);
+                return UCS_ERR_INVALID_PARAM;
+            };
+            iface.tl.gets.fetch_add(1, Ordering::Relaxed);
+            iface.tl.bytes.fetch_add(total as u64, Ordering::Relaxed);
+            // The source lies inside the mapping (checked above); the
+            // destinations are the caller's iov entries.
+            sm::get_zcopy(iov, Remote::new(src as u64, 0))
+        }
+
+        fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
+            // A get never runs out of resources: there is never a reason to wait.
+            UCS_ERR_BUSY
+        }
+
+        fn pending_purge(_iface: &Iface<Self>, _ep: &Ep<Self>, _cb: PurgeCb) {
+            // Nothing is ever queued (see `pending_add`): nothing to purge.
+        }
     }
 }
 

@@ -43,7 +43,7 @@ use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc,
 use crate::core::config::{self, embed, Table};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
-use crate::core::ops::Completion;
+use crate::core::handles::Completion;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm::mm::posix::{by_id, owned};
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};

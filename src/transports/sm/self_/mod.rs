@@ -9,9 +9,9 @@ use crate::abi::*;
 use crate::core::component::{self, Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed, field, parser, BaseIfaceConfig, BaseMdConfig, Table};
 use crate::core::iface::checks::{self, Op};
-use crate::core::iface::{op, slot, EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
+use crate::core::iface::{EpParams, Ep, Iface, IfaceHeader, IfaceParams, Internal, Transport};
 use crate::core::md::{FixedMemh, MdImpl, MdObj};
-use crate::core::ops::*;
+use crate::core::handles::*;
 use crate::core::worker::WorkerObj;
 use crate::transports::sm;
 use crate::transports::sm::release;
@@ -232,11 +232,6 @@ impl SelfIface {
 impl Transport for SelfIface {
     type Ep = ();
     const NAME: &'static str = "self";
-    const OPS: u64 = op(slot::EP_PUT_SHORT) | op(slot::EP_PUT_BCOPY) | op(slot::EP_GET_BCOPY)
-        | op(slot::EP_AM_SHORT) | op(slot::EP_AM_SHORT_IOV) | op(slot::EP_AM_BCOPY)
-        | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC_CSWAP32) | op(slot::EP_ATOMIC32_POST)
-        | op(slot::EP_ATOMIC64_POST) | op(slot::EP_ATOMIC32_FETCH) | op(slot::EP_ATOMIC64_FETCH)
-        | op(slot::EP_PENDING_ADD) | op(slot::EP_PENDING_PURGE) | op(slot::EP_CHECK);
     /// Delivery happens inside the send call; there is nothing to poll.
     const HAS_PROGRESS: bool = false;
 
@@ -319,82 +314,86 @@ impl Transport for SelfIface {
         status
     }
 
-    #[inline(always)]
-    fn am_short(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
-        if let Err(s) = checks::am_id(id) {
-            return s;
-        }
-        let s = &iface.tl;
-        let total = payload.len() + 8;
-        if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.send_size) {
-            return e;
-        }
-        if total <= SMALL {
-            // Small messages are staged on the stack: inline data is only
-            // valid during the handler call, so no buffer outlives it.
-            let mut small = [0u64; SMALL / 8];
-            let b = words_as_bytes(&mut small);
-            b[..8].copy_from_slice(&header.to_ne_bytes());
-            b[8..total].copy_from_slice(payload);
-            let status = iface.hdr.invoke_am(id, &mut b[..total], 0);
-            if status != UCS_OK {
-                handler_status(id, status);
+    crate::mapped_rma_ops! {
+        #[inline(always)]
+        fn am_short(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, header: u64, payload: &[u8]) -> ucs_status_t {
+            if let Err(s) = checks::am_id(id) {
+                return s;
             }
-            return UCS_OK;
-        }
-        let mut buf = s.take();
-        let b = buf.bytes(total);
-        b[..8].copy_from_slice(&header.to_ne_bytes());
-        b[8..].copy_from_slice(payload);
-        SelfIface::deliver(&iface.hdr, id, &mut buf, total);
-        s.give(buf);
-        UCS_OK
-    }
-
-    fn am_short_iov(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
-        if let Err(s) = checks::am_id(id) {
-            return s;
-        }
-        let s = &iface.tl;
-        let total = iov_total(iov);
-        if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.send_size) {
-            return e;
-        }
-        let mut buf = s.take();
-        let n = iov_gather(iov, buf.bytes(total));
-        SelfIface::deliver(&iface.hdr, id, &mut buf, n);
-        s.give(buf);
-        UCS_OK
-    }
-
-    fn am_bcopy(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
-        if let Err(s) = checks::am_id(id) {
-            return s as isize;
-        }
-        let s = &iface.tl;
-        let mut buf = s.take();
-        let len = pack.pack_into(buf.bytes(s.send_size));
-        if let Err(e) = checks::length::<Self>(Op::AmBcopy, len, s.send_size) {
+            let s = &iface.tl;
+            let total = payload.len() + 8;
+            if let Err(e) = checks::length::<Self>(Op::AmShort, total, s.send_size) {
+                return e;
+            }
+            if total <= SMALL {
+                // Small messages are staged on the stack: inline data is only
+                // valid during the handler call, so no buffer outlives it.
+                let mut small = [0u64; SMALL / 8];
+                let b = words_as_bytes(&mut small);
+                b[..8].copy_from_slice(&header.to_ne_bytes());
+                b[8..total].copy_from_slice(payload);
+                let status = iface.hdr.invoke_am(id, &mut b[..total], 0);
+                if status != UCS_OK {
+                    handler_status(id, status);
+                }
+                return UCS_OK;
+            }
+            let mut buf = s.take();
+            let b = buf.bytes(total);
+            b[..8].copy_from_slice(&header.to_ne_bytes());
+            b[8..].copy_from_slice(payload);
+            SelfIface::deliver(&iface.hdr, id, &mut buf, total);
             s.give(buf);
-            return e as isize;
+            UCS_OK
         }
-        SelfIface::deliver(&iface.hdr, id, &mut buf, len);
-        s.give(buf);
-        len as isize
-    }
 
-    crate::mapped_rma_ops!();
-
-    fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
-        // Sends never run out of resources, so there is never a reason to wait.
-        UCS_ERR_BUSY
-    }
-
-    fn ep_check(_iface: &Iface<Self>, _ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
-        if flags != 0 {
-            return UCS_ERR_INVALID_PARAM;
+        fn am_short_iov(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, iov: &[uct_iov_t]) -> ucs_status_t {
+            if let Err(s) = checks::am_id(id) {
+                return s;
+            }
+            let s = &iface.tl;
+            let total = iov_total(iov);
+            if let Err(e) = checks::length::<Self>(Op::AmShortIov, total, s.send_size) {
+                return e;
+            }
+            let mut buf = s.take();
+            let n = iov_gather(iov, buf.bytes(total));
+            SelfIface::deliver(&iface.hdr, id, &mut buf, n);
+            s.give(buf);
+            UCS_OK
         }
-        UCS_OK
+
+        fn am_bcopy(iface: &Iface<Self>, _ep: &Ep<Self>, id: u8, pack: Pack, _flags: u32) -> isize {
+            if let Err(s) = checks::am_id(id) {
+                return s as isize;
+            }
+            let s = &iface.tl;
+            let mut buf = s.take();
+            let len = pack.pack_into(buf.bytes(s.send_size));
+            if let Err(e) = checks::length::<Self>(Op::AmBcopy, len, s.send_size) {
+                s.give(buf);
+                return e as isize;
+            }
+            SelfIface::deliver(&iface.hdr, id, &mut buf, len);
+            s.give(buf);
+            len as isize
+        }
+
+        fn pending_add(_iface: &Iface<Self>, _ep: &Ep<Self>, _req: PendingReq, _flags: u32) -> ucs_status_t {
+            // Sends never run out of resources, so there is never a reason to wait.
+            UCS_ERR_BUSY
+        }
+
+        fn pending_purge(_iface: &Iface<Self>, _ep: &Ep<Self>, _cb: PurgeCb) {
+            // Nothing is ever queued (see `pending_add`): nothing to purge.
+        }
+
+        fn ep_check(_iface: &Iface<Self>, _ep: &Ep<Self>, flags: u32, _comp: Completion) -> ucs_status_t {
+            if flags != 0 {
+                return UCS_ERR_INVALID_PARAM;
+            }
+            UCS_OK
+        }
     }
 }
 

@@ -124,7 +124,7 @@ impl Drop for SockCm {
         if let Some(id) = self.prog_id {
             // SAFETY: the worker outlives the CMs opened on it; the id
             // came from the same queue.
-            unsafe { ucs::cbq::remove_safe((*self.worker).progress_q(), id) };
+            unsafe { ucs::callbackq::remove_safe((*self.worker).progress_q(), id) };
         }
         let tl = self.tl();
         let user_eps = {
@@ -218,7 +218,7 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
     } else {
         // SAFETY: the worker's queue is live; add_safe may be called from
         // any thread; the callback is removed before the iface is freed.
-        Some(unsafe { ucs::cbq::add_safe(worker.progress_q(), Some(progress_cb), iface as *mut c_void, 0) })
+        Some(unsafe { ucs::callbackq::add_safe(worker.progress_q(), Some(progress_cb), iface as *mut c_void, 0) })
     };
     crate::debug!("tcp sockcm: created cm iface {:p} (private data up to {} bytes, {})", iface,
                   cfg.priv_data_len.saturating_add(HDR_LEN),

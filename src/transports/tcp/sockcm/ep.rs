@@ -12,7 +12,7 @@ use super::state::{free_internal, ifname_of, next_id, pending, st, user_addr, Ca
 use super::proto::Event;
 use super::sockio::device_addr_of;
 use crate::abi::*;
-use crate::core::iface::{op, slot, Ep, EpParams, Iface, Internal, InternalOps, Transport};
+use crate::core::iface::{Ep, EpParams, Iface, Internal, InternalOps, Transport};
 use crate::sys::socket::Socket;
 use crate::sys::{connect_errno_status, errno_str, Errno};
 
@@ -340,7 +340,6 @@ impl SockCm {
 impl Transport for SockCmTl {
     type Ep = SockCmEp;
     const NAME: &'static str = "tcp_sockcm";
-    const OPS: u64 = op(slot::EP_CONNECT) | op(slot::EP_DISCONNECT) | op(slot::CM_EP_CONN_NOTIFY);
     const HAS_PROGRESS: bool = false;
 
     fn query(_iface: &Iface<Self>, _attr: &mut uct_iface_attr_t) {}
@@ -382,92 +381,94 @@ impl Transport for SockCmTl {
         UCS_OK
     }
 
-    fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
-        let (data, len) = match params {
-            Some(p) => (
-                if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
-                if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
-            ),
-            None => (std::ptr::null(), 0),
-        };
-        let tl = &iface.tl;
-        let mut s = tl.lock();
-        let id = ep.tl.id;
-        let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
-        if e.flags & st::CLIENT == 0 || e.flags & st::PACKED != 0 {
-            crate::error!("tcp sockcm: uct_ep_connect on {} ep {:p} that {}", e.side(), e.handle,
-                          if e.flags & st::CLIENT == 0 { "is not a client" } else { "already sent its data" });
-            return UCS_ERR_INVALID_PARAM;
+    crate::transport_ops! {
+        fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
+            let (data, len) = match params {
+                Some(p) => (
+                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
+                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
+                ),
+                None => (std::ptr::null(), 0),
+            };
+            let tl = &iface.tl;
+            let mut s = tl.lock();
+            let id = ep.tl.id;
+            let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
+            if e.flags & st::CLIENT == 0 || e.flags & st::PACKED != 0 {
+                crate::error!("tcp sockcm: uct_ep_connect on {} ep {:p} that {}", e.side(), e.handle,
+                              if e.flags & st::CLIENT == 0 { "is not a client" } else { "already sent its data" });
+                return UCS_ERR_INVALID_PARAM;
+            }
+            if len > tl.priv_data_len {
+                crate::error!("tcp sockcm: {} bytes of private data, at most {}", len, tl.priv_data_len);
+                e.flags |= st::UPPER_CB_FAILED;
+                return UCS_ERR_BUFFER_TOO_SMALL;
+            }
+            if len > 0 && data.is_null() {
+                crate::error!("tcp sockcm: NULL private data of {} bytes", len);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            let bytes = if len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: the caller passes `len` readable bytes at `data` (checked non-NULL).
+                unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec()
+            };
+            e.flags |= st::PACKED;
+            // A broken connection shows on the next poll and is reported there.
+            let _ = tl.queue_msg(&mut s, id, &bytes, UCS_OK);
+            tl.sync(&mut s, id);
+            UCS_OK
         }
-        if len > tl.priv_data_len {
-            crate::error!("tcp sockcm: {} bytes of private data, at most {}", len, tl.priv_data_len);
-            e.flags |= st::UPPER_CB_FAILED;
-            return UCS_ERR_BUFFER_TOO_SMALL;
-        }
-        if len > 0 && data.is_null() {
-            crate::error!("tcp sockcm: NULL private data of {} bytes", len);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        let bytes = if len == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the caller passes `len` readable bytes at `data` (checked non-NULL).
-            unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec()
-        };
-        e.flags |= st::PACKED;
-        // A broken connection shows on the next poll and is reported there.
-        let _ = tl.queue_msg(&mut s, id, &bytes, UCS_OK);
-        tl.sync(&mut s, id);
-        UCS_OK
-    }
 
-    fn ep_disconnect(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32) -> ucs_status_t {
-        let mut s = iface.tl.lock();
-        let Some(e) = s.eps.get_mut(&ep.tl.id) else { return UCS_ERR_INVALID_PARAM };
-        if e.flags & st::FAILED != 0 && e.flags & st::DISCONNECTED == 0 {
-            return UCS_ERR_NOT_CONNECTED;
-        }
-        if e.flags & st::DISCONNECTING != 0 {
-            if e.flags & st::DISCONNECTED != 0 {
-                crate::error!("tcp sockcm: uct_ep_disconnect called twice on disconnected ep {:p}", e.handle);
+        fn ep_disconnect(iface: &Iface<Self>, ep: &Ep<Self>, _flags: u32) -> ucs_status_t {
+            let mut s = iface.tl.lock();
+            let Some(e) = s.eps.get_mut(&ep.tl.id) else { return UCS_ERR_INVALID_PARAM };
+            if e.flags & st::FAILED != 0 && e.flags & st::DISCONNECTED == 0 {
                 return UCS_ERR_NOT_CONNECTED;
             }
-            crate::debug!("tcp sockcm: ep {:p} is already disconnecting", e.handle);
-            return UCS_INPROGRESS;
-        }
-        if !e.connected() {
-            crate::debug!("tcp sockcm: uct_ep_disconnect on ep {:p} that is not connected yet", e.handle);
-            return UCS_ERR_BUSY;
-        }
-        e.flags |= st::DISCONNECTING;
-        if let Err(err) = e.sock.shutdown_write() {
-            if err == Errno::ENOTCONN {
-                crate::debug!("tcp sockcm: ep {:p}: shutdown: {} (ignored)", e.handle, errno_str(err as i32));
-                return UCS_OK;
+            if e.flags & st::DISCONNECTING != 0 {
+                if e.flags & st::DISCONNECTED != 0 {
+                    crate::error!("tcp sockcm: uct_ep_disconnect called twice on disconnected ep {:p}", e.handle);
+                    return UCS_ERR_NOT_CONNECTED;
+                }
+                crate::debug!("tcp sockcm: ep {:p} is already disconnecting", e.handle);
+                return UCS_INPROGRESS;
             }
-            crate::error!("tcp sockcm: ep {:p}: shutdown failed: {}", e.handle, errno_str(err as i32));
-            return UCS_ERR_IO_ERROR;
+            if !e.connected() {
+                crate::debug!("tcp sockcm: uct_ep_disconnect on ep {:p} that is not connected yet", e.handle);
+                return UCS_ERR_BUSY;
+            }
+            e.flags |= st::DISCONNECTING;
+            if let Err(err) = e.sock.shutdown_write() {
+                if err == Errno::ENOTCONN {
+                    crate::debug!("tcp sockcm: ep {:p}: shutdown: {} (ignored)", e.handle, errno_str(err as i32));
+                    return UCS_OK;
+                }
+                crate::error!("tcp sockcm: ep {:p}: shutdown failed: {}", e.handle, errno_str(err as i32));
+                return UCS_ERR_IO_ERROR;
+            }
+            crate::debug!("tcp sockcm: {} ep {:p} (fd {}) disconnecting", e.side(), e.handle, e.fd());
+            UCS_OK
         }
-        crate::debug!("tcp sockcm: {} ep {:p} (fd {}) disconnecting", e.side(), e.handle, e.fd());
-        UCS_OK
-    }
 
-    fn cm_ep_conn_notify(iface: &Iface<Self>, ep: &Ep<Self>) -> ucs_status_t {
-        let tl = &iface.tl;
-        let mut s = tl.lock();
-        let id = ep.tl.id;
-        let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
-        if e.flags & (st::DISCONNECTING | st::FAILED) != 0 {
-            return UCS_ERR_NOT_CONNECTED;
+        fn cm_ep_conn_notify(iface: &Iface<Self>, ep: &Ep<Self>) -> ucs_status_t {
+            let tl = &iface.tl;
+            let mut s = tl.lock();
+            let id = ep.tl.id;
+            let Some(e) = s.eps.get_mut(&id) else { return UCS_ERR_INVALID_PARAM };
+            if e.flags & (st::DISCONNECTING | st::FAILED) != 0 {
+                return UCS_ERR_NOT_CONNECTED;
+            }
+            if e.flags & st::CLIENT == 0 || e.flags & st::CLIENT_CONNECTED == 0 || e.flags & st::NOTIFY_CALLED != 0 {
+                crate::error!("tcp sockcm: uct_cm_client_ep_conn_notify on ep {:p} in state 0x{:x}", e.handle, e.flags);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            e.flags |= st::NOTIFY_CALLED;
+            let _ = tl.queue_msg(&mut s, id, &[], UCS_OK);
+            tl.sync(&mut s, id);
+            UCS_OK
         }
-        if e.flags & st::CLIENT == 0 || e.flags & st::CLIENT_CONNECTED == 0 || e.flags & st::NOTIFY_CALLED != 0 {
-            crate::error!("tcp sockcm: uct_cm_client_ep_conn_notify on ep {:p} in state 0x{:x}", e.handle, e.flags);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        e.flags |= st::NOTIFY_CALLED;
-        let _ = tl.queue_msg(&mut s, id, &[], UCS_OK);
-        tl.sync(&mut s, id);
-        UCS_OK
     }
 }
 

@@ -1,4 +1,4 @@
-//! Exports that later UCX releases added to the API (1.14: the v2 memory
+//! Exports that UCX releases from 1.14 on added to the API (1.14: the v2 memory
 //! domain calls and `uct_ep_connect_to_ep_v2`; 1.16: `uct_ep_is_connected`
 //! and `uct_rkey_compare`). Each is compiled only for an ABI that has it,
 //! and each reaches the same core objects as the 1.13 calls.
