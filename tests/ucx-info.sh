@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 
 resolve_libdir "$@"
-command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+need_ucx_info
 make_workdir
 
 # The self memory-domain block of "ucx_info -d": on Debian 12's UCX 1.13.1,

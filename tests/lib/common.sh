@@ -269,6 +269,19 @@ lib_has_ib() {
     env $(lib_env "$1") "$info" -c 2>/dev/null | grep -q '^UCX_IB_FORK_INIT='
 }
 
+# need_ib_lib DIR: skip the suite when DIR (a library under test, not the
+# system one) was built without the verbs feature.
+need_ib_lib() {
+    if [ -n "$1" ] && ! lib_has_ib "$1"; then
+        skip_suite "the library was built without the verbs feature (no ib component)"
+    fi
+}
+
+# need_ucx_info: stop the suite when ucx_info is not installed.
+need_ucx_info() {
+    command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+}
+
 # kill_peer_report OUT ST: read c-tests/kill_peer.c's report OUT (and the
 # run_watch status file ST) into ended, result, got_caps, via, status,
 # ep_ok, calls, ms, reap_ms, survivor, putc.
