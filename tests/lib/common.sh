@@ -282,6 +282,21 @@ need_ucx_info() {
     command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
 }
 
+# netns_usable WHAT: true when this process may create network namespaces
+# (root, and "ip netns" works here); otherwise prints why, followed by WHAT
+# (what the suite leaves out), as a comment line, and is false.
+netns_usable() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "# not root: $1"
+        return 1
+    fi
+    if ! ip netns add "nschk$$" 2>/dev/null; then
+        echo "# ip netns does not work here: $1"
+        return 1
+    fi
+    ip netns del "nschk$$"
+}
+
 # kill_peer_report OUT ST: read c-tests/kill_peer.c's report OUT (and the
 # run_watch status file ST) into ended, result, got_caps, via, status,
 # ep_ok, calls, ms, reap_ms, survivor, putc.
