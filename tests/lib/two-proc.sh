@@ -8,6 +8,7 @@
 #   free_port / port_listening PORT / wait_listening PID PORT
 #   wait_pair SPID SST CPID CST [PORT]; status_of STATUSFILE
 #   build_hello                 -> $HELLO (uct_hello_world from libucx-dev)
+#   mixed_begin [LIBDIR [ITERS]]; shm_expected_column  -> $column
 #   start_server_on_free_port ENV STATUS OUT CMD...  (sets port, spid)
 #   run_hello_pair SRV_LIB CLI_LIB TL DEV MODE
 #   run_perf_pair SRV_LIB CLI_LIB TL DEV TEST LAYOUT SIZE ITERS [WARMUP]
@@ -162,6 +163,39 @@ need_hello() {
 # need_perftest: stop the script when ucx_perftest is missing.
 need_perftest() {
     command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
+}
+
+# mixed_begin [LIBDIR [ITERS]]: the start of the suites that pair our
+# library with the original (mixed-shm.sh, mixed-tcp.sh): LIBDIR (or
+# UCT_LIBDIR), ITERS (default 10000), EXPECT_FAIL_TLS, ucx_perftest needed,
+# the work directory, run_watch and uct_hello_world built; sets OURS (the
+# library under test) and SYS ("" = the original).
+mixed_begin() {
+    resolve_libdir "${1-${UCT_LIBDIR:-}}"
+    ITERS=${2:-${ITERS:-10000}}
+    EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
+    need_perftest
+    make_workdir
+    build_run_watch
+    need_hello
+    [ -n "$UCT_LIBDIR" ] || echo "# no LIBDIR: system against system (sanity run; \"ours\" below is the system library too)"
+    OURS=$UCT_LIBDIR
+    SYS=
+}
+
+# shm_expected_column: sets column to the column of expected outcomes that
+# applies to the library under test in the shared-memory suites: "system"
+# for the original (or no LIBDIR), and from UCX 1.16 on, where the mm
+# transports offer what UCX's do (src/transports/sm/release.rs); "ours" (our
+# extra zero-copy cases) otherwise.
+shm_expected_column() {
+    column=ours
+    if [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"; then
+        column=system
+    fi
+    if [ "$column" = ours ] && [ "${UCX_ABI:-1.13}" != 1.13 ]; then
+        column=system
+    fi
 }
 
 build_hello() {
