@@ -260,6 +260,19 @@ same_file() {
     [ -e "$1" ] && [ -e "$2" ] && [ "$(readlink -f "$1")" = "$(readlink -f "$2")" ]
 }
 
+# diff_verdict A B PASS-NAME FAIL-NAME [WHY [MAX]]: pass PASS-NAME when the
+# files A and B are identical; otherwise fail FAIL-NAME with WHY (default
+# "differs:") and show the unified diff (kept in B.diff) indented, its first
+# MAX lines only when MAX is given.
+diff_verdict() {
+    if diff -u "$1" "$2" >"$2.diff"; then
+        pass "$3"
+    else
+        fail "$4" "${5:-differs:}"
+        sed 's/^/      /' "$2.diff" | head -n "${6:-1000000}"
+    fi
+}
+
 # lib_has_ib DIR: true when DIR's libuct has the ib component (built with
 # the verbs feature): its settings are listed by `ucx_info -c`. The suites
 # of the ib family skip themselves otherwise.
