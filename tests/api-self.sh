@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 resolve_libdir "$@"
 make_workdir
 
-api_probe_build "$T_WORK/api_self"
+need_c "$T_WORK/api_self" "$here/../c-tests/api_self.c"
 api_probe_system "$T_WORK/api_self"
 
 "${RUN[@]}" timeout 60 "$T_WORK/api_self" >"$T_WORK/cand.out" 2>&1

@@ -14,7 +14,7 @@ resolve_libdir "$@"
 make_workdir
 probe=$T_WORK/api_self
 
-api_probe_build "$probe"
+need_c "$probe" "$here/../c-tests/api_self.c"
 
 # The probe must be linked against the system library for this test to mean
 # anything: without LD_PRELOAD it resolves libuct.so.0 to the system file.

@@ -1,26 +1,17 @@
 # shellcheck shell=bash
 # The api_self probe (c-tests/api_self.c) as run by tests/api-self.sh and
-# tests/preload.sh (sourced after common.sh and make_workdir): build it, run
-# it on the system library, and judge a run against that one.  The probe's
+# tests/preload.sh (sourced after common.sh and make_workdir; they build it
+# with need_c): run it on the system library, and judge a run against that
+# one.  The probe's
 # expectations are UCX 1.13's: on another release the original misses some
 # of them (exit 1 with its "api: " lines), and a run on our library must then
 # miss the same ones (same exit status; the callers compare the lines).
 #
-#   api_probe_build PATH        build the probe as PATH (PASS, or abort)
 #   api_probe_system PATH       run it on the system library: $T_WORK/ref.out,
 #                               its result lines in $T_WORK/ref.txt, ref_rc
 #   api_probe_verdict RC OUT LABEL
 #                               judge a run on the library under test that
 #                               ended with RC and wrote OUT
-
-api_probe_build() {
-    if build_c "$1" "$here/../c-tests/api_self.c" 2>"$T_WORK/cc.log"; then
-        pass "build api_self"
-    else
-        cat "$T_WORK/cc.log"
-        abort "build api_self"
-    fi
-}
 
 api_probe_system() {
     # the system library, with any inherited LD_LIBRARY_PATH removed
