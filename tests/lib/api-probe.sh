@@ -2,10 +2,10 @@
 # The api_self probe (c-tests/api_self.c) as run by tests/api-self.sh and
 # tests/preload.sh (sourced after common.sh and make_workdir; they build it
 # with need_c): run it on the system library, and judge a run against that
-# one.  The probe's
-# expectations are UCX 1.13's: on another release the original misses some
-# of them (exit 1 with its "api: " lines), and a run on our library must then
-# miss the same ones (same exit status; the callers compare the lines).
+# one.  The probe's expectations are UCX 1.13's: on another release the
+# original misses some of them (exit 1 with its "api: " lines), and a run on
+# our library must then miss the same ones (same exit status; the callers
+# compare the lines).
 #
 #   api_probe_system PATH       run it on the system library: $T_WORK/ref.out,
 #                               its result lines in $T_WORK/ref.txt, ref_rc
