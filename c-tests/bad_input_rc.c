@@ -145,7 +145,7 @@ static void die(const char *what, ucs_status_t st)
 static void open_md(const char *md_name)
 {
     const char *what;
-    ucs_status_t st = bi_open_ib_md(md_name, &fx.md, &fx.cmpt, &what);
+    ucs_status_t st = ib_md_open(md_name, &fx.md, &fx.cmpt, &what);
 
     if (st != UCS_OK) {
         die(what, st);

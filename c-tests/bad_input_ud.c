@@ -258,7 +258,7 @@ static size_t pack(void *dest, void *arg)
 static void open_md(const char *md_name)
 {
     const char *what;
-    ucs_status_t st = bi_open_ib_md(md_name, &fx.md, NULL, &what);
+    ucs_status_t st = ib_md_open(md_name, &fx.md, NULL, &what);
 
     if (st != UCS_OK) {
         die(what, st);

@@ -1,10 +1,12 @@
 /* What the bad-input programs of the verbs transports (bad_input_rc.c and
- * bad_input_ud.c) share: the command line, opening the ib memory domain,
- * telling whether the library in use is the C original, a monotonic clock,
- * and the parent's side of a case run in a forked child (collecting its
- * output, judging how it ended). */
+ * bad_input_ud.c) share: the command line, opening the ib memory domain
+ * (ib_md_open.h), telling whether the library in use is the C original, a
+ * monotonic clock, and the parent's side of a case run in a forked child
+ * (collecting its output, judging how it ended). */
 #ifndef UCT_RS_TEST_BAD_INPUT_VERBS_H
 #define UCT_RS_TEST_BAD_INPUT_VERBS_H
+
+#include "ib_md_open.h"
 
 #include <uct/api/uct.h>
 
@@ -71,49 +73,6 @@ static inline int64_t bi_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Open the memory domain MD_NAME of the "ib" component into *md (and its
- * component into *cmpt when cmpt is not NULL).  On failure *what names the
- * step that failed and the status says why. */
-static inline ucs_status_t bi_open_ib_md(const char *md_name, uct_md_h *md,
-                                         uct_component_h *cmpt, const char **what)
-{
-    uct_component_h *cmpts;
-    unsigned n, i;
-    ucs_status_t st;
-
-    *md = NULL;
-    st  = uct_query_components(&cmpts, &n);
-    if (st != UCS_OK) {
-        *what = "uct_query_components";
-        return st;
-    }
-    for (i = 0; i < n && *md == NULL; i++) {
-        uct_component_attr_t ca = { .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME };
-        uct_md_config_t *cfg;
-
-        if (uct_component_query(cmpts[i], &ca) != UCS_OK || strcmp(ca.name, "ib")) {
-            continue;
-        }
-        if (uct_md_config_read(cmpts[i], NULL, NULL, &cfg) != UCS_OK) {
-            continue;
-        }
-        if (uct_md_open(cmpts[i], md_name, cfg, md) == UCS_OK) {
-            if (cmpt != NULL) {
-                *cmpt = cmpts[i];
-            }
-        } else {
-            *md = NULL;
-        }
-        uct_config_release(cfg);
-    }
-    uct_release_component_list(cmpts);
-    if (*md == NULL) {
-        *what = "no ib md for the device";
-        return UCS_ERR_NO_DEVICE;
-    }
-    return UCS_OK;
 }
 
 /* Whether uct_iface_open comes from the C original: the file
