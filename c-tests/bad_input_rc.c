@@ -64,6 +64,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bad_input_verbs.h"
+
 #define CASE_TIMEOUT_SEC 20
 #define AM_ID            5
 #define GARBAGE_RKEY_1   0x9e3779b97f4a7c15ULL
@@ -142,34 +144,11 @@ static void die(const char *what, ucs_status_t st)
 
 static void open_md(const char *md_name)
 {
-    uct_component_h *cmpts;
-    unsigned n, i;
-    ucs_status_t st;
+    const char *what;
+    ucs_status_t st = ib_md_open(md_name, &fx.md, &fx.cmpt, &what);
 
-    st = uct_query_components(&cmpts, &n);
     if (st != UCS_OK) {
-        die("uct_query_components", st);
-    }
-    for (i = 0; i < n && fx.md == NULL; i++) {
-        uct_component_attr_t ca = { .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME };
-        uct_md_config_t *cfg;
-
-        if (uct_component_query(cmpts[i], &ca) != UCS_OK || strcmp(ca.name, "ib")) {
-            continue;
-        }
-        if (uct_md_config_read(cmpts[i], NULL, NULL, &cfg) != UCS_OK) {
-            continue;
-        }
-        if (uct_md_open(cmpts[i], md_name, cfg, &fx.md) == UCS_OK) {
-            fx.cmpt = cmpts[i];
-        } else {
-            fx.md = NULL;
-        }
-        uct_config_release(cfg);
-    }
-    uct_release_component_list(cmpts);
-    if (fx.md == NULL) {
-        die("no ib md for the device", UCS_ERR_NO_DEVICE);
+        die(what, st);
     }
 }
 
@@ -319,20 +298,12 @@ static void fixture(int connect)
     free(a1);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* progress until *done (if given) or an error handler ran, at most ms */
 static void progress_for(volatile int *done, int ms)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = bi_now_ms() + ms;
 
-    while (now_ms() < end) {
+    while (bi_now_ms() < end) {
         uct_worker_progress(fx.worker);
         if ((done != NULL && *done) || fx.s[0].errh_calls || fx.s[1].errh_calls) {
             break;
@@ -820,56 +791,23 @@ static void build_table(void)
     add("uct_md_mkey_pack of a released handle", case_handle, 3, 0);
 }
 
-static int library_is_original(void)
-{
-    const char *sys = getenv("UCT_SYSTEM_LIB");
-    char a[PATH_MAX], b[PATH_MAX];
-    Dl_info info;
-    void *sym = dlsym(RTLD_DEFAULT, "uct_iface_open");
-
-    if (sys == NULL || *sys == '\0') {
-        sys = "/usr/lib/x86_64-linux-gnu/libuct.so.0";
-    }
-    if (sym == NULL || !dladdr(sym, &info) || info.dli_fname == NULL ||
-        realpath(info.dli_fname, a) == NULL || realpath(sys, b) == NULL) {
-        return 0;
-    }
-    printf("# uct_iface_open from %s\n", a);
-    return !strcmp(a, b);
-}
-
 int main(int argc, char **argv)
 {
-    int passed = 0, failed = 0, forced = -1, first = argc, i, c;
+    int passed = 0, failed = 0, c;
+    bi_args_t args = { .dev = g_dev };
 
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--strict")) {
-            forced = 1;
-        } else if (!strcmp(argv[i], "--original")) {
-            forced = 0;
-        } else if (!strcmp(argv[i], "-v")) {
-            g_verbose = 1;
-        } else if (!strcmp(argv[i], "-d") && i + 1 < argc) {
-            g_dev = argv[++i];
-        } else {
-            first = i;
-            break;
-        }
-    }
+    bi_parse_args(argc, argv, &args);
+    g_dev     = args.dev;
+    g_verbose = args.verbose;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g_strict = (forced >= 0) ? forced : !library_is_original();
+    g_strict = (args.forced >= 0) ? args.forced : !bi_library_is_original();
     printf("# mode: %s, device %s\n", g_strict ? "strict (our library)" : "original", g_dev);
     build_table();
     for (c = 0; c < g_ncases; c++) {
-        int any = (first >= argc), st, pfd[2];
-        char buf[512];
-        ssize_t n;
+        int st, pfd[2];
         pid_t pid;
 
-        for (i = first; i < argc; i++) {
-            any |= strstr(g_cases[c].name, argv[i]) != NULL;
-        }
-        if (!any) {
+        if (!bi_selected(g_cases[c].name, argc, argv, args.first)) {
             continue;
         }
         if (pipe(pfd)) {
@@ -897,37 +835,14 @@ int main(int argc, char **argv)
         }
         close(pfd[1]);
         {
-            char out[8192] = "";
-            size_t len = 0;
+            char out[8192];
 
-            while ((n = read(pfd[0], buf, sizeof(buf))) > 0) {
-                if (len + (size_t)n < sizeof(out) - 1) {
-                    memcpy(out + len, buf, (size_t)n);
-                    len += (size_t)n;
-                    out[len] = '\0';
-                }
-            }
-            close(pfd[0]);
+            bi_read_child(pfd[0], out, sizeof(out));
             waitpid(pid, &st, 0);
             fputs(out, stdout);
-            if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-                printf("PASS  %s\n", g_cases[c].name);
+            if (bi_judge(g_cases[c].name, st, g_strict, CASE_TIMEOUT_SEC)) {
                 passed++;
-            } else if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-                printf("FAIL  %s: setup failed\n", g_cases[c].name);
-                failed++;
-            } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) {
-                printf("FAIL  %s: hang (no verdict within %d s)\n", g_cases[c].name, CASE_TIMEOUT_SEC);
-                failed++;
-            } else if (WIFSIGNALED(st) && !g_strict) {
-                printf("PASS  %s: the original crashed (signal %d): ours must not\n", g_cases[c].name,
-                       WTERMSIG(st));
-                passed++;
-            } else if (WIFSIGNALED(st)) {
-                printf("FAIL  %s: crash (signal %d)\n", g_cases[c].name, WTERMSIG(st));
-                failed++;
             } else {
-                printf("FAIL  %s\n", g_cases[c].name);
                 failed++;
             }
         }

@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ib_md_open.h"
 #include "proc_stats.h"
 
 #define AM_ID      11
@@ -292,8 +293,7 @@ static void *wait_file(const char *name, size_t *len, const char *what)
 
 static void open_iface(void)
 {
-    uct_component_h *cmpts;
-    unsigned n, i;
+    const char *what;
     char md_name[64], *colon;
     uct_iface_config_t *cfg;
     uct_iface_params_t p;
@@ -312,28 +312,9 @@ static void open_iface(void)
     if (colon != NULL) {
         *colon = '\0';
     }
-    st = uct_query_components(&cmpts, &n);
+    st = ib_md_open(md_name, &g_md, NULL, &what);
     if (st != UCS_OK) {
-        setup_fail("uct_query_components", st);
-    }
-    for (i = 0; i < n && g_md == NULL; i++) {
-        uct_component_attr_t ca = { .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME };
-        uct_md_config_t *mcfg;
-
-        if (uct_component_query(cmpts[i], &ca) != UCS_OK || strcmp(ca.name, "ib")) {
-            continue;
-        }
-        if (uct_md_config_read(cmpts[i], NULL, NULL, &mcfg) != UCS_OK) {
-            continue;
-        }
-        if (uct_md_open(cmpts[i], md_name, mcfg, &g_md) != UCS_OK) {
-            g_md = NULL;
-        }
-        uct_config_release(mcfg);
-    }
-    uct_release_component_list(cmpts);
-    if (g_md == NULL) {
-        setup_fail("no ib md for the device", UCS_ERR_NO_DEVICE);
+        setup_fail(what, st);
     }
     st = uct_md_iface_config_read(g_md, g_tl, NULL, NULL, &cfg);
     if (st != UCS_OK) {

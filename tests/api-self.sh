@@ -8,46 +8,18 @@
 # Usage: tests/api-self.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
+. "$here/lib/api-probe.sh"
 
 resolve_libdir "$@"
 make_workdir
 
-if build_c "$T_WORK/api_self" "$here/../c-tests/api_self.c" 2>"$T_WORK/cc.log"; then
-    pass "build api_self"
-else
-    cat "$T_WORK/cc.log"
-    abort "build api_self"
-fi
-
-# Reference: the system library, with any inherited LD_LIBRARY_PATH removed.
-"${SYS_RUN[@]}" timeout 60 "$T_WORK/api_self" \
-    >"$T_WORK/ref.out" 2>&1
-ref_rc=$?
-grep '^api: ' "$T_WORK/ref.out" >"$T_WORK/ref.txt"
-if [ $ref_rc -eq 0 ]; then
-    pass "probe on the system library (exit 0)"
-elif [ "$UCX_ABI" != 1.13 ] && [ $ref_rc -eq 1 ] && [ -s "$T_WORK/ref.txt" ]; then
-    # the probe's expectations are UCX 1.13's (e.g. the self device name):
-    # on another release the original misses some; ours must miss the same
-    # ones (the exit status and the identical lines below)
-    pass "probe on the system library (UCX $UCX_RELEASE: $(grep -c '^api: FAIL' "$T_WORK/ref.txt") checks of 1.13 do not hold; compared line by line)"
-else
-    grep '^api: FAIL' "$T_WORK/ref.out"
-    fail "probe on the system library" "exit status $ref_rc"
-fi
+need_c "$T_WORK/api_self" "$here/../c-tests/api_self.c"
+api_probe_system "$T_WORK/api_self"
 
 "${RUN[@]}" timeout 60 "$T_WORK/api_self" >"$T_WORK/cand.out" 2>&1
 cand_rc=$?
 grep '^api: ' "$T_WORK/cand.out" >"$T_WORK/cand.txt"
-if [ $cand_rc -eq 0 ]; then
-    pass "probe on the tested library (exit 0)"
-elif [ "$UCX_ABI" != 1.13 ] && [ $cand_rc -eq $ref_rc ]; then
-    pass "probe on the tested library (exit $cand_rc, as the original)"
-else
-    grep '^api: FAIL' "$T_WORK/cand.out"
-    tail -n 5 "$T_WORK/cand.out"
-    fail "probe on the tested library" "exit status $cand_rc"
-fi
+api_probe_verdict $cand_rc "$T_WORK/cand.out" "probe on the tested library"
 
 # Make sure the run above really used the library under test.
 "${RUN[@]}" env UCT_PROBE_SHOW_PROVIDER=1 timeout 60 "$T_WORK/api_self" \

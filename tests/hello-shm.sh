@@ -31,15 +31,7 @@ build_run_watch
 shm_snapshot "$T_WORK/shm.before"
 need_hello
 
-column=ours
-if [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"; then
-    column=system
-fi
-# Our extra zero-copy cases exist up to UCX 1.15 only: from 1.16 the mm
-# transports offer what UCX's do (src/transports/sm/release.rs).
-if [ "$column" = ours ] && [ "${UCX_ABI:-1.13}" != 1.13 ]; then
-    column=system
-fi
+shm_expected_column
 echo "# expected outcomes: the '$column' column"
 
 # tl  dev  mode  system-outcome  ours-outcome   (PASS, or FAIL:<message>)

@@ -20,10 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 
 resolve_libdir "$@"
-if [ -n "$UCT_LIBDIR" ] && ! lib_has_ib "$UCT_LIBDIR"; then
-    skip_suite "the library was built without the verbs feature (no ib component)"
-fi
-command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+need_ib_lib "$UCT_LIBDIR"
+need_ucx_info
 make_workdir
 
 KEYS='^UCX_(IB|RC_VERBS|UD_VERBS)_'

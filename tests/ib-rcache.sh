@@ -18,9 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 
 resolve_libdir "$@"
-if [ -n "$UCT_LIBDIR" ] && ! lib_has_ib "$UCT_LIBDIR"; then
-    skip_suite "the library was built without the verbs feature (no ib component)"
-fi
+need_ib_lib "$UCT_LIBDIR"
 if testing_original && [ "$UCX_ABI" != 1.13 ]; then
     skip_suite "the UCX $UCX_ABI reference installation has no ib module"
 fi

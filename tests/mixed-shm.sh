@@ -24,18 +24,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/two-proc.sh"
 . "$here/lib/shm-leftovers.sh"
 
-resolve_libdir "${1-${UCT_LIBDIR:-}}"
-ITERS=${2:-${ITERS:-10000}}
-EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
-need_perftest
-make_workdir
-build_run_watch
+mixed_begin "$@"
 shm_snapshot "$T_WORK/shm.before"
-need_hello
-[ -n "$UCT_LIBDIR" ] || echo "# no LIBDIR: system against system (sanity run; \"ours\" below is the system library too)"
-
-OURS=$UCT_LIBDIR
-SYS=
 
 expected_to_fail() {
     case " $EXPECT_FAIL_TLS " in *" $1 "*) return 0 ;; esac

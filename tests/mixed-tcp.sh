@@ -19,17 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 . "$here/lib/two-proc.sh"
 
-resolve_libdir "${1-${UCT_LIBDIR:-}}"
-ITERS=${2:-${ITERS:-10000}}
-EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
-need_perftest
-make_workdir
-build_run_watch
-need_hello
-[ -n "$UCT_LIBDIR" ] || echo "# no LIBDIR: system against system (sanity run; \"ours\" below is the system library too)"
-
-OURS=$UCT_LIBDIR
-SYS=
+mixed_begin "$@"
 expected_to_fail() { case " $EXPECT_FAIL_TLS " in *" tcp "*) return 0 ;; esac; return 1; }
 clean_enough() { bad_end "$1" && return 1; pair_failed_cleanly "$1" "$2"; }
 

@@ -165,11 +165,10 @@ if info_of "$SYS" "$T_WORK/info.sys" && info_of "$OURS" "$T_WORK/info.ours"; the
     devs=$(awk '/Device:/ { print $3 }' "$T_WORK/info.ours" | tr '\n' ' ')
     if ! grep -q "Device: $DEV\$" "$T_WORK/info.ours"; then
         fail "ucx_info -d -t tcp in $NS_A lists $DEV" "devices: ${devs:-none}"
-    elif diff -u "$T_WORK/info.sys" "$T_WORK/info.ours" >"$T_WORK/info.diff"; then
-        pass "ucx_info -d -t tcp in $NS_A identical to the original (devices: $devs)"
     else
-        fail "ucx_info -d -t tcp in $NS_A identical to the original" "differs:"
-        sed 's/^/      /' "$T_WORK/info.diff"
+        diff_verdict "$T_WORK/info.sys" "$T_WORK/info.ours" \
+            "ucx_info -d -t tcp in $NS_A identical to the original (devices: $devs)" \
+            "ucx_info -d -t tcp in $NS_A identical to the original"
     fi
 else
     fail "ucx_info -d -t tcp in $NS_A" "$(tail -n 1 "$T_WORK/info.ours")"
@@ -264,11 +263,10 @@ if info_of "$SYS" "$T_WORK/info6.sys" UCX_TCP_AF_PRIO=inet6 &&
    info_of "$OURS" "$T_WORK/info6.ours" UCX_TCP_AF_PRIO=inet6; then
     if ! grep -q 'device address: 18 bytes' "$T_WORK/info6.sys"; then
         fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6" "the original shows no IPv6 device address"
-    elif diff -u "$T_WORK/info6.sys" "$T_WORK/info6.ours" >"$T_WORK/info6.diff"; then
-        pass "ucx_info -d -t tcp in $NS_A with UCX_TCP_AF_PRIO=inet6 identical to the original (18-byte address)"
     else
-        fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6 identical to the original" "differs:"
-        sed 's/^/      /' "$T_WORK/info6.diff"
+        diff_verdict "$T_WORK/info6.sys" "$T_WORK/info6.ours" \
+            "ucx_info -d -t tcp in $NS_A with UCX_TCP_AF_PRIO=inet6 identical to the original (18-byte address)" \
+            "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6 identical to the original"
     fi
 else
     fail "ucx_info -d -t tcp with UCX_TCP_AF_PRIO=inet6" "$(tail -n 1 "$T_WORK/info6.ours")"

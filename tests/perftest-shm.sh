@@ -32,20 +32,12 @@ ITERS=${2:-${ITERS:-10000}}
 WARMUP=${WARMUP:-100}
 # a transport named in EXPECT_FAIL_TLS (the other scripts' knob) is a pattern too
 EXPECT_FAIL_ROWS="${EXPECT_FAIL_ROWS:-} ${EXPECT_FAIL_TLS:-}"
-command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
+need_perftest
 make_workdir
 build_run_watch
 shm_snapshot "$T_WORK/shm.before"
 
-column=ours
-if [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"; then
-    column=system
-fi
-# Our extra zero-copy rows exist up to UCX 1.15 only: from 1.16 the mm
-# transports offer what UCX's do (src/transports/sm/release.rs).
-if [ "$column" = ours ] && [ "${UCX_ABI:-1.13}" != 1.13 ]; then
-    column=system
-fi
+shm_expected_column
 echo "# expected outcomes: the '$column' column; $ITERS iterations"
 
 # tl    test     layout    size  system ours

@@ -8,17 +8,13 @@
 # Usage: tests/preload.sh [LIBDIR]     (or UCT_LIBDIR=...; empty = system)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
+. "$here/lib/api-probe.sh"
 
 resolve_libdir "$@"
 make_workdir
 probe=$T_WORK/api_self
 
-if build_c "$probe" "$here/../c-tests/api_self.c" 2>"$T_WORK/cc.log"; then
-    pass "build api_self"
-else
-    cat "$T_WORK/cc.log"
-    abort "build api_self"
-fi
+need_c "$probe" "$here/../c-tests/api_self.c"
 
 # The probe must be linked against the system library for this test to mean
 # anything: without LD_PRELOAD it resolves libuct.so.0 to the system file.
@@ -32,31 +28,13 @@ fi
 
 clean_env=("${SYS_RUN[@]}")
 
-"${clean_env[@]}" timeout 60 "$probe" >"$T_WORK/ref.out" 2>&1
-ref_rc=$?
-grep '^api: ' "$T_WORK/ref.out" >"$T_WORK/ref.txt"
-if [ $ref_rc -eq 0 ]; then
-    pass "probe on the system library (exit 0)"
-elif [ "$UCX_ABI" != 1.13 ] && [ $ref_rc -eq 1 ] && [ -s "$T_WORK/ref.txt" ]; then
-    # 1.13 expectations the original of another release misses (api-self.sh)
-    pass "probe on the system library (UCX $UCX_RELEASE: $(grep -c '^api: FAIL' "$T_WORK/ref.txt") checks of 1.13 do not hold; compared line by line)"
-else
-    fail "probe on the system library" "exit status $ref_rc"
-fi
+api_probe_system "$probe"
 
 "${clean_env[@]}" LD_PRELOAD="$UCT_LIB" timeout 60 "$probe" \
     >"$T_WORK/pre.out" 2>&1
 pre_rc=$?
 grep '^api: ' "$T_WORK/pre.out" >"$T_WORK/pre.txt"
-if [ $pre_rc -eq 0 ]; then
-    pass "probe with LD_PRELOAD (exit 0)"
-elif [ "$UCX_ABI" != 1.13 ] && [ $pre_rc -eq $ref_rc ]; then
-    pass "probe with LD_PRELOAD (exit $pre_rc, as the original)"
-else
-    grep '^api: FAIL' "$T_WORK/pre.out"
-    tail -n 5 "$T_WORK/pre.out"
-    fail "probe with LD_PRELOAD" "exit status $pre_rc"
-fi
+api_probe_verdict $pre_rc "$T_WORK/pre.out" "probe with LD_PRELOAD"
 
 if [ -s "$T_WORK/ref.txt" ] && diff -u "$T_WORK/ref.txt" "$T_WORK/pre.txt" \
         >"$T_WORK/diff.txt"; then

@@ -168,12 +168,7 @@ if ref_has_verbs; then
 fi
 
 # ---- two network namespaces
-if [ "$(id -u)" != 0 ]; then
-    echo "# not root: no netns row"
-elif ! ip netns add "srchk$$" 2>/dev/null; then
-    echo "# ip netns does not work here: no netns row"
-else
-    ip netns del "srchk$$"
+if netns_usable "no netns row"; then
     SOFTRDMA_ONLY='put_bw zcopy 65536' timeout -k 5 300 "$SR/netns-test.sh" "$OURS" "$OURS" > "$T_WORK/netns.txt" 2>&1
     nrc=$?
     grep -E '^(PASS|FAIL|UNSUP) ' "$T_WORK/netns.txt" > "$T_WORK/netns-rows.txt"

@@ -41,9 +41,7 @@ SIZES="16 1048576"
 
 ab_begin "$@"
 OURS=$UCT_LIBDIR
-if [ -n "$OURS" ] && ! lib_has_ib "$OURS"; then
-    skip_suite "the library was built without the verbs feature (no ib component)"
-fi
+need_ib_lib "$OURS"
 REF=0
 ref_has_verbs && REF=1
 if [ -z "$OURS" ] && [ "$REF" = 0 ]; then

@@ -83,12 +83,7 @@ done < "$T_WORK/loop.txt"
 SOFTRDMA_ITERS=$SR_ITERS SOFTRDMA_MATRIX=rc timeout -k 5 900 "$SR/rc-matrix.sh" > "$T_WORK/matrix.txt" 2>&1
 judge_matrix "$T_WORK/matrix.txt" rc "original client/server"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "# not root: netns-test.sh not run"
-elif ! ip netns add "srchk$$" 2>/dev/null; then
-    echo "# ip netns does not work here: netns-test.sh not run"
-else
-    ip netns del "srchk$$"
+if netns_usable "netns-test.sh not run"; then
     SOFTRDMA_ITERS=$SR_ITERS timeout -k 5 600 "$SR/netns-test.sh" > "$T_WORK/netns.txt" 2>&1
     nrc=$?
     ok=$(grep -c '^ok ' "$T_WORK/netns.txt")

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
 
 resolve_libdir "$@"
-command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+need_ucx_info
 make_workdir
 
 # The self memory-domain block of "ucx_info -d": on Debian 12's UCX 1.13.1,
@@ -164,11 +164,10 @@ if [ -n "$UCT_LIBDIR" ]; then
             fail "ucx_info -e $opts" "exit status $rc, the original's $rc_sys"
         elif ! grep -q 'UCP endpoint\|no active messages' "$T_WORK/e.sys.m"; then
             fail "ucx_info -e $opts" "the original printed no endpoint configuration"
-        elif diff -u "$T_WORK/e.sys.m" "$T_WORK/e.ours.m" >"$T_WORK/e.diff"; then
-            pass "ucx_info -e $opts: endpoint configuration identical to the original's"
         else
-            fail "ucx_info -e $opts" "differs from the original:"
-            sed 's/^/      /' "$T_WORK/e.diff" | head -n 30
+            diff_verdict "$T_WORK/e.sys.m" "$T_WORK/e.ours.m" \
+                "ucx_info -e $opts: endpoint configuration identical to the original's" \
+                "ucx_info -e $opts" "differs from the original:" 30
         fi
     done
     # With the posix_get device, over posix alone, libucp makes it the

@@ -227,12 +227,7 @@ else
 fi
 
 # ---- two network namespaces
-if [ "$(id -u)" != 0 ]; then
-    echo "# not root: no netns row"
-elif ! ip netns add "udchk$$" 2>/dev/null; then
-    echo "# ip netns does not work here: no netns row"
-else
-    ip netns del "udchk$$"
+if netns_usable "no netns row"; then
     NS_ONLY='am_lat short 8|am_bw bcopy 4000'
     ns_run() { # OUT SRV CLI
         SOFTRDMA_MATRIX=ud SOFTRDMA_ITERS=$UD_ITERS SOFTRDMA_ONLY=$NS_ONLY SOFTRDMA_ROW_TIMEOUT=$ROW_TMO \

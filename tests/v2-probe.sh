@@ -68,10 +68,9 @@ mask_extension "$T_WORK/cand.out" >"$T_WORK/cand.txt"
 n=$(grep -c '' "$T_WORK/ref.txt")
 if [ "$n" -lt 20 ]; then
     fail "identical output" "the reference printed only $n lines"
-elif diff -u "$T_WORK/ref.txt" "$T_WORK/cand.txt" >"$T_WORK/diff"; then
-    pass "identical attributes, estimate_perf, mkey_pack_v2, mem_dereg_v2, config_modify ($n lines)"
 else
-    fail "identical output" "differs:"
-    sed 's/^/      /' "$T_WORK/diff" | head -n 60
+    diff_verdict "$T_WORK/ref.txt" "$T_WORK/cand.txt" \
+        "identical attributes, estimate_perf, mkey_pack_v2, mem_dereg_v2, config_modify ($n lines)" \
+        "identical output" "differs:" 60
 fi
 finish

@@ -260,6 +260,19 @@ same_file() {
     [ -e "$1" ] && [ -e "$2" ] && [ "$(readlink -f "$1")" = "$(readlink -f "$2")" ]
 }
 
+# diff_verdict A B PASS-NAME FAIL-NAME [WHY [MAX]]: pass PASS-NAME when the
+# files A and B are identical; otherwise fail FAIL-NAME with WHY (default
+# "differs:") and show the unified diff (kept in B.diff) indented, its first
+# MAX lines only when MAX is given.
+diff_verdict() {
+    if diff -u "$1" "$2" >"$2.diff"; then
+        pass "$3"
+    else
+        fail "$4" "${5:-differs:}"
+        sed 's/^/      /' "$2.diff" | head -n "${6:-1000000}"
+    fi
+}
+
 # lib_has_ib DIR: true when DIR's libuct has the ib component (built with
 # the verbs feature): its settings are listed by `ucx_info -c`. The suites
 # of the ib family skip themselves otherwise.
@@ -267,6 +280,34 @@ lib_has_ib() {
     local info=ucx_info
     [ -n "$UCX_PREFIX" ] && info=$UCX_PREFIX/bin/ucx_info
     env $(lib_env "$1") "$info" -c 2>/dev/null | grep -q '^UCX_IB_FORK_INIT='
+}
+
+# need_ib_lib DIR: skip the suite when DIR (a library under test, not the
+# system one) was built without the verbs feature.
+need_ib_lib() {
+    if [ -n "$1" ] && ! lib_has_ib "$1"; then
+        skip_suite "the library was built without the verbs feature (no ib component)"
+    fi
+}
+
+# need_ucx_info: stop the suite when ucx_info is not installed.
+need_ucx_info() {
+    command -v ucx_info >/dev/null || abort "ucx_info" "not installed (apt-get install ucx-utils)"
+}
+
+# netns_usable WHAT: true when this process may create network namespaces
+# (root, and "ip netns" works here); otherwise prints why, followed by WHAT
+# (what the suite leaves out), as a comment line, and is false.
+netns_usable() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "# not root: $1"
+        return 1
+    fi
+    if ! ip netns add "nschk$$" 2>/dev/null; then
+        echo "# ip netns does not work here: $1"
+        return 1
+    fi
+    ip netns del "nschk$$"
 }
 
 # kill_peer_report OUT ST: read c-tests/kill_peer.c's report OUT (and the

@@ -8,6 +8,8 @@
 #   free_port / port_listening PORT / wait_listening PID PORT
 #   wait_pair SPID SST CPID CST [PORT]; status_of STATUSFILE
 #   build_hello                 -> $HELLO (uct_hello_world from libucx-dev)
+#   mixed_begin [LIBDIR [ITERS]]; shm_expected_column  -> $column
+#   start_server_on_free_port ENV STATUS OUT CMD...  (sets port, spid)
 #   run_hello_pair SRV_LIB CLI_LIB TL DEV MODE
 #   run_perf_pair SRV_LIB CLI_LIB TL DEV TEST LAYOUT SIZE ITERS [WARMUP]
 #   lib_label DIR               -> "ours" / "system" for messages
@@ -163,6 +165,39 @@ need_perftest() {
     command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
 }
 
+# mixed_begin [LIBDIR [ITERS]]: the start of the suites that pair our
+# library with the original (mixed-shm.sh, mixed-tcp.sh): LIBDIR (or
+# UCT_LIBDIR), ITERS (default 10000), EXPECT_FAIL_TLS, ucx_perftest needed,
+# the work directory, run_watch and uct_hello_world built; sets OURS (the
+# library under test) and SYS ("" = the original).
+mixed_begin() {
+    resolve_libdir "${1-${UCT_LIBDIR:-}}"
+    ITERS=${2:-${ITERS:-10000}}
+    EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
+    need_perftest
+    make_workdir
+    build_run_watch
+    need_hello
+    [ -n "$UCT_LIBDIR" ] || echo "# no LIBDIR: system against system (sanity run; \"ours\" below is the system library too)"
+    OURS=$UCT_LIBDIR
+    SYS=
+}
+
+# shm_expected_column: sets column to the column of expected outcomes that
+# applies to the library under test in the shared-memory suites: "system"
+# for the original (or no LIBDIR), and from UCX 1.16 on, where the mm
+# transports offer what UCX's do (src/transports/sm/release.rs); "ours" (our
+# extra zero-copy cases) otherwise.
+shm_expected_column() {
+    column=ours
+    if [ -z "$UCT_LIBDIR" ] || same_file "$UCT_LIB" "$UCT_SYSTEM_LIB"; then
+        column=system
+    fi
+    if [ "$column" = ours ] && [ "${UCX_ABI:-1.13}" != 1.13 ]; then
+        column=system
+    fi
+}
+
 build_hello() {
     HELLO=$T_WORK/uct_hello_world
     [ -x "$HELLO" ] && return 0
@@ -190,6 +225,34 @@ release_waiting_server() {
         exec 3>&-' release "$1" 2>/dev/null
 }
 
+# start_server_on_free_port ENV STATUS OUT CMD...: start CMD in the
+# background under run_watch with the environment ENV ("VAR=value ..."), its
+# ending in STATUS and its output in OUT, each argument "@PORT@" replaced by a
+# free port.  When the server could not bind because another program took that
+# port in the meantime, try again on another one (three tries in all).  Sets
+# the caller's port and spid, and T_CHILDREN.
+start_server_on_free_port() {
+    local senv=$1 st=$2 out=$3 try arg cmd
+    shift 3
+    for try in 1 2 3; do
+        port=$(free_port)
+        cmd=()
+        for arg in "$@"; do
+            if [ "$arg" = @PORT@ ]; then cmd+=("$port"); else cmd+=("$arg"); fi
+        done
+        rm -f "$st"
+        # shellcheck disable=SC2086
+        env $senv "$RUN_WATCH" "$PAIR_TIMEOUT" "$st" "${cmd[@]}" >"$out" 2>&1 </dev/null &
+        spid=$!
+        T_CHILDREN=$spid
+        wait_listening "$spid" "$port" && break
+        kill -0 "$spid" 2>/dev/null && break
+        wait "$spid"
+        lost_port_race "$out" || break
+        echo "# port $port was taken, again on another port" >&2
+    done
+}
+
 # run_hello_pair SRV_LIB CLI_LIB TL DEV MODE   (-s 20: the example sends
 # "ABCDEFGHIJKLMNOPQRS" and its NUL)
 # Sets HP_OK (1 = success as hello-matrix.sh defines it), HP_SRV / HP_CLI
@@ -204,21 +267,9 @@ run_hello_pair() {
     cenv=$(lib_env "$clib")
     HP_OUT_SRV=$T_WORK/hello.srv
     HP_OUT_CLI=$T_WORK/hello.cli
-    local try
-    for try in 1 2 3; do
-        port=$(free_port)
-        rm -f "$T_WORK/hsrv.st" "$T_WORK/hcli.st"
-        # shellcheck disable=SC2086
-        env $senv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/hsrv.st" "$HELLO" \
-            -t "$tl" -d "$dev" "$mode" -p "$port" -s 20 >"$HP_OUT_SRV" 2>&1 </dev/null &
-        spid=$!
-        T_CHILDREN=$spid
-        wait_listening "$spid" "$port" && break
-        kill -0 "$spid" 2>/dev/null && break
-        wait "$spid"
-        lost_port_race "$HP_OUT_SRV" || break
-        echo "# port $port was taken, again on another port" >&2
-    done
+    rm -f "$T_WORK/hcli.st"
+    start_server_on_free_port "$senv" "$T_WORK/hsrv.st" "$HP_OUT_SRV" \
+        "$HELLO" -t "$tl" -d "$dev" "$mode" -p @PORT@ -s 20
     # shellcheck disable=SC2086
     env $cenv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/hcli.st" "$HELLO" \
         -t "$tl" -d "$dev" "$mode" -p "$port" -s 20 -n 127.0.0.1 \
@@ -269,21 +320,9 @@ run_perf_pair() {
     PP_OUT_SRV=$T_WORK/perf.srv
     PP_OUT_CLI=$T_WORK/perf.cli
     PP_LAT='' PP_BW=''
-    local try
-    for try in 1 2 3; do
-        port=$(free_port)
-        rm -f "$T_WORK/psrv.st" "$T_WORK/pcli.st"
-        # shellcheck disable=SC2086
-        env $senv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/psrv.st" "${spin[@]}" ucx_perftest \
-            -p "$port" "${args[@]}" >"$PP_OUT_SRV" 2>&1 </dev/null &
-        spid=$!
-        T_CHILDREN=$spid
-        wait_listening "$spid" "$port" && break
-        kill -0 "$spid" 2>/dev/null && break
-        wait "$spid"
-        lost_port_race "$PP_OUT_SRV" || break
-        echo "# port $port was taken, again on another port" >&2
-    done
+    rm -f "$T_WORK/pcli.st"
+    start_server_on_free_port "$senv" "$T_WORK/psrv.st" "$PP_OUT_SRV" \
+        "${spin[@]}" ucx_perftest -p @PORT@ "${args[@]}"
     # shellcheck disable=SC2086
     env $cenv "$RUN_WATCH" "$PAIR_TIMEOUT" "$T_WORK/pcli.st" "${cpin[@]}" ucx_perftest \
         127.0.0.1 -p "$port" "${args[@]}" >"$PP_OUT_CLI" 2>&1 </dev/null &
