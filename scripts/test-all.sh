@@ -108,7 +108,8 @@ for arg in sys.argv[2:]:
             f = 1
         passed += p
         failed += f
-        name, width = r.get("name"), 20
+        # meson names a tagged test "project:tag+tag / name": keep the name
+        name, width = r.get("name", "").rsplit(" / ", 1)[-1], 20
         if several:
             name, width = f"{label}/{name}", 25
         print(f"{name:{width}s} {r.get('result'):8s} {p:5d} passed, {f:3d} failed")

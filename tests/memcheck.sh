@@ -35,8 +35,8 @@ VG=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
 # as LIBDIR): its ucp_hello_world example leaks a buffer its main()
 # allocates, and libucp's multi-fragment AM send and its pending queue
 # (ucp_request_pending_add, when a send answers NO_RESOURCE, also through
-# its inlined ucp_ep_get_lane as valgrind reports it) test values
-# valgrind takes for uninitialised (the wheel has no valgrind
+# its inlined ucp_ep_get_lane as valgrind reports it) test and use, as an
+# index, values valgrind takes for uninitialised (the wheel has no valgrind
 # annotations).
 # ucx_perftest's own code, whatever libuct is under it: in the UCP tests it
 # sends its peer a structure with uninitialised padding over its control
@@ -73,6 +73,17 @@ if [ "$UCX_ABI" != 1.13 ]; then
 {
    reference-libucp-pending-add-lane-inlined
    Memcheck:Cond
+   fun:ucp_ep_get_lane
+   fun:ucp_request_pending_add
+}
+{
+   reference-libucp-pending-add-lane-value
+   Memcheck:Value8
+   fun:ucp_request_pending_add
+}
+{
+   reference-libucp-pending-add-lane-inlined-value
+   Memcheck:Value8
    fun:ucp_ep_get_lane
    fun:ucp_request_pending_add
 }
