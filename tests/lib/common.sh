@@ -27,6 +27,11 @@
 # and exits non-zero when M > 0; skip_suite REASON stops a whole suite as
 # skipped (exit 77, 0 cases).  full_tier: true under UCT_RS_TIER=full.
 
+# Sourced once per shell: the libraries that build on this one source it
+# too, and a second time must not reset the work directory or the counts.
+[ -n "${_T_COMMON_LOADED:-}" ] && return 0
+_T_COMMON_LOADED=1
+
 set -u
 
 UCX_PREFIX=${UCX_PREFIX:-}
