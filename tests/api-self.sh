@@ -31,12 +31,6 @@ else
     fail "library under test was loaded" "uct_iface_open from '$prov'"
 fi
 
-if [ -s "$T_WORK/ref.txt" ] && diff -u "$T_WORK/ref.txt" "$T_WORK/cand.txt" \
-        >"$T_WORK/diff.txt"; then
-    pass "identical output ($(wc -l <"$T_WORK/ref.txt") lines)"
-else
-    cat "$T_WORK/diff.txt"
-    fail "identical output"
-fi
+api_probe_same "$T_WORK/cand.txt" "identical output"
 
 finish

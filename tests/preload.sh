@@ -36,13 +36,7 @@ pre_rc=$?
 grep '^api: ' "$T_WORK/pre.out" >"$T_WORK/pre.txt"
 api_probe_verdict $pre_rc "$T_WORK/pre.out" "probe with LD_PRELOAD"
 
-if [ -s "$T_WORK/ref.txt" ] && diff -u "$T_WORK/ref.txt" "$T_WORK/pre.txt" \
-        >"$T_WORK/diff.txt"; then
-    pass "identical output with LD_PRELOAD ($(wc -l <"$T_WORK/ref.txt") lines)"
-else
-    cat "$T_WORK/diff.txt"
-    fail "identical output with LD_PRELOAD"
-fi
+api_probe_same "$T_WORK/pre.txt" "identical output with LD_PRELOAD"
 
 # 1) What the probe sees from the inside.
 "${clean_env[@]}" LD_PRELOAD="$UCT_LIB" UCT_PROBE_SHOW_PROVIDER=1 \

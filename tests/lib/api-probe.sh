@@ -12,6 +12,8 @@
 #   api_probe_verdict RC OUT LABEL
 #                               judge a run on the library under test that
 #                               ended with RC and wrote OUT
+#   api_probe_same TXT LABEL    pass LABEL when the result lines TXT equal
+#                               the system library's ($T_WORK/ref.txt)
 
 api_probe_system() {
     # the system library, with any inherited LD_LIBRARY_PATH removed
@@ -38,5 +40,14 @@ api_probe_verdict() {
         grep '^api: FAIL' "$out"
         tail -n 5 "$out"
         fail "$label" "exit status $rc"
+    fi
+}
+
+api_probe_same() {
+    if [ -s "$T_WORK/ref.txt" ] && diff -u "$T_WORK/ref.txt" "$1" >"$T_WORK/diff.txt"; then
+        pass "$2 ($(wc -l <"$T_WORK/ref.txt") lines)"
+    else
+        cat "$T_WORK/diff.txt"
+        fail "$2"
     fi
 }
