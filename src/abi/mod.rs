@@ -53,6 +53,8 @@ pub mod ucs;
 pub mod uct;
 pub mod uct_def;
 pub mod uct_md;
+/// cbindgen:ignore
+pub mod release;
 pub mod v2;
 pub mod version;
 

@@ -1,11 +1,20 @@
-//! What runs when the loader maps and unmaps the library: our configuration
-//! tables join libucs's global list and leave it again.
+//! What runs when the loader maps and unmaps the library: the UCX release
+//! of the process is found, then our configuration tables join libucs's
+//! global list (in that release's layout) and leave it again.
 
 use crate::core::{component, config_list};
 use crate::transports::COMPONENTS;
+use crate::ucs::release;
 
 extern "C" fn on_load() {
-    let _ = std::panic::catch_unwind(|| config_list::publish(&component::config_descs(COMPONENTS)));
+    let _ = std::panic::catch_unwind(|| {
+        if release::current().is_none() {
+            crate::error!("uct-rs: {}; no transport is offered", release::describe());
+            return;
+        }
+        crate::debug!("uct-rs: serving {}", release::describe());
+        config_list::publish(&component::config_descs(COMPONENTS));
+    });
 }
 
 extern "C" fn on_unload() {

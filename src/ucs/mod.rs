@@ -16,6 +16,7 @@ pub mod callbackq;
 pub mod host;
 pub mod parser;
 pub mod rcache;
+pub mod release;
 pub use async_handler::{add_timer, remove_handler, set_event_handler, AsyncCallback};
 pub use host::*;
 use libc::{c_char, c_int, c_uint, c_void, size_t};
