@@ -8,10 +8,11 @@ Input:  tests/data/ucx-<release>-layouts.tsv, one per release in RELEASES
 Outputs:
   src/abi/layout_asserts_1_<minor>.rs  per release: compile-time
                                  `const _: () = assert!(..)` checks of every
-                                 row of its table against crate::abi;
-                                 src/abi/mod.rs compiles the one of the
-                                 release being built (its cfg is repeated in
-                                 the file's first lines)
+                                 row of its table against crate::abi; every
+                                 build compiles all of them
+  src/abi/layout_sizes.rs        the size each release gives the structs
+                                 whose Rust type serves several layouts
+                                 (members appended over the releases)
   c-tests/layout_probe_items.h   the sizeof/offsetof/... probes that
                                  c-tests/layout_probe.c prints: the rows of
                                  every release (items that only some
@@ -85,11 +86,71 @@ def rs_path(minor):
     return os.path.join(ROOT, "src", "abi", f"layout_asserts_1_{minor}.rs")
 
 
-def release_cfg(minor):
-    """cfg predicate that holds exactly for a build of this release."""
-    if minor == RELEASES[0][1]:
-        return f"not(ucx_since_1_{minor + 1})"
-    return f"all(ucx_since_1_{minor}, not(ucx_since_1_{minor + 1}))"
+SIZES_OUT = os.path.join(ROOT, "src", "abi", "layout_sizes.rs")
+
+
+def parse_range(text):
+    """'1.N+' -> (N, None); '1.A-1.B' -> (A, B) (inclusive)."""
+    text = text.strip().rstrip(".")
+    if text.endswith("+"):
+        return (int(text[:-1].split(".")[1]), None)
+    a, b = text.split("-")
+    return (int(a.split(".")[1]), int(b.split(".")[1]))
+
+
+def covers(rng, minor):
+    lo, hi = rng
+    return lo <= minor and (hi is None or minor <= hi)
+
+
+def rust_items():
+    """{base C name: [(rust name, range or None)]} of every `pub struct`
+    and `pub const` of src/abi: a doc line `Releases: ...` in the block of
+    doc comments and attributes right above an item gives its range, and a
+    name ending in `_v1_<N>` is an older layout or value of the base name."""
+    import re
+    items = {}
+    abi = os.path.join(ROOT, "src", "abi")
+    for fn in sorted(os.listdir(abi)):
+        if not fn.endswith(".rs") or fn.startswith("layout_"):
+            continue
+        rng = None
+        with open(os.path.join(abi, fn), encoding="utf-8") as f:
+            for line in f:
+                t = line.strip()
+                m = re.match(r"/// Releases: (.*)$", t)
+                if m:
+                    rng = parse_range(m.group(1))
+                    continue
+                if t.startswith("///") or t.startswith("#["):
+                    continue
+                m = re.match(r"pub (?:struct|const|union) (\w+)", t)
+                if m:
+                    name = m.group(1)
+                    base = re.sub(r"_v1_\d+$", "", name)
+                    items.setdefault(base, []).append((name, rng))
+                rng = None
+    return items
+
+
+ITEMS = None
+
+
+def resolve(name, minor):
+    """(rust name, exact): the Rust item that holds `name` for release
+    `minor`, and whether it is that release's layout exactly (an item with
+    a range of releases) rather than a type serving several."""
+    global ITEMS
+    if ITEMS is None:
+        ITEMS = rust_items()
+    cands = ITEMS.get(name, [])
+    for rname, rng in cands:
+        if rng is not None and covers(rng, minor) and rname != name:
+            return rname, True
+    for rname, rng in cands:
+        if rname == name:
+            return name, rng is not None and rng[1] is not None
+    return name, False
 
 
 def read_rows(path):
@@ -116,17 +177,22 @@ def parse_int(text):
     return int(text, 0)
 
 
-def rust_asserts(rows):
-    """Assertion lines for `rows`, and how many assertions they are."""
+def rust_asserts(rows, minor, shared):
+    """Assertion lines for `rows` of release `minor`, and how many
+    assertions they are. `shared`: types whose Rust type serves releases
+    of different sizes; their size is checked as "at least" (the exact
+    size per release is in layout_sizes.rs) except for the newest."""
     out = []
     count = 0
     last_type = None
     for header, ty, field, ctype, off, size in rows:
+        rty, exact = resolve(ty, minor)
         if ty != last_type:
-            out.append(f"// ---- {ty} ({header})")
+            out.append(f"// ---- {ty} ({header})" + (f" as {rty}" if rty != ty else ""))
             last_type = ty
         if field in ("(whole)", "(scalar)"):
-            out.append(f"const _: () = assert!(size_of::<{ty}>() == {parse_int(size)}, "
+            op = ">=" if ty in shared and not exact else "=="
+            out.append(f"const _: () = assert!(size_of::<{rty}>() {op} {parse_int(size)}, "
                        f"\"sizeof({ty})\");")
             count += 1
         elif field == "(const)":
@@ -134,20 +200,23 @@ def rust_asserts(rows):
             values = size.split("/")
             assert len(names) == len(values), (ty, size)
             for name, value in zip(names, values):
-                out.append(f"const _: () = assert!({name} as i128 == {parse_int(value)}, "
+                rname, _ = resolve(name, minor)
+                if name == "UCT_API":
+                    rname = f"uct_api(release::Release::new({minor}, 0))"
+                out.append(f"const _: () = assert!({rname} as i128 == {parse_int(value)}, "
                            f"\"{name}\");")
                 count += 1
         else:
             rp = rust_path(field)
-            out.append(f"const _: () = assert!(offset_of!({ty}, {rp}) == {parse_int(off)}, "
+            out.append(f"const _: () = assert!(offset_of!({rty}, {rp}) == {parse_int(off)}, "
                        f"\"offsetof({ty}, {field})\");")
-            out.append(f"const _: () = assert!(field_size!({ty}, {rp}) == {parse_int(size)}, "
+            out.append(f"const _: () = assert!(field_size!({rty}, {rp}) == {parse_int(size)}, "
                        f"\"sizeof({ty}::{field})\");")
             count += 2
     return out, count
 
 
-def gen_rust(release, minor, rows):
+def gen_rust(release, minor, rows, shared):
     awaiting = AWAITING.get(minor, set())
     checked = [r for r in rows if r[1] not in awaiting]
     pending = [r for r in rows if r[1] in awaiting]
@@ -157,9 +226,8 @@ def gen_rust(release, minor, rows):
     w(f"// tests/data/ucx-{release}-layouts.tsv -- do not edit by hand.")
     w("//")
     w("// Every row of the reference table becomes a compile-time assertion, so")
-    w("// a layout mistake in crate::abi stops the build. src/abi/mod.rs")
-    w(f"// compiles this file for UCX {release} builds only:")
-    w(f"// #[cfg({release_cfg(minor)})].")
+    w("// a layout mistake in crate::abi stops the build. Every build compiles")
+    w("// the checks of every served release.")
     w("")
     w("#![allow(unused_unsafe, clippy::all)]")
     w("")
@@ -186,11 +254,11 @@ def gen_rust(release, minor, rows):
     w("")
     w("const _: () = assert!(size_of::<ucs_status_t>() == 1, \"ucs_status_t must be one byte\");")
     w("")
-    lines, count = rust_asserts(checked)
+    lines, count = rust_asserts(checked, minor, shared)
     out.extend(lines)
     count += 1
     if pending:
-        plines, pcount = rust_asserts(pending)
+        plines, pcount = rust_asserts(pending, minor, shared)
         w("")
         w("// Rows of types whose definitions for this release are not written yet")
         w("// (AWAITING in scripts/gen-layout-asserts.py): kept here, not compiled.")
@@ -339,10 +407,102 @@ def gen_c(tables):
     return "\n".join(out) + "\n"
 
 
+def struct_sizes(tables):
+    """{C type: [(minor, size)]} of the structs whose Rust type (the same
+    one) serves releases that give them different sizes."""
+    sizes = {}
+    for _, m, rows in tables:
+        for header, ty, field, ctype, off, size in rows:
+            if field != "(whole)":
+                continue
+            rty, exact = resolve(ty, m)
+            if exact:
+                continue
+            sizes.setdefault(ty, []).append((m, parse_int(size)))
+    return {t: v for t, v in sizes.items() if len({s for _, s in v}) > 1}
+
+
+def gen_sizes(shared):
+    out = []
+    w = out.append
+    w("// @generated by scripts/gen-layout-asserts.py from the reference layout")
+    w("// tables (tests/data/ucx-<release>-layouts.tsv) -- do not edit by hand.")
+    w("//")
+    w("// The structs whose one Rust type serves several layouts: later")
+    w("// releases appended members (announced by field-mask bits), so an older")
+    w("// release's struct is a prefix of the Rust one. For each: the size per")
+    w("// served release, as (first minor with that size, size).")
+    w("")
+    w("use super::*;")
+    w("use super::release::Release;")
+    w("")
+    w("/// A struct whose size depends on the release (see the file header).")
+    w("pub trait ReleaseSized: Sized {")
+    w("    /// (first minor, size) runs, oldest first.")
+    w("    const SIZES: &'static [(u8, usize)];")
+    w("    /// The size `release` gives the struct.")
+    w("    fn size_in(release: Release) -> usize {")
+    w("        let mut size = Self::SIZES[0].1;")
+    w("        for &(minor, s) in Self::SIZES {")
+    w("            if release.minor >= minor {")
+    w("                size = s;")
+    w("            }")
+    w("        }")
+    w("        size.min(::core::mem::size_of::<Self>())")
+    w("    }")
+    w("")
+    w("    /// The caller's struct at `p`, read as far as `release` makes it; the")
+    w("    /// members that release lacks are zero.")
+    w("    ///")
+    w("    /// # Safety")
+    w("    /// `p` points to a readable struct in `release`'s layout.")
+    w("    unsafe fn read_in(p: *const Self, release: Release) -> Self")
+    w("    where")
+    w("        Self: Default,")
+    w("    {")
+    w("        let mut v = Self::default();")
+    w("        // SAFETY: the caller's struct has size_in(release) readable bytes,")
+    w("        // no more than `v` has; plain bytes of a repr(C) struct.")
+    w("        unsafe {")
+    w("            ::core::ptr::copy_nonoverlapping(p as *const u8, &mut v as *mut Self as *mut u8,")
+    w("                                             Self::size_in(release))")
+    w("        };")
+    w("        v")
+    w("    }")
+    w("")
+    w("    /// Write `self` to the caller's struct at `p`, as far as `release`")
+    w("    /// makes it (nothing beyond its end).")
+    w("    ///")
+    w("    /// # Safety")
+    w("    /// `p` points to a writable struct in `release`'s layout.")
+    w("    unsafe fn write_in(&self, p: *mut Self, release: Release) {")
+    w("        // SAFETY: see the function contract; size_in(release) bytes of")
+    w("        // `self` are initialised and fit the caller's struct.")
+    w("        unsafe {")
+    w("            ::core::ptr::copy_nonoverlapping(self as *const Self as *const u8, p as *mut u8,")
+    w("                                             Self::size_in(release))")
+    w("        };")
+    w("    }")
+    w("}")
+    for ty in sorted(shared):
+        runs = []
+        for m, sz in sorted(shared[ty]):
+            if not runs or runs[-1][1] != sz:
+                runs.append((m, sz))
+        body = ", ".join(f"({m}, {sz})" for m, sz in runs)
+        w("")
+        w(f"impl ReleaseSized for {ty} {{")
+        w(f"    const SIZES: &'static [(u8, usize)] = &[{body}];")
+        w("}")
+    return "\n".join(out) + "\n"
+
+
 def main():
     check = "--check" in sys.argv[1:]
     tables = [(r, m, read_rows(tsv_path(r))) for r, m in RELEASES]
-    outputs = {rs_path(m): gen_rust(r, m, rows) for r, m, rows in tables}
+    shared = struct_sizes(tables)
+    outputs = {rs_path(m): gen_rust(r, m, rows, shared) for r, m, rows in tables}
+    outputs[SIZES_OUT] = gen_sizes(shared)
     outputs[C_OUT] = gen_c(tables)
     stale = []
     for path, text in outputs.items():

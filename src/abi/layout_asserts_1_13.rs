@@ -2,9 +2,8 @@
 // tests/data/ucx-1.13.1-layouts.tsv -- do not edit by hand.
 //
 // Every row of the reference table becomes a compile-time assertion, so
-// a layout mistake in crate::abi stops the build. src/abi/mod.rs
-// compiles this file for UCX 1.13.1 builds only:
-// #[cfg(not(ucx_since_1_14))].
+// a layout mistake in crate::abi stops the build. Every build compiles
+// the checks of every served release.
 
 #![allow(unused_unsafe, clippy::all)]
 
@@ -254,7 +253,7 @@ const _: () = assert!(field_size!(uct_iface_params_t, am_align_offset) == 8, "si
 const _: () = assert!(offset_of!(uct_iface_params_t, features) == 296, "offsetof(uct_iface_params_t, features)");
 const _: () = assert!(field_size!(uct_iface_params_t, features) == 8, "sizeof(uct_iface_params_t::features)");
 // ---- uct_ep_params_t (uct.h)
-const _: () = assert!(size_of::<uct_ep_params_t>() == 144, "sizeof(uct_ep_params_t)");
+const _: () = assert!(size_of::<uct_ep_params_t>() >= 144, "sizeof(uct_ep_params_t)");
 const _: () = assert!(offset_of!(uct_ep_params_t, field_mask) == 0, "offsetof(uct_ep_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_params_t, field_mask) == 8, "sizeof(uct_ep_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_params_t, iface) == 8, "offsetof(uct_ep_params_t, iface)");
@@ -352,7 +351,7 @@ const _: () = assert!(field_size!(uct_md_attr_t, rkey_packed_size) == 8, "sizeof
 const _: () = assert!(offset_of!(uct_md_attr_t, local_cpus) == 96, "offsetof(uct_md_attr_t, local_cpus)");
 const _: () = assert!(field_size!(uct_md_attr_t, local_cpus) == 128, "sizeof(uct_md_attr_t::local_cpus)");
 // ---- uct_md_mem_attr_t (uct.h)
-const _: () = assert!(size_of::<uct_md_mem_attr_t>() == 32, "sizeof(uct_md_mem_attr_t)");
+const _: () = assert!(size_of::<uct_md_mem_attr_t>() >= 32, "sizeof(uct_md_mem_attr_t)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, field_mask) == 0, "offsetof(uct_md_mem_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, field_mask) == 8, "sizeof(uct_md_mem_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, mem_type) == 8, "offsetof(uct_md_mem_attr_t, mem_type)");
@@ -597,14 +596,14 @@ const _: () = assert!(offset_of!(uct_iface_ops_t, iface_get_address) == 384, "of
 const _: () = assert!(field_size!(uct_iface_ops_t, iface_get_address) == 8, "sizeof(uct_iface_ops_t::iface_get_address)");
 const _: () = assert!(offset_of!(uct_iface_ops_t, iface_is_reachable) == 392, "offsetof(uct_iface_ops_t, iface_is_reachable)");
 const _: () = assert!(field_size!(uct_iface_ops_t, iface_is_reachable) == 8, "sizeof(uct_iface_ops_t::iface_is_reachable)");
-// ---- uct_worker_t (tl.h)
-const _: () = assert!(size_of::<uct_worker_t>() == 264, "sizeof(uct_worker_t)");
-const _: () = assert!(offset_of!(uct_worker_t, progress_q) == 0, "offsetof(uct_worker_t, progress_q)");
-const _: () = assert!(field_size!(uct_worker_t, progress_q) == 264, "sizeof(uct_worker_t::progress_q)");
-const _: () = assert!(offset_of!(uct_worker_t, progress_q.fast_elems) == 0, "offsetof(uct_worker_t, progress_q.fast_elems)");
-const _: () = assert!(field_size!(uct_worker_t, progress_q.fast_elems) == 192, "sizeof(uct_worker_t::progress_q.fast_elems)");
-const _: () = assert!(offset_of!(uct_worker_t, progress_q.r#priv) == 192, "offsetof(uct_worker_t, progress_q.priv)");
-const _: () = assert!(field_size!(uct_worker_t, progress_q.r#priv) == 72, "sizeof(uct_worker_t::progress_q.priv)");
+// ---- uct_worker_t (tl.h) as uct_worker_t_v1_13
+const _: () = assert!(size_of::<uct_worker_t_v1_13>() == 264, "sizeof(uct_worker_t)");
+const _: () = assert!(offset_of!(uct_worker_t_v1_13, progress_q) == 0, "offsetof(uct_worker_t, progress_q)");
+const _: () = assert!(field_size!(uct_worker_t_v1_13, progress_q) == 264, "sizeof(uct_worker_t::progress_q)");
+const _: () = assert!(offset_of!(uct_worker_t_v1_13, progress_q.fast_elems) == 0, "offsetof(uct_worker_t, progress_q.fast_elems)");
+const _: () = assert!(field_size!(uct_worker_t_v1_13, progress_q.fast_elems) == 192, "sizeof(uct_worker_t::progress_q.fast_elems)");
+const _: () = assert!(offset_of!(uct_worker_t_v1_13, progress_q.r#priv) == 192, "offsetof(uct_worker_t, progress_q.priv)");
+const _: () = assert!(field_size!(uct_worker_t_v1_13, progress_q.r#priv) == 72, "sizeof(uct_worker_t::progress_q.priv)");
 // ---- uct_iface_t (tl.h)
 const _: () = assert!(size_of::<uct_iface_t>() == 400, "sizeof(uct_iface_t)");
 const _: () = assert!(offset_of!(uct_iface_t, ops) == 0, "offsetof(uct_iface_t, ops)");
@@ -722,7 +721,7 @@ const _: () = assert!(size_of::<uct_recv_desc_t>() == 8, "sizeof(uct_recv_desc_t
 const _: () = assert!(offset_of!(uct_recv_desc_t, cb) == 0, "offsetof(uct_recv_desc_t, cb)");
 const _: () = assert!(field_size!(uct_recv_desc_t, cb) == 8, "sizeof(uct_recv_desc_t::cb)");
 // ---- uct_perf_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_perf_attr_t>() == 88, "sizeof(uct_perf_attr_t)");
+const _: () = assert!(size_of::<uct_perf_attr_t>() >= 88, "sizeof(uct_perf_attr_t)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_perf_attr_t, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
@@ -780,7 +779,7 @@ const _: () = assert!(field_size!(uct_md_mkey_pack_params_t, field_mask) == 8, "
 const _: () = assert!(offset_of!(uct_md_mkey_pack_params_t, flags) == 8, "offsetof(uct_md_mkey_pack_params_t, flags)");
 const _: () = assert!(field_size!(uct_md_mkey_pack_params_t, flags) == 4, "sizeof(uct_md_mkey_pack_params_t::flags)");
 // ---- uct_iface_is_reachable_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() == 40, "sizeof(uct_iface_is_reachable_params_t)");
+const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() >= 40, "sizeof(uct_iface_is_reachable_params_t)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, field_mask) == 0, "offsetof(uct_iface_is_reachable_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_iface_is_reachable_params_t, field_mask) == 8, "sizeof(uct_iface_is_reachable_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, device_addr) == 8, "offsetof(uct_iface_is_reachable_params_t, device_addr)");
@@ -791,22 +790,22 @@ const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, info_string) =
 const _: () = assert!(field_size!(uct_iface_is_reachable_params_t, info_string) == 8, "sizeof(uct_iface_is_reachable_params_t::info_string)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, info_string_length) == 32, "offsetof(uct_iface_is_reachable_params_t, info_string_length)");
 const _: () = assert!(field_size!(uct_iface_is_reachable_params_t, info_string_length) == 8, "sizeof(uct_iface_is_reachable_params_t::info_string_length)");
-// ---- ucs_callbackq_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_callbackq_t>() == 264, "sizeof(ucs_callbackq_t)");
-const _: () = assert!(offset_of!(ucs_callbackq_t, fast_elems) == 0, "offsetof(ucs_callbackq_t, fast_elems)");
-const _: () = assert!(field_size!(ucs_callbackq_t, fast_elems) == 192, "sizeof(ucs_callbackq_t::fast_elems)");
-const _: () = assert!(offset_of!(ucs_callbackq_t, r#priv) == 192, "offsetof(ucs_callbackq_t, priv)");
-const _: () = assert!(field_size!(ucs_callbackq_t, r#priv) == 72, "sizeof(ucs_callbackq_t::priv)");
-// ---- ucs_callbackq_elem_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_callbackq_elem_t>() == 24, "sizeof(ucs_callbackq_elem_t)");
-const _: () = assert!(offset_of!(ucs_callbackq_elem_t, cb) == 0, "offsetof(ucs_callbackq_elem_t, cb)");
-const _: () = assert!(field_size!(ucs_callbackq_elem_t, cb) == 8, "sizeof(ucs_callbackq_elem_t::cb)");
-const _: () = assert!(offset_of!(ucs_callbackq_elem_t, arg) == 8, "offsetof(ucs_callbackq_elem_t, arg)");
-const _: () = assert!(field_size!(ucs_callbackq_elem_t, arg) == 8, "sizeof(ucs_callbackq_elem_t::arg)");
-const _: () = assert!(offset_of!(ucs_callbackq_elem_t, flags) == 16, "offsetof(ucs_callbackq_elem_t, flags)");
-const _: () = assert!(field_size!(ucs_callbackq_elem_t, flags) == 4, "sizeof(ucs_callbackq_elem_t::flags)");
-const _: () = assert!(offset_of!(ucs_callbackq_elem_t, id) == 20, "offsetof(ucs_callbackq_elem_t, id)");
-const _: () = assert!(field_size!(ucs_callbackq_elem_t, id) == 4, "sizeof(ucs_callbackq_elem_t::id)");
+// ---- ucs_callbackq_t (ucs(dep)) as ucs_callbackq_t_v1_13
+const _: () = assert!(size_of::<ucs_callbackq_t_v1_13>() == 264, "sizeof(ucs_callbackq_t)");
+const _: () = assert!(offset_of!(ucs_callbackq_t_v1_13, fast_elems) == 0, "offsetof(ucs_callbackq_t, fast_elems)");
+const _: () = assert!(field_size!(ucs_callbackq_t_v1_13, fast_elems) == 192, "sizeof(ucs_callbackq_t::fast_elems)");
+const _: () = assert!(offset_of!(ucs_callbackq_t_v1_13, r#priv) == 192, "offsetof(ucs_callbackq_t, priv)");
+const _: () = assert!(field_size!(ucs_callbackq_t_v1_13, r#priv) == 72, "sizeof(ucs_callbackq_t::priv)");
+// ---- ucs_callbackq_elem_t (ucs(dep)) as ucs_callbackq_elem_t_v1_13
+const _: () = assert!(size_of::<ucs_callbackq_elem_t_v1_13>() == 24, "sizeof(ucs_callbackq_elem_t)");
+const _: () = assert!(offset_of!(ucs_callbackq_elem_t_v1_13, cb) == 0, "offsetof(ucs_callbackq_elem_t, cb)");
+const _: () = assert!(field_size!(ucs_callbackq_elem_t_v1_13, cb) == 8, "sizeof(ucs_callbackq_elem_t::cb)");
+const _: () = assert!(offset_of!(ucs_callbackq_elem_t_v1_13, arg) == 8, "offsetof(ucs_callbackq_elem_t, arg)");
+const _: () = assert!(field_size!(ucs_callbackq_elem_t_v1_13, arg) == 8, "sizeof(ucs_callbackq_elem_t::arg)");
+const _: () = assert!(offset_of!(ucs_callbackq_elem_t_v1_13, flags) == 16, "offsetof(ucs_callbackq_elem_t, flags)");
+const _: () = assert!(field_size!(ucs_callbackq_elem_t_v1_13, flags) == 4, "sizeof(ucs_callbackq_elem_t::flags)");
+const _: () = assert!(offset_of!(ucs_callbackq_elem_t_v1_13, id) == 20, "offsetof(ucs_callbackq_elem_t, id)");
+const _: () = assert!(field_size!(ucs_callbackq_elem_t_v1_13, id) == 4, "sizeof(ucs_callbackq_elem_t::id)");
 // ---- ucs_linear_func_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_linear_func_t>() == 16, "sizeof(ucs_linear_func_t)");
 const _: () = assert!(offset_of!(ucs_linear_func_t, c) == 0, "offsetof(ucs_linear_func_t, c)");
@@ -879,6 +878,6 @@ const _: () = assert!(UCT_DEVICE_NAME_MAX as i128 == 32, "UCT_DEVICE_NAME_MAX");
 // ---- UCS_CALLBACKQ_FAST_COUNT (constants)
 const _: () = assert!(UCS_CALLBACKQ_FAST_COUNT as i128 == 7, "UCS_CALLBACKQ_FAST_COUNT");
 // ---- UCT_API (constants)
-const _: () = assert!(UCT_API as i128 == 17629184, "UCT_API");
+const _: () = assert!(uct_api(release::Release::new(13, 0)) as i128 == 17629184, "UCT_API");
 
 // 781 assertions in total.

@@ -416,10 +416,19 @@ pub type uct_iface_ops = uct_iface_ops_t;
 
 /// Public head of a worker: the libucs callback queue that
 /// `uct_worker_progress` (inline in C) dispatches.
+/// Releases: 1.16+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_worker_t {
     pub progress_q: ucs_callbackq_t,
+}
+
+/// `uct_worker_t` as 1.13-1.15 laid it out (their callback queue).
+/// Releases: 1.13-1.15.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct uct_worker_t_v1_13 {
+    pub progress_q: ucs_callbackq_t_v1_13,
 }
 /// Alias for the C tag `struct uct_worker`.
 pub type uct_worker = uct_worker_t;

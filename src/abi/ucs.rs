@@ -161,39 +161,38 @@ pub const UCS_MEMORY_TYPE_ROCM: ucs_memory_type_t = 3;
 /// ROCm managed memory.
 pub const UCS_MEMORY_TYPE_ROCM_MANAGED: ucs_memory_type_t = 4;
 /// Memory of an RDMA device (since 1.16).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCS_MEMORY_TYPE_RDMA: ucs_memory_type_t = 5;
 /// Intel Level Zero host (USM host) memory (since 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCS_MEMORY_TYPE_ZE_HOST: ucs_memory_type_t = 6;
 /// Intel Level Zero device (USM device) memory (since 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCS_MEMORY_TYPE_ZE_DEVICE: ucs_memory_type_t = 7;
 /// Intel Level Zero shared (USM shared) memory (since 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCS_MEMORY_TYPE_ZE_MANAGED: ucs_memory_type_t = 8;
-/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
-/// 1.17 (Level Zero).
-#[cfg(not(ucx_since_1_16))]
-pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 5;
-/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
-/// 1.17 (Level Zero).
-#[cfg(all(ucx_since_1_16, not(ucx_since_1_17)))]
-pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 6;
-/// Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
-/// 1.17 (Level Zero).
-#[cfg(ucx_since_1_17)]
+/// Number of known memory types in 1.13-1.15 (see `UCS_MEMORY_TYPE_LAST`).
+/// Releases: 1.13-1.15.
+pub const UCS_MEMORY_TYPE_LAST_v1_13: ucs_memory_type_t = 5;
+/// Number of known memory types in 1.16 (RDMA joined).
+/// Releases: 1.16-1.16.
+pub const UCS_MEMORY_TYPE_LAST_v1_16: ucs_memory_type_t = 6;
+/// Number of known memory types (the Level Zero kinds joined in 1.17).
+/// Releases: 1.17+.
 pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 9;
-/// Memory type could not be determined (same value as `LAST`, so it moves
-/// with it).
+/// Memory type could not be determined: the value of `LAST`, so it moves
+/// with it. In Rust this is the newest release's value; code that answers
+/// a caller uses the running release's (`crate::ucs::release`).
 pub const UCS_MEMORY_TYPE_UNKNOWN: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST;
-/// Bit mask (indexed by memory type) of the types the CPU can access.
-#[cfg(not(ucx_since_1_17))]
-pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 =
+/// Bit mask (indexed by memory type) of the types the CPU can access, up
+/// to 1.16.
+/// Releases: 1.13-1.16.
+pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE_v1_13: u64 =
     (1u64 << UCS_MEMORY_TYPE_HOST) | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED);
 /// Bit mask (indexed by memory type) of the types the CPU can access (the
 /// Level Zero host and shared kinds join in 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCS_MEMORY_TYPES_CPU_ACCESSIBLE: u64 = (1u64 << UCS_MEMORY_TYPE_HOST)
     | (1u64 << UCS_MEMORY_TYPE_ROCM_MANAGED)
     | (1u64 << UCS_MEMORY_TYPE_ZE_HOST)
@@ -254,37 +253,55 @@ pub const UCS_CALLBACKQ_FLAG_FAST: u32 = 1u32 << 0;
 /// Run the callback once and then drop it.
 pub const UCS_CALLBACKQ_FLAG_ONESHOT: u32 = 1u32 << 1;
 
-/// One entry of a callback queue's fast path. Up to 1.15 it also carried
-/// its flags and id; the queue rewritten in 1.16 keeps only the callback.
+/// One entry of a callback queue's fast path, as 1.13-1.15 laid it out:
+/// the callback with its flags and id.
+/// Releases: 1.13-1.15.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_callbackq_elem_t_v1_13 {
+    pub cb: ucs_callback_t,
+    pub arg: *mut c_void,
+    pub flags: c_uint,
+    pub id: c_int,
+}
+
+/// One entry of a callback queue's fast path (the queue rewritten in 1.16
+/// keeps only the callback).
+/// Releases: 1.16+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_callbackq_elem_t {
     pub cb: ucs_callback_t,
     pub arg: *mut c_void,
-    #[cfg(not(ucx_since_1_16))]
-    pub flags: c_uint,
-    #[cfg(not(ucx_since_1_16))]
-    pub id: c_int,
 }
 /// Alias for the C tag `struct ucs_callbackq_elem`.
 pub type ucs_callbackq_elem = ucs_callbackq_elem_t;
+
+/// A libucs callback queue as 1.13-1.15 laid it out: the fast path, then
+/// libucs's private part inline (72 bytes).
+/// Releases: 1.13-1.15.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_callbackq_t_v1_13 {
+    pub fast_elems: [ucs_callbackq_elem_t_v1_13; 8],
+    pub r#priv: [c_char; 72],
+}
 
 /// A libucs callback queue, embedded in `uct_worker_t`.
 ///
 /// The dispatcher (inlined into C callers) walks `fast_elems` until it meets
 /// an element whose `cb` is NULL, so the last of the
 /// `UCS_CALLBACKQ_FAST_COUNT + 1` (= 8) slots must always stay NULL.
-/// `priv` is owned by libucs: up to 1.15 an inline block of 72 bytes, from
-/// 1.16 a pointer to libucs's private part.
+/// `priv` is owned by libucs: a pointer to its private part (an inline
+/// block up to 1.15, see `ucs_callbackq_t_v1_13`). Only libucs's own
+/// functions initialise and change a queue.
+/// Releases: 1.16+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_callbackq_t {
     /// Fast-path callbacks followed by the NULL terminator slot
     /// (`UCS_CALLBACKQ_FAST_COUNT + 1` entries).
     pub fast_elems: [ucs_callbackq_elem_t; 8],
-    #[cfg(not(ucx_since_1_16))]
-    pub r#priv: [c_char; 72],
-    #[cfg(ucx_since_1_16)]
     pub r#priv: *mut ucs_callbackq_priv_t,
 }
 /// Alias for the C tag `struct ucs_callbackq`.
@@ -354,24 +371,24 @@ pub struct ucs_stats_node {
 pub type ucs_stats_node_t = ucs_stats_node;
 
 /// libucs's private part of a callback queue (1.16+; opaque).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 #[repr(C, align(8))]
 pub struct ucs_callbackq_priv {
     _private: [u8; 0],
 }
 /// C typedef name of `struct ucs_callbackq_priv`.
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub type ucs_callbackq_priv_t = ucs_callbackq_priv;
 
 /// libucs's growable string (1.17+: the `doc` member of a config parser
 /// appends to one). Only libucs touches its three words.
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 #[repr(C)]
 pub struct ucs_string_buffer {
     _private: [usize; 3],
 }
 /// C typedef name of `struct ucs_string_buffer`.
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub type ucs_string_buffer_t = ucs_string_buffer;
 
 // ---------------------------------------------------------------------------
@@ -476,6 +493,7 @@ pub struct ucs_list_link_t {
 pub type ucs_list_link = ucs_list_link_t;
 
 /// Value codec of a configuration field (all members are called by libucs).
+/// Releases: 1.17+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_config_parser_t {
@@ -500,9 +518,8 @@ pub struct ucs_config_parser_t {
     pub release: Option<unsafe extern "C" fn(ptr: *mut c_void, arg: *const c_void)>,
     /// Write a short description of accepted values into `buf`.
     pub help: Option<unsafe extern "C" fn(buf: *mut c_char, max: usize, arg: *const c_void)>,
-    /// Append longer documentation to a libucs string buffer (1.17+; the
-    /// plain parsers use libucs's `ucs_config_doc_nop`).
-    #[cfg(ucx_since_1_17)]
+    /// Append longer documentation to a libucs string buffer (the plain
+    /// parsers use libucs's `ucs_config_doc_nop`).
     pub doc: Option<unsafe extern "C" fn(strb: *mut ucs_string_buffer_t, arg: *const c_void)>,
     /// Parser-specific argument handed to every member above.
     pub arg: *const c_void,
@@ -511,6 +528,7 @@ pub struct ucs_config_parser_t {
 pub type ucs_config_parser = ucs_config_parser_t;
 
 /// Parser for an array value: element size plus element parser.
+/// Releases: 1.17+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_config_array_t {
@@ -522,6 +540,7 @@ pub type ucs_config_array = ucs_config_array_t;
 
 /// One row of a configuration table (a table ends with a row whose `name`
 /// is NULL).
+/// Releases: 1.17+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_config_field_t {
@@ -535,6 +554,58 @@ pub struct ucs_config_field_t {
 /// Alias for the C tag `struct ucs_config_field`.
 pub type ucs_config_field = ucs_config_field_t;
 
+/// A value parser as 1.13-1.16 laid it out: no `doc` member.
+/// Releases: 1.13-1.16.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_config_parser_t_v1_13 {
+    pub read: Option<unsafe extern "C" fn(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int>,
+    pub write: Option<
+        unsafe extern "C" fn(buf: *mut c_char, max: usize, src: *const c_void, arg: *const c_void) -> c_int,
+    >,
+    pub clone: Option<
+        unsafe extern "C" fn(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t,
+    >,
+    pub release: Option<unsafe extern "C" fn(ptr: *mut c_void, arg: *const c_void)>,
+    pub help: Option<unsafe extern "C" fn(buf: *mut c_char, max: usize, arg: *const c_void)>,
+    pub arg: *const c_void,
+}
+
+/// An array parser as 1.13-1.16 laid it out (their value parser).
+/// Releases: 1.13-1.16.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_config_array_t_v1_13 {
+    pub elem_size: usize,
+    pub parser: ucs_config_parser_t_v1_13,
+}
+
+/// A configuration table row as 1.13-1.16 laid it out (their value
+/// parser): tables handed to those releases have this stride.
+/// Releases: 1.13-1.16.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_config_field_t_v1_13 {
+    pub name: *const c_char,
+    pub dfl_value: *const c_char,
+    pub doc: *const c_char,
+    pub offset: usize,
+    pub parser: ucs_config_parser_t_v1_13,
+}
+
+impl From<&ucs_config_parser_t> for ucs_config_parser_t_v1_13 {
+    fn from(p: &ucs_config_parser_t) -> Self {
+        ucs_config_parser_t_v1_13 {
+            read: p.read,
+            write: p.write,
+            clone: p.clone,
+            release: p.release,
+            help: p.help,
+            arg: p.arg,
+        }
+    }
+}
+
 /// Registration record of a configuration table in libucs's global list.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -547,11 +618,11 @@ pub struct ucs_config_global_list_entry_t {
     pub list: ucs_list_link_t,
     /// `UCS_CONFIG_TABLE_FLAG_*` (1.15+): libucs marks a table it has
     /// parsed, and checks for unused variables only against those.
-    #[cfg(ucx_since_1_15)]
+    /// Releases: 1.15+.
     pub flags: u8,
 }
 /// The table has been parsed at least once (1.15+).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCS_CONFIG_TABLE_FLAG_LOADED: u8 = 1 << 0;
 /// Alias for the C tag `struct ucs_config_global_list_entry`.
 pub type ucs_config_global_list_entry = ucs_config_global_list_entry_t;

@@ -69,7 +69,7 @@ pub type uct_component_attr = uct_component_attr_t;
 pub const UCT_COMPONENT_FLAG_CM: u64 = 1u64 << 0;
 /// The component's remote keys can be turned into local pointers with
 /// `uct_rkey_ptr` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_COMPONENT_FLAG_RKEY_PTR: u64 = 1u64 << 1;
 
 /// Class of a transport device (C enum, 4 bytes).
@@ -150,7 +150,7 @@ pub const UCT_IFACE_FLAG_TAG_EAGER_BCOPY: u64 = 1u64 << 51;
 pub const UCT_IFACE_FLAG_TAG_EAGER_ZCOPY: u64 = 1u64 << 52;
 pub const UCT_IFACE_FLAG_TAG_RNDV_ZCOPY: u64 = 1u64 << 53;
 /// The interface can reach peers on other hosts (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_IFACE_FLAG_INTER_NODE: u64 = 1u64 << 54;
 
 // Event capability flags (uct_iface_attr_t::cap.event_flags, u64).
@@ -191,7 +191,7 @@ pub const UCT_FLUSH_FLAG_LOCAL: u32 = 0;
 pub const UCT_FLUSH_FLAG_CANCEL: u32 = 1u32 << 0;
 /// Complete only when earlier remote updates are visible to every
 /// processing element of the target (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_FLUSH_FLAG_REMOTE: u32 = 1u32 << 1;
 
 /// Progress directions for `uct_iface_progress_enable/disable`.
@@ -288,10 +288,10 @@ pub const UCT_EP_PARAM_FIELD_PRIV_DATA: u64 = 1u64 << 14;
 pub const UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH: u64 = 1u64 << 15;
 pub const UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR: u64 = 1u64 << 16;
 /// `uct_ep_params_t::dev_addr_length` is set (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH: u64 = 1u64 << 17;
 /// `uct_ep_params_t::iface_addr_length` is set (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH: u64 = 1u64 << 18;
 
 /// Valid-field bits of `uct_ep_connect_params_t::field_mask`.
@@ -310,13 +310,13 @@ pub const UCT_IFACE_FEATURE_AMO32: u64 = 1u64 << 3;
 pub const UCT_IFACE_FEATURE_AMO64: u64 = 1u64 << 4;
 pub const UCT_IFACE_FEATURE_TAG: u64 = 1u64 << 5;
 /// Flushes with `UCT_FLUSH_FLAG_REMOTE` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_IFACE_FEATURE_FLUSH_REMOTE: u64 = 1u64 << 6;
+/// First bit past the known features in 1.13.
+/// Releases: 1.13-1.13.
+pub const UCT_IFACE_FEATURE_LAST_v1_13: u64 = 1u64 << 6;
 /// First bit past the known features (moves up by one in 1.14).
-#[cfg(not(ucx_since_1_14))]
-pub const UCT_IFACE_FEATURE_LAST: u64 = 1u64 << 6;
-/// First bit past the known features (moves up by one in 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_IFACE_FEATURE_LAST: u64 = 1u64 << 7;
 
 // ---------------------------------------------------------------------------
@@ -557,10 +557,10 @@ pub struct uct_ep_params_t {
     pub private_data_length: usize,
     pub local_sockaddr: *const ucs_sock_addr_t,
     /// Length of `dev_addr` (since 1.18).
-    #[cfg(ucx_since_1_18)]
+    /// Releases: 1.18+.
     pub dev_addr_length: usize,
     /// Length of `iface_addr` (since 1.18).
-    #[cfg(ucx_since_1_18)]
+    /// Releases: 1.18+.
     pub iface_addr_length: usize,
 }
 /// Alias for the C tag `struct uct_ep_params`.

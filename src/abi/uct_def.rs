@@ -15,7 +15,7 @@ use ::core::ffi::{c_char, c_int, c_uint, c_void};
 pub const UCT_COMPONENT_NAME_MAX: usize = 16;
 /// Size of the buffer holding a memory domain's global identifier
 /// (`uct_md_attr_v2_t::global_id`, since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_GLOBAL_ID_MAX: usize = 256;
 /// Size of a transport name buffer.
 pub const UCT_TL_NAME_MAX: usize = 10;
@@ -41,7 +41,7 @@ pub const UCT_INVALID_MEM_HANDLE: uct_mem_h = 0 as uct_mem_h;
 pub const UCT_INVALID_RKEY: uct_rkey_t = -1isize as uct_rkey_t;
 /// "No dma-buf file descriptor" (`uct_md_mem_attr_t::dmabuf_fd`, since
 /// 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_DMABUF_FD_INVALID: c_int = -1;
 
 // ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@
 use super::ucs::*;
 use super::uct_def::*;
 use super::uct::uct_alloc_method_t;
-#[cfg(ucx_since_1_14)]
 use ::core::ffi::c_int;
 use ::core::ffi::{c_char, c_void};
 
@@ -27,14 +26,14 @@ pub const UCT_MD_FLAG_SOCKADDR: u64 = 1u64 << 7;
 pub const UCT_MD_FLAG_INVALIDATE: u64 = 1u64 << 8;
 /// The MD can export memory keys that another process attaches to (since
 /// 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_FLAG_EXPORTED_MKEY: u64 = 1u64 << 9;
 /// The MD registers dma-buf file descriptors (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_FLAG_REG_DMABUF: u64 = 1u64 << 10;
 /// First bit not used by the flags above; `uct_md_flags_v2_t` continues
 /// from here (since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_FLAG_LAST: u64 = 1u64 << 11;
 
 /// Flags of memory registration/allocation (`unsigned flags`).
@@ -49,10 +48,10 @@ pub const UCT_MD_MEM_ACCESS_REMOTE_ATOMIC: u32 = 1u32 << 7;
 pub const UCT_MD_MEM_ACCESS_LOCAL_READ: u32 = 1u32 << 8;
 pub const UCT_MD_MEM_ACCESS_LOCAL_WRITE: u32 = 1u32 << 9;
 /// Ask for a remote key that is the same in every process (since 1.16).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCT_MD_MEM_SYMMETRIC_RKEY: u32 = 1u32 << 10;
 /// Register through the global virtual address space (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_MD_MEM_GVA: u32 = 1u32 << 11;
 /// Every access kind.
 pub const UCT_MD_MEM_ACCESS_ALL: u32 = UCT_MD_MEM_ACCESS_REMOTE_PUT
@@ -113,10 +112,10 @@ pub const UCT_MD_MEM_ATTR_FIELD_SYS_DEV: u64 = 1u64 << 1;
 pub const UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS: u64 = 1u64 << 2;
 pub const UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH: u64 = 1u64 << 3;
 /// Ask for `dmabuf_fd` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_ATTR_FIELD_DMABUF_FD: u64 = 1u64 << 4;
 /// Ask for `dmabuf_offset` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET: u64 = 1u64 << 5;
 
 /// Result of `uct_md_mem_query` (32 bytes; 48 from 1.14, which appends
@@ -131,10 +130,10 @@ pub struct uct_md_mem_attr_t {
     pub alloc_length: usize,
     /// A dma-buf file descriptor for the range, to be closed by the
     /// caller, or `UCT_DMABUF_FD_INVALID` (since 1.14).
-    #[cfg(ucx_since_1_14)]
+    /// Releases: 1.14+.
     pub dmabuf_fd: c_int,
     /// Offset of the queried address inside that dma-buf (since 1.14).
-    #[cfg(ucx_since_1_14)]
+    /// Releases: 1.14+.
     pub dmabuf_offset: usize,
 }
 /// Alias for the C tag `struct uct_md_mem_attr`.

@@ -6,11 +6,9 @@
 
 use super::uct::uct_ppn_bandwidth_t;
 use super::uct::uct_completion_t;
-#[cfg(ucx_since_1_15)]
 use super::uct_md::UCT_MD_FLAG_LAST;
 use super::uct_def::*;
 use super::ucs::*;
-#[cfg(ucx_since_1_14)]
 use ::core::ffi::c_int;
 use ::core::ffi::{c_char, c_uint, c_void};
 
@@ -50,15 +48,15 @@ pub const UCT_PERF_ATTR_FIELD_BANDWIDTH: u64 = 1u64 << 8;
 pub const UCT_PERF_ATTR_FIELD_LATENCY: u64 = 1u64 << 9;
 pub const UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS: u64 = 1u64 << 10;
 /// `uct_perf_attr_t::flags` is requested (since 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCT_PERF_ATTR_FIELD_FLAGS: u64 = 1u64 << 11;
 
 /// Bits of `uct_perf_attr_t::flags` (C enum, 4 bytes; the constants are
 /// u64 like the field, since 1.17).
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub type uct_perf_attr_flags_t = u32;
 /// Sends and receives share one resource, so their costs add up.
-#[cfg(ucx_since_1_17)]
+/// Releases: 1.17+.
 pub const UCT_PERF_ATTR_FLAGS_TX_RX_SHARED: u64 = 1u64 << 0;
 
 /// In/out argument of `uct_iface_estimate_perf` (88 bytes; 96 from 1.17,
@@ -83,19 +81,19 @@ pub struct uct_perf_attr_t {
     pub latency: ucs_linear_func_t,
     pub max_inflight_eps: usize,
     /// `UCT_PERF_ATTR_FLAGS_*` bits (since 1.17).
-    #[cfg(ucx_since_1_17)]
+    /// Releases: 1.17+.
     pub flags: u64,
 }
 
 /// Valid-field bits of `uct_md_mem_reg_params_t::field_mask` (constants
 /// typed u64 to match the mask, since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_mem_reg_field_mask_t = u32;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_REG_FIELD_FLAGS: u64 = 1u64 << 0;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_REG_FIELD_DMABUF_FD: u64 = 1u64 << 1;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET: u64 = 1u64 << 2;
 
 /// Valid-field bits of `uct_md_mem_dereg_params_t::field_mask`. The C enum
@@ -112,9 +110,9 @@ pub const UCT_MD_MKEY_PACK_FIELD_FLAGS: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_md_mem_attach_params_t::field_mask` (constants
 /// typed u64 to match the mask, since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_mem_attach_field_mask_t = u32;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_ATTACH_FIELD_FLAGS: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_ep_attr_t::field_mask`.
@@ -131,13 +129,13 @@ pub const UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR: u64 = 1u64 << 1;
 pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING: u64 = 1u64 << 2;
 pub const UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH: u64 = 1u64 << 3;
 /// `scope` is set (since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_IFACE_IS_REACHABLE_FIELD_SCOPE: u64 = 1u64 << 4;
 /// `device_addr_length` is set (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR_LENGTH: u64 = 1u64 << 5;
 /// `iface_addr_length` is set (since 1.18).
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR_LENGTH: u64 = 1u64 << 6;
 
 /// Flags of `uct_md_mem_dereg_params_t::flags` (`unsigned`).
@@ -148,49 +146,49 @@ pub const UCT_MD_MEM_DEREG_FLAG_INVALIDATE: u32 = 1u32 << 0;
 pub type uct_md_mkey_pack_flags_t = u32;
 /// Pack a key that can be invalidated (up to 1.14; split into `_RMA` and
 /// `_AMO` in 1.15).
-#[cfg(not(ucx_since_1_15))]
+/// Releases: 1.13-1.14.
 pub const UCT_MD_MKEY_PACK_FLAG_INVALIDATE: u32 = 1u32 << 0;
 /// Pack a key whose remote memory accesses can be invalidated (since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA: u32 = 1u32 << 0;
 /// Pack a key whose remote atomic accesses can be invalidated (since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO: u32 = 1u32 << 1;
 /// Pack an exported key another process can attach to (since 1.14; bit 1
 /// in 1.14, bit 2 from 1.15).
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_MKEY_PACK_FLAG_EXPORT: u32 = 1u32 << 1;
+/// Releases: 1.14-1.14.
+pub const UCT_MD_MKEY_PACK_FLAG_EXPORT_v1_14: u32 = 1u32 << 1;
 /// Pack an exported key another process can attach to (since 1.14; bit 1
 /// in 1.14, bit 2 from 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_MKEY_PACK_FLAG_EXPORT: u32 = 1u32 << 2;
 
 /// Flags of `uct_md_mem_attach_params_t::flags` (C enum, 4 bytes; the
 /// constants are u64 like the field, since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_mem_attach_flags_t = u32;
 /// Do not report a failing attach as an error.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_MEM_ATTACH_FLAG_HIDE_ERRORS: u64 = 1u64 << 0;
 
 /// Valid-field bits of `uct_ep_connect_to_ep_params_t::field_mask`
 /// (constants typed u64 to match the mask, since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_ep_connect_to_ep_param_field_t = u32;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_EP_CONNECT_TO_EP_PARAM_FIELD_DEVICE_ADDR_LENGTH: u64 = 1u64 << 0;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_EP_CONNECT_TO_EP_PARAM_FIELD_EP_ADDR_LENGTH: u64 = 1u64 << 1;
 
 /// Valid-field bits of `uct_ep_is_connected_params_t::field_mask`
 /// (constants typed u64 to match the mask, since 1.16).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub type uct_ep_is_connected_field_mask_t = u32;
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR: u64 = 1u64 << 0;
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR: u64 = 1u64 << 1;
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCT_EP_IS_CONNECTED_FIELD_EP_ADDR: u64 = 1u64 << 2;
 
 /// Endpoint attributes, filled by `uct_ep_query` (264 bytes).
@@ -208,7 +206,7 @@ pub type uct_ep_attr = uct_ep_attr_t;
 pub type uct_md_mem_invalidate_cb_t = Option<unsafe extern "C" fn(arg: *mut c_void)>;
 
 /// Parameters of `uct_md_mem_reg_v2` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_md_mem_reg_params_t {
@@ -222,7 +220,7 @@ pub struct uct_md_mem_reg_params_t {
     pub dmabuf_offset: usize,
 }
 /// Alias for the C tag `struct uct_md_mem_reg_params`.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_mem_reg_params = uct_md_mem_reg_params_t;
 
 /// Parameters of `uct_md_mem_dereg_v2`.
@@ -251,7 +249,7 @@ pub struct uct_md_mkey_pack_params_t {
 pub type uct_md_mkey_pack_params = uct_md_mkey_pack_params_t;
 
 /// Parameters of `uct_md_mem_attach` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_md_mem_attach_params_t {
@@ -260,17 +258,17 @@ pub struct uct_md_mem_attach_params_t {
     pub flags: u64,
 }
 /// Alias for the C tag `struct uct_md_mem_attach_params`.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_mem_attach_params = uct_md_mem_attach_params_t;
 
 /// How far `uct_iface_is_reachable_v2` looks (C enum, 4 bytes, since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub type uct_iface_reachability_scope_t = u32;
 /// Reachable through this very device.
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_IFACE_REACHABILITY_SCOPE_DEVICE: uct_iface_reachability_scope_t = 0;
 /// Reachable through the network, from any device.
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_IFACE_REACHABILITY_SCOPE_NETWORK: uct_iface_reachability_scope_t = 1;
 
 /// Parameters of `uct_iface_is_reachable_v2` (40 bytes; 48 from 1.15,
@@ -285,20 +283,20 @@ pub struct uct_iface_is_reachable_params_t {
     pub info_string: *mut c_char,
     pub info_string_length: usize,
     /// `UCT_IFACE_REACHABILITY_SCOPE_*` (since 1.15).
-    #[cfg(ucx_since_1_15)]
+    /// Releases: 1.15+.
     pub scope: uct_iface_reachability_scope_t,
     /// Length of `device_addr` (since 1.18).
-    #[cfg(ucx_since_1_18)]
+    /// Releases: 1.18+.
     pub device_addr_length: usize,
     /// Length of `iface_addr` (since 1.18).
-    #[cfg(ucx_since_1_18)]
+    /// Releases: 1.18+.
     pub iface_addr_length: usize,
 }
 /// Alias for the C tag `struct uct_iface_is_reachable_params`.
 pub type uct_iface_is_reachable_params = uct_iface_is_reachable_params_t;
 
 /// Parameters of `uct_ep_is_connected` (since 1.16).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_ep_is_connected_params_t {
@@ -308,11 +306,11 @@ pub struct uct_ep_is_connected_params_t {
     pub ep_addr: *const uct_ep_addr_t,
 }
 /// Alias for the C tag `struct uct_ep_is_connected_params`.
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub type uct_ep_is_connected_params = uct_ep_is_connected_params_t;
 
 /// Parameters of `uct_ep_connect_to_ep_v2` (since 1.14).
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_ep_connect_to_ep_params_t {
@@ -321,91 +319,91 @@ pub struct uct_ep_connect_to_ep_params_t {
     pub ep_addr_length: usize,
 }
 /// Alias for the C tag `struct uct_ep_connect_to_ep_params`.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_ep_connect_to_ep_params = uct_ep_connect_to_ep_params_t;
 
 /// Parameters of `uct_rkey_compare` (no optional members yet, since 1.16).
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_rkey_compare_params_t {
     pub field_mask: u64,
 }
 /// Alias for the C tag `struct uct_rkey_compare_params`.
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub type uct_rkey_compare_params = uct_rkey_compare_params_t;
 
 /// Valid-field bits of `uct_md_attr_v2_t::field_mask` (C enum, 4 bytes; the
 /// constants are u64 like the mask, since 1.14). 1.15 inserted
 /// `REG_NONBLOCK_MEM_TYPES` at bit 4, moving the bits after it up by one;
 /// 1.16 and 1.18 appended bits.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_attr_field_t = u32;
 /// Alias for the C tag `enum uct_md_attr_field`.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub type uct_md_attr_field = uct_md_attr_field_t;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_ATTR_FIELD_MAX_ALLOC: u64 = 1u64 << 0;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_ATTR_FIELD_MAX_REG: u64 = 1u64 << 1;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_ATTR_FIELD_FLAGS: u64 = 1u64 << 2;
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 pub const UCT_MD_ATTR_FIELD_REG_MEM_TYPES: u64 = 1u64 << 3;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_REG_NONBLOCK_MEM_TYPES: u64 = 1u64 << 4;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES: u64 = 1u64 << 4;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES_v1_14: u64 = 1u64 << 4;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES: u64 = 1u64 << 5;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES: u64 = 1u64 << 5;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES_v1_14: u64 = 1u64 << 5;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES: u64 = 1u64 << 6;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES: u64 = 1u64 << 6;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES_v1_14: u64 = 1u64 << 6;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES: u64 = 1u64 << 7;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES: u64 = 1u64 << 7;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES_v1_14: u64 = 1u64 << 7;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES: u64 = 1u64 << 8;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES: u64 = 1u64 << 8;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES_v1_14: u64 = 1u64 << 8;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES: u64 = 1u64 << 9;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_REG_COST: u64 = 1u64 << 9;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_REG_COST_v1_14: u64 = 1u64 << 9;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_REG_COST: u64 = 1u64 << 10;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_COMPONENT_NAME: u64 = 1u64 << 10;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_COMPONENT_NAME_v1_14: u64 = 1u64 << 10;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_COMPONENT_NAME: u64 = 1u64 << 11;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE: u64 = 1u64 << 11;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE_v1_14: u64 = 1u64 << 11;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE: u64 = 1u64 << 12;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_LOCAL_CPUS: u64 = 1u64 << 12;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_LOCAL_CPUS_v1_14: u64 = 1u64 << 12;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_LOCAL_CPUS: u64 = 1u64 << 13;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE: u64 = 1u64 << 13;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE_v1_14: u64 = 1u64 << 13;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE: u64 = 1u64 << 14;
-#[cfg(all(ucx_since_1_14, not(ucx_since_1_15)))]
-pub const UCT_MD_ATTR_FIELD_GLOBAL_ID: u64 = 1u64 << 14;
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.14-1.14.
+pub const UCT_MD_ATTR_FIELD_GLOBAL_ID_v1_14: u64 = 1u64 << 14;
+/// Releases: 1.15+.
 pub const UCT_MD_ATTR_FIELD_GLOBAL_ID: u64 = 1u64 << 15;
-#[cfg(ucx_since_1_16)]
+/// Releases: 1.16+.
 pub const UCT_MD_ATTR_FIELD_REG_ALIGNMENT: u64 = 1u64 << 16;
-#[cfg(ucx_since_1_18)]
+/// Releases: 1.18+.
 pub const UCT_MD_ATTR_FIELD_GVA_MEM_TYPES: u64 = 1u64 << 17;
 
 /// Memory-domain attributes, filled by `uct_md_query_v2` (since 1.14). The
 /// members a caller asks for are selected by `field_mask`.
-#[cfg(ucx_since_1_14)]
+/// Releases: 1.14+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct uct_md_attr_v2_t {
@@ -417,12 +415,12 @@ pub struct uct_md_attr_v2_t {
     pub flags: u64,
     pub reg_mem_types: u64,
     /// Memory types registered without blocking (since 1.15).
-    #[cfg(ucx_since_1_15)]
+    /// Releases: 1.15+.
     pub reg_nonblock_mem_types: u64,
     pub cache_mem_types: u64,
     /// Memory types registered through the global virtual address space
     /// (since 1.18).
-    #[cfg(ucx_since_1_18)]
+    /// Releases: 1.18+.
     pub gva_mem_types: u64,
     pub detect_mem_types: u64,
     pub alloc_mem_types: u64,
@@ -436,20 +434,20 @@ pub struct uct_md_attr_v2_t {
     /// Identifier of the MD that is the same in every process of the host.
     pub global_id: [c_char; UCT_MD_GLOBAL_ID_MAX],
     /// Alignment required for registered ranges (since 1.16).
-    #[cfg(ucx_since_1_16)]
+    /// Releases: 1.16+.
     pub reg_alignment: usize,
 }
 
 /// Capability bits of `uct_md_attr_v2_t::flags` beyond `UCT_MD_FLAG_*`
 /// (C enum, 4 bytes; the constants are u64 like the field, since 1.15).
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub type uct_md_flags_v2_t = u32;
 /// First bit of the v2-only flags.
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_FLAG_V2_FIRST: u64 = UCT_MD_FLAG_LAST;
 /// Remote memory accesses through a key can be invalidated.
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_FLAG_INVALIDATE_RMA: u64 = UCT_MD_FLAG_V2_FIRST;
 /// Remote atomic accesses through a key can be invalidated.
-#[cfg(ucx_since_1_15)]
+/// Releases: 1.15+.
 pub const UCT_MD_FLAG_INVALIDATE_AMO: u64 = 1u64 << 12;

@@ -22,8 +22,13 @@ pub const UNITS_INF: u64 = u64::MAX;
 pub const TIME_AUTO: u64 = u64::MAX - 1;
 pub const TIME_INF: u64 = u64::MAX;
 
-/// A NUL-terminated array of `ucs_config_field_t`, built once.
-pub struct Table(Vec<ucs_config_field_t>);
+/// A NUL-terminated array of configuration rows, built once, in the row
+/// layout of the running release: libucs walks it with its own stride
+/// (1.13-1.16 value parsers have no `doc` member).
+pub struct Table {
+    rows: Vec<ucs_config_field_t>,
+    rows_v1_13: Vec<ucs_config_field_t_v1_13>,
+}
 // SAFETY: a table is written once while it is built and only read after
 // that; the raw pointers inside point to 'static strings and tables.
 unsafe impl Sync for Table {}
@@ -34,10 +39,30 @@ impl Table {
     pub fn new(mut fields: Vec<ucs_config_field_t>) -> Table {
         // SAFETY: all-zero is the terminating entry (name NULL).
         fields.push(unsafe { std::mem::zeroed() });
-        Table(fields)
+        if ucs::release::running().since(17) {
+            return Table { rows: fields, rows_v1_13: Vec::new() };
+        }
+        let old = fields
+            .iter()
+            .map(|f| ucs_config_field_t_v1_13 {
+                name: f.name,
+                dfl_value: f.dfl_value,
+                doc: f.doc,
+                offset: f.offset,
+                parser: (&f.parser).into(),
+            })
+            .collect();
+        Table { rows: Vec::new(), rows_v1_13: old }
     }
+
+    /// The table as libucs takes it (the release's row layout, whatever the
+    /// pointer type says).
     pub fn as_ptr(&self) -> *mut ucs_config_field_t {
-        self.0.as_ptr() as *mut ucs_config_field_t
+        if self.rows_v1_13.is_empty() {
+            self.rows.as_ptr() as *mut ucs_config_field_t
+        } else {
+            self.rows_v1_13.as_ptr() as *mut ucs_config_field_t
+        }
     }
 }
 
@@ -91,8 +116,32 @@ impl Parsed {
     }
 }
 
-/// `ucs_config_array_t`, for fields that are lists of values.
-pub struct ArrayDesc(pub ucs_config_array_t);
+/// `ucs_config_array_t`, for fields that are lists of values, in the
+/// layout of the running release (its element parser has a `doc` member
+/// from 1.17 on).
+pub struct ArrayDesc {
+    array: ucs_config_array_t,
+    array_v1_13: ucs_config_array_t_v1_13,
+}
+impl ArrayDesc {
+    /// Arrays of `elem_size`-byte values, each parsed by `parser`.
+    pub fn new(elem_size: usize, parser: ucs_config_parser_t) -> ArrayDesc {
+        ArrayDesc {
+            array: ucs_config_array_t { elem_size, parser },
+            array_v1_13: ucs_config_array_t_v1_13 { elem_size, parser: (&parser).into() },
+        }
+    }
+
+    /// The description as libucs takes it (the release's layout).
+    pub fn as_ptr(&self) -> *const c_void {
+        if ucs::release::running().since(17) {
+            &self.array as *const ucs_config_array_t as *const c_void
+        } else {
+            &self.array_v1_13 as *const ucs_config_array_t_v1_13 as *const c_void
+        }
+    }
+}
+
 // SAFETY: immutable after construction; points to 'static data only.
 unsafe impl Sync for ArrayDesc {}
 // SAFETY: see above.
@@ -182,7 +231,6 @@ pub mod parser {
 
     /// One key of a key-value field: its name, its documentation and where
     /// its value is stored (offset from the start of the table's struct).
-    #[cfg(ucx_since_1_17)]
     #[repr(C)]
     pub struct KeyField {
         pub name: *const c_char,
@@ -191,8 +239,8 @@ pub mod parser {
     }
 
     /// The argument of libucs's key-value parser: the parser of each value
-    /// and the NULL-name-terminated list of keys.
-    #[cfg(ucx_since_1_17)]
+    /// and the NULL-name-terminated list of keys (1.17+, whose value
+    /// parsers have the `doc` member).
     #[repr(C)]
     pub struct KeyValueParam {
         pub value: ucs_config_parser_t,
@@ -201,15 +249,17 @@ pub mod parser {
 
     /// A key-value field (1.17+): a value for all keys, or `key:value`
     /// pairs, each stored at its key's offset (the field's own offset is 0).
-    #[cfg(ucx_since_1_17)]
+    /// Only releases with libucs's key-value parser have such fields: where
+    /// it is missing, the members are NULL and the field must not be used.
     pub fn key_value(param: &'static KeyValueParam) -> ucs_config_parser_t {
+        use ucs::optional as o;
         ucs_config_parser_t {
-            read: Some(ucs::ucs_config_sscanf_key_value),
-            write: Some(ucs::ucs_config_sprintf_key_value),
-            clone: Some(ucs::ucs_config_clone_key_value),
-            release: Some(ucs::ucs_config_release_key_value),
-            help: Some(ucs::ucs_config_help_key_value),
-            doc: Some(ucs::ucs_config_doc_key_value),
+            read: o::config_sscanf_key_value(),
+            write: o::config_sprintf_key_value(),
+            clone: o::config_clone_key_value(),
+            release: o::config_release_key_value(),
+            help: o::config_help_key_value(),
+            doc: o::config_doc_key_value(),
             arg: param as *const KeyValueParam as *const c_void,
         }
     }
@@ -217,7 +267,7 @@ pub mod parser {
     pub fn array(a: &'static ArrayDesc) -> ucs_config_parser_t {
         ucs::parser::value_parser(Some(ucs::ucs_config_sscanf_array), Some(ucs::ucs_config_sprintf_array),
                                   ucs::ucs_config_clone_array, ucs::ucs_config_release_array,
-                                  ucs::ucs_config_help_array, &a.0 as *const ucs_config_array_t as *const c_void)
+                                  ucs::ucs_config_help_array, a.as_ptr())
     }
 }
 
@@ -275,10 +325,8 @@ fn deprecated(name: &'static CStr, doc: &'static CStr) -> ucs_config_field_t {
 }
 
 static ALLOC_METHODS_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
-    ArrayDesc(ucs_config_array_t {
-        elem_size: std::mem::size_of::<uct_alloc_method_t>(),
-        parser: parser::enumeration(crate::core::mem::alloc_method_names_ptr()),
-    })
+    ArrayDesc::new(std::mem::size_of::<uct_alloc_method_t>(),
+                   parser::enumeration(crate::core::mem::alloc_method_names_ptr()))
 });
 
 pub static BASE_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {

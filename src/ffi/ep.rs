@@ -2,6 +2,7 @@
 //! `ep->iface->ops`: libucp hands in endpoint objects it built itself.
 
 use super::{entry, need};
+use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
 use crate::core::iface::IfaceHeader;
 use libc::c_uint;
@@ -23,8 +24,9 @@ entry! {
     fn uct_ep_create(params: *const uct_ep_params_t, ep_p: *mut uct_ep_h) -> ucs_status_t {
         need!(params, "params");
         need!(ep_p, "ep_p");
-        // SAFETY: checked non-NULL.
-        let p = unsafe { &*params };
+        // SAFETY: checked non-NULL: the caller's parameters, in its
+        // release's layout, copied for the call.
+        let p = &unsafe { uct_ep_params_t::read_in(params, crate::ucs::release::running()) };
         if p.field_mask & !crate::core::release::EP_PARAM_FIELDS != 0 {
             crate::error!("{}: field_mask {:#x} has unknown bits", FN, p.field_mask);
             return UCS_ERR_INVALID_PARAM;
@@ -32,8 +34,9 @@ entry! {
         if p.field_mask & UCT_EP_PARAM_FIELD_IFACE != 0 {
             let hdr = super::iface_or_fail!(p.iface);
             match hdr.base.ops.ep_create {
-                // SAFETY: calling the interface's own constructor.
-                Some(f) => unsafe { f(params, ep_p) },
+                // SAFETY: calling the interface's own constructor with the
+                // copy (a struct of the newest layout, valid for the call).
+                Some(f) => unsafe { f(p, ep_p) },
                 None => UCS_ERR_UNSUPPORTED,
             }
         } else if p.field_mask & UCT_EP_PARAM_FIELD_CM != 0 {

@@ -5,6 +5,7 @@
 //! registry), so a closed or foreign pointer is refused unread.
 
 use super::{entry, iface_or_fail, known_fields, md_or_fail, need, opt_str, worker_or_fail};
+use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
 use crate::core::config;
 use crate::core::iface::IfaceParams;
@@ -185,8 +186,9 @@ entry! {
             return 0;
         }
         let hdr = iface_or_fail!(iface, 0);
-        // SAFETY: checked non-NULL.
-        let p = unsafe { &*params };
+        // SAFETY: checked non-NULL: the caller's parameters, in its
+        // release's layout, copied for the call.
+        let p = &unsafe { uct_iface_is_reachable_params_t::read_in(params, crate::ucs::release::running()) };
         let has = |bit: u64| p.field_mask & bit != 0;
         let info_len = if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH) { p.info_string_length } else { 0 };
         if has(UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING) && !p.info_string.is_null() && info_len > 0 {
@@ -327,12 +329,17 @@ entry! {
     fn uct_iface_estimate_perf(iface: uct_iface_h, perf_attr: *mut uct_perf_attr_t) -> ucs_status_t {
         need!(perf_attr, "perf_attr");
         let hdr = iface_or_fail!(iface);
-        // SAFETY: our interface, checked out-pointer.
-        let status = unsafe { (hdr.internal.estimate_perf)(iface, perf_attr) };
+        let release = crate::ucs::release::running();
+        // SAFETY: checked non-NULL: the caller's struct, in its release's
+        // layout, copied in and (what the release has of it) out again.
+        let mut perf = unsafe { uct_perf_attr_t::read_in(perf_attr, release) };
+        // SAFETY: our interface, a local struct of the newest layout.
+        let status = unsafe { (hdr.internal.estimate_perf)(iface, &mut perf) };
         if status == UCS_OK {
-            // SAFETY: checked non-NULL.
-            crate::core::release::perf_fill_extra(unsafe { &mut *perf_attr });
+            crate::core::release::perf_fill_extra(&mut perf);
         }
+        // SAFETY: as above.
+        unsafe { perf.write_in(perf_attr, release) };
         status
     }
 }

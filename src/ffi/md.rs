@@ -1,6 +1,7 @@
 //! Memory registration, keys and memory queries of a memory domain.
 
 use super::{component_or_fail, entry, known_fields, md_or_fail, need};
+use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
 use crate::core::handles::Completion;
 use crate::core::registry::{self, Kind};
@@ -108,13 +109,17 @@ entry! {
             crate::error!("{}: invalid range address={:p} length={}", FN, address, length);
             return UCS_ERR_INVALID_PARAM;
         }
-        // SAFETY: checked non-NULL.
-        let attr = unsafe { &mut *mem_attr };
+        let release = crate::ucs::release::running();
+        // SAFETY: checked non-NULL: the caller's struct, in its release's
+        // layout, copied in and (what the release has of it) out again.
+        let mut attr = unsafe { uct_md_mem_attr_t::read_in(mem_attr, release) };
         known_fields!(attr.field_mask, crate::core::release::MEM_ATTR_FIELDS, "mem attr");
-        let status = m.imp.mem_query(address, length, attr);
+        let status = m.imp.mem_query(address, length, &mut attr);
         if status == UCS_OK {
-            crate::core::release::mem_attr_fill_extra(attr);
+            crate::core::release::mem_attr_fill_extra(&mut attr);
         }
+        // SAFETY: as above.
+        unsafe { attr.write_in(mem_attr, release) };
         status
     }
 }

@@ -17,31 +17,50 @@
 //! that may already have been reused: removing a one-shot callback that has
 //! already run, or twice, does nothing.
 
+use super::optional as opt;
+use super::release;
 use crate::abi::*;
 use libc::{c_int, c_uint, c_void};
 
+/// Whether the running libucs has the 1.16 queue (no flags, keyed one-shot
+/// callbacks).
+fn rewritten() -> bool {
+    release::running().since(16)
+}
+
+/// A libucs function this release must have; a missing one (a libucs that
+/// is not the release it looks like) is logged once per call site.
+fn need<T>(f: Option<T>, name: &str) -> Option<T> {
+    if f.is_none() {
+        crate::error!("libucs has no {name}, which UCX {} exports", release::running());
+    }
+    f
+}
+
 /// Add `cb(arg)` to the queue; `flags` are `UCS_CALLBACKQ_FLAG_*`. Returns
-/// the id to pass to [`remove_safe`].
+/// the id to pass to [`remove_safe`] (`UCS_CALLBACKQ_ID_NULL` when libucs
+/// lacks the call).
 ///
 /// # Safety
 /// `q` is a live, initialised queue; `cb` may be called with `arg` from
 /// any thread that progresses the queue until it is removed.
 pub unsafe fn add_safe(q: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int {
-    #[cfg(not(ucx_since_1_16))]
-    {
+    if !rewritten() {
+        let Some(f) = need(opt::callbackq_add_safe_v1_13(), "ucs_callbackq_add_safe") else {
+            return UCS_CALLBACKQ_ID_NULL;
+        };
         // SAFETY: see the function contract; libucs takes the flags as is.
-        unsafe { super::ucs_callbackq_add_safe(q, cb, arg, flags) }
+        return unsafe { f(q.cast(), cb, arg, flags) };
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        if flags & UCS_CALLBACKQ_FLAG_ONESHOT != 0 {
-            // SAFETY: see the function contract.
-            unsafe { oneshot::add(q, cb, arg) }
-        } else {
-            // SAFETY: see the function contract.
-            unsafe { super::ucs_callbackq_add_safe(q, cb, arg) }
-        }
+    if flags & UCS_CALLBACKQ_FLAG_ONESHOT != 0 {
+        // SAFETY: see the function contract.
+        return unsafe { oneshot::add(q, cb, arg) };
     }
+    let Some(f) = need(opt::callbackq_add_safe(), "ucs_callbackq_add_safe") else {
+        return UCS_CALLBACKQ_ID_NULL;
+    };
+    // SAFETY: see the function contract.
+    unsafe { f(q.cast(), cb, arg) }
 }
 
 /// Remove a callback added by [`add_safe`].
@@ -49,19 +68,19 @@ pub unsafe fn add_safe(q: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_
 /// # Safety
 /// `q` is the live queue the id came from.
 pub unsafe fn remove_safe(q: *mut ucs_callbackq_t, id: c_int) {
-    #[cfg(not(ucx_since_1_16))]
-    {
-        // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_remove_safe(q, id) }
+    if id == UCS_CALLBACKQ_ID_NULL {
+        return;
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        if id >= ONESHOT_ID_START {
-            oneshot::remove(id);
-        } else {
+    if !rewritten() {
+        if let Some(f) = need(opt::callbackq_remove_safe_v1_13(), "ucs_callbackq_remove_safe") {
             // SAFETY: see the function contract.
-            unsafe { super::ucs_callbackq_remove_safe(q, id) };
+            unsafe { f(q.cast(), id) };
         }
+    } else if id >= ONESHOT_ID_START {
+        oneshot::remove(id);
+    } else if let Some(f) = need(opt::callbackq_remove_safe(), "ucs_callbackq_remove_safe") {
+        // SAFETY: see the function contract.
+        unsafe { f(q.cast(), id) };
     }
 }
 
@@ -70,21 +89,22 @@ pub unsafe fn remove_safe(q: *mut ucs_callbackq_t, id: c_int) {
 /// # Safety
 /// As for [`add_safe`], called from the progress thread only.
 pub unsafe fn add(q: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int {
-    #[cfg(not(ucx_since_1_16))]
-    {
+    if !rewritten() {
+        let Some(f) = need(opt::callbackq_add_v1_13(), "ucs_callbackq_add") else {
+            return UCS_CALLBACKQ_ID_NULL;
+        };
         // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_add(q, cb, arg, flags) }
+        return unsafe { f(q.cast(), cb, arg, flags) };
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        if flags & UCS_CALLBACKQ_FLAG_ONESHOT != 0 {
-            // SAFETY: see the function contract.
-            unsafe { oneshot::add(q, cb, arg) }
-        } else {
-            // SAFETY: see the function contract.
-            unsafe { super::ucs_callbackq_add(q, cb, arg) }
-        }
+    if flags & UCS_CALLBACKQ_FLAG_ONESHOT != 0 {
+        // SAFETY: see the function contract.
+        return unsafe { oneshot::add(q, cb, arg) };
     }
+    let Some(f) = need(opt::callbackq_add(), "ucs_callbackq_add") else {
+        return UCS_CALLBACKQ_ID_NULL;
+    };
+    // SAFETY: see the function contract.
+    unsafe { f(q.cast(), cb, arg) }
 }
 
 /// [`remove_safe`] for callers on the thread that progresses the queue.
@@ -92,19 +112,19 @@ pub unsafe fn add(q: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void,
 /// # Safety
 /// As for [`remove_safe`], called from the progress thread only.
 pub unsafe fn remove(q: *mut ucs_callbackq_t, id: c_int) {
-    #[cfg(not(ucx_since_1_16))]
-    {
-        // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_remove(q, id) }
+    if id == UCS_CALLBACKQ_ID_NULL {
+        return;
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        if id >= ONESHOT_ID_START {
-            oneshot::remove(id);
-        } else {
+    if !rewritten() {
+        if let Some(f) = need(opt::callbackq_remove_v1_13(), "ucs_callbackq_remove") {
             // SAFETY: see the function contract.
-            unsafe { super::ucs_callbackq_remove(q, id) };
+            unsafe { f(q.cast(), id) };
         }
+    } else if id >= ONESHOT_ID_START {
+        oneshot::remove(id);
+    } else if let Some(f) = need(opt::callbackq_remove(), "ucs_callbackq_remove") {
+        // SAFETY: see the function contract.
+        unsafe { f(q.cast(), id) };
     }
 }
 
@@ -115,16 +135,14 @@ pub unsafe fn remove(q: *mut ucs_callbackq_t, id: c_int) {
 /// As for [`add_safe`]; `key` is any address the caller uses to name its
 /// callbacks (usually the object `arg` refers to).
 pub unsafe fn oneshot_add(q: *mut ucs_callbackq_t, key: *mut c_void, cb: ucs_callback_t, arg: *mut c_void) {
-    #[cfg(not(ucx_since_1_16))]
-    {
-        let _ = key;
+    if !rewritten() {
+        if let Some(f) = need(opt::callbackq_add_safe_v1_13(), "ucs_callbackq_add_safe") {
+            // SAFETY: see the function contract.
+            unsafe { f(q.cast(), cb, arg, UCS_CALLBACKQ_FLAG_ONESHOT) };
+        }
+    } else if let Some(f) = need(opt::callbackq_add_oneshot(), "ucs_callbackq_add_oneshot") {
         // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_add_safe(q, cb, arg, UCS_CALLBACKQ_FLAG_ONESHOT) };
-    }
-    #[cfg(ucx_since_1_16)]
-    {
-        // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_add_oneshot(q, key, cb, arg) };
+        unsafe { f(q.cast(), key, cb, arg) };
     }
 }
 
@@ -135,25 +153,21 @@ pub unsafe fn oneshot_add(q: *mut ucs_callbackq_t, key: *mut c_void, cb: ucs_cal
 /// `q` is a live queue; `pred` is safe to call with any queue element.
 pub unsafe fn oneshot_cancel(q: *mut ucs_callbackq_t, key: *mut c_void, pred: ucs_callbackq_predicate_t,
                              arg: *mut c_void) {
-    #[cfg(not(ucx_since_1_16))]
-    {
-        let _ = key;
+    if !rewritten() {
+        if let Some(f) = need(opt::callbackq_remove_if_v1_13(), "ucs_callbackq_remove_if") {
+            // SAFETY: see the function contract.
+            unsafe { f(q.cast(), pred, arg) };
+        }
+    } else if let Some(f) = need(opt::callbackq_remove_oneshot(), "ucs_callbackq_remove_oneshot") {
         // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_remove_if(q, pred, arg) };
-    }
-    #[cfg(ucx_since_1_16)]
-    {
-        // SAFETY: see the function contract.
-        unsafe { super::ucs_callbackq_remove_oneshot(q, key, pred, arg) };
+        unsafe { f(q.cast(), key, pred, arg) };
     }
 }
 
 /// First id of the one-shot callbacks we wrap (1.16+); ids of libucs's own
 /// queue stay far below it.
-#[cfg(ucx_since_1_16)]
 pub const ONESHOT_ID_START: c_int = 1 << 30;
 
-#[cfg(ucx_since_1_16)]
 mod oneshot {
     use super::*;
     use std::collections::BTreeMap;
@@ -190,11 +204,14 @@ mod oneshot {
             key = (key + 1) % ONESHOT_ID_START;
         }
         t.next = (key + 1) % ONESHOT_ID_START;
+        let Some(add_safe) = need(opt::callbackq_add_safe(), "ucs_callbackq_add_safe") else {
+            return UCS_CALLBACKQ_ID_NULL;
+        };
         // SAFETY: see the function contract; the wrapper's argument is the
         // key, not a pointer, so nothing dangles once the entry is gone.
         // add_safe may be called with our mutex held: libucs does not call
         // back into us from it.
-        let queue_id = unsafe { crate::ucs::ucs_callbackq_add_safe(q, Some(fire), key as usize as *mut c_void) };
+        let queue_id = unsafe { add_safe(q.cast(), Some(fire), key as usize as *mut c_void) };
         t.live.insert(key, Pending { q, queue_id, cb, arg });
         key + ONESHOT_ID_START
     }
@@ -202,9 +219,11 @@ mod oneshot {
     pub fn remove(id: c_int) {
         let mut t = table();
         if let Some(p) = t.live.remove(&(id - ONESHOT_ID_START)) {
-            // SAFETY: the wrapper is still queued under `queue_id` (it
-            // removes its entry before it removes itself).
-            unsafe { crate::ucs::ucs_callbackq_remove_safe(p.q, p.queue_id) };
+            if let Some(remove_safe) = opt::callbackq_remove_safe() {
+                // SAFETY: the wrapper is still queued under `queue_id` (it
+                // removes its entry before it removes itself).
+                unsafe { remove_safe(p.q.cast(), p.queue_id) };
+            }
         }
     }
 
@@ -214,9 +233,11 @@ mod oneshot {
         let p = {
             let mut t = table();
             let Some(p) = t.live.remove(&(key as usize as c_int)) else { return 0 };
-            // SAFETY: removing the running callback is allowed (that is
-            // what the _safe variant is for).
-            unsafe { crate::ucs::ucs_callbackq_remove_safe(p.q, p.queue_id) };
+            if let Some(remove_safe) = opt::callbackq_remove_safe() {
+                // SAFETY: removing the running callback is allowed (that is
+                // what the _safe variant is for).
+                unsafe { remove_safe(p.q.cast(), p.queue_id) };
+            }
             p
         };
         match p.cb {

@@ -62,12 +62,15 @@ pub fn proc_create_time(pid: libc::pid_t) -> u64 {
 /// The system device and PCI bandwidth behind network device `if_name`, as
 /// UCX's tcp transport finds them from 1.16 on (the device stays in
 /// libucs's topology table); `name_priority` ranks the name among those of
-/// the same device.
-#[cfg(ucx_since_1_16)]
-pub fn netif_topology(if_name: &std::ffi::CStr, name_priority: c_uint) -> (crate::abi::ucs_sys_device_t, f64) {
-    use super::{ucs_netif_get_lowest_device_path, ucs_topo_get_pci_bw, ucs_topo_get_sysfs_dev,
-                ucs_topo_resolve_sysfs_path};
+/// the same device. None when libucs lacks those calls (before 1.16).
+pub fn netif_topology(if_name: &std::ffi::CStr, name_priority: c_uint)
+                      -> Option<(crate::abi::ucs_sys_device_t, f64)> {
+    use super::optional as o;
     use libc::c_char;
+    let ucs_netif_get_lowest_device_path = o::netif_get_lowest_device_path()?;
+    let ucs_topo_resolve_sysfs_path = o::topo_resolve_sysfs_path()?;
+    let ucs_topo_get_sysfs_dev = o::topo_get_sysfs_dev()?;
+    let ucs_topo_get_pci_bw = o::topo_get_pci_bw()?;
     let mut lowest = vec![0 as c_char; libc::PATH_MAX as usize];
     let mut resolved = vec![0 as c_char; libc::PATH_MAX as usize];
     // SAFETY: NUL-terminated name; both buffers hold PATH_MAX bytes, the
@@ -81,6 +84,7 @@ pub fn netif_topology(if_name: &std::ffi::CStr, name_priority: c_uint) -> (crate
         } else {
             std::ptr::null()
         };
-        (ucs_topo_get_sysfs_dev(if_name.as_ptr(), sysfs, name_priority), ucs_topo_get_pci_bw(if_name.as_ptr(), sysfs))
+        Some((ucs_topo_get_sysfs_dev(if_name.as_ptr(), sysfs, name_priority),
+              ucs_topo_get_pci_bw(if_name.as_ptr(), sysfs)))
     }
 }

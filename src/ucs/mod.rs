@@ -15,6 +15,7 @@ pub mod async_handler;
 pub mod callbackq;
 pub mod host;
 pub mod parser;
+pub mod optional;
 pub mod rcache;
 pub mod release;
 pub use async_handler::{add_timer, remove_handler, set_event_handler, AsyncCallback};
@@ -44,33 +45,10 @@ extern "C" {
     // `ucx_info -c` and the "unused variable" check.
     pub static mut ucs_config_global_list: ucs_list_link_t;
 
-    // datastruct/callbackq.h (use the adapter in `callbackq`, which hides the
-    // change of 1.16)
+    // datastruct/callbackq.h (the other calls, whose signatures changed in
+    // 1.16, are in `optional`; use the adapter in `callbackq`)
     pub fn ucs_callbackq_init(cbq: *mut ucs_callbackq_t) -> ucs_status_t;
     pub fn ucs_callbackq_cleanup(cbq: *mut ucs_callbackq_t);
-    #[cfg(not(ucx_since_1_16))]
-    pub fn ucs_callbackq_add(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
-    #[cfg(not(ucx_since_1_16))]
-    pub fn ucs_callbackq_remove(cbq: *mut ucs_callbackq_t, id: c_int);
-    #[cfg(not(ucx_since_1_16))]
-    pub fn ucs_callbackq_remove_if(cbq: *mut ucs_callbackq_t, pred: ucs_callbackq_predicate_t, arg: *mut c_void);
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_add(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void) -> c_int;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_remove(cbq: *mut ucs_callbackq_t, id: c_int) -> *mut c_void;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_add_oneshot(cbq: *mut ucs_callbackq_t, key: *mut c_void, cb: ucs_callback_t, arg: *mut c_void);
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_remove_oneshot(cbq: *mut ucs_callbackq_t, key: *mut c_void, pred: ucs_callbackq_predicate_t,
-                                        arg: *mut c_void);
-    #[cfg(not(ucx_since_1_16))]
-    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void, flags: c_uint) -> c_int;
-    #[cfg(not(ucx_since_1_16))]
-    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int);
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_add_safe(cbq: *mut ucs_callbackq_t, cb: ucs_callback_t, arg: *mut c_void) -> c_int;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_callbackq_remove_safe(cbq: *mut ucs_callbackq_t, id: c_int) -> *mut c_void;
 
     // async/async.h (contexts of our own, to learn their layout)
     pub fn ucs_async_context_create(mode: c_uint, async_p: *mut *mut ucs_async_context_t) -> ucs_status_t;
@@ -84,21 +62,9 @@ extern "C" {
                                        cb: Option<unsafe extern "C" fn(id: c_int, events: c_uint, arg: *mut c_void)>,
                                        arg: *mut c_void, async_: *mut ucs_async_context_t) -> ucs_status_t;
 
-    // config/parser.h (use the adapter in `parser` for the calls whose
-    // signature changed in 1.15 and 1.17)
-    #[cfg(not(ucx_since_1_15))]
-    pub fn ucs_config_parser_fill_opts(opts: *mut c_void, fields: *mut ucs_config_field_t, env_prefix: *const c_char,
-                                       table_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
-    #[cfg(ucx_since_1_15)]
-    pub fn ucs_config_parser_fill_opts(opts: *mut c_void, entry: *mut ucs_config_global_list_entry_t,
-                                       env_prefix: *const c_char, ignore_errors: c_int) -> ucs_status_t;
+    // config/parser.h (the calls whose signature changed in 1.15 and 1.17
+    // are in `optional`; use the adapter in `parser`)
     pub fn ucs_config_parser_release_opts(opts: *mut c_void, fields: *mut ucs_config_field_t);
-    #[cfg(not(ucx_since_1_17))]
-    pub fn ucs_config_parser_set_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
-                                       value: *const c_char) -> ucs_status_t;
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_parser_set_value(opts: *mut c_void, fields: *mut ucs_config_field_t, prefix: *const c_char,
-                                       name: *const c_char, value: *const c_char) -> ucs_status_t;
     pub fn ucs_config_parser_get_value(opts: *mut c_void, fields: *mut ucs_config_field_t, name: *const c_char,
                                        value: *mut c_char, max: size_t) -> ucs_status_t;
 
@@ -153,23 +119,6 @@ extern "C" {
     pub fn ucs_config_help_enum(buf: *mut c_char, max: size_t, arg: *const c_void);
     pub fn ucs_config_help_array(buf: *mut c_char, max: size_t, arg: *const c_void);
     pub fn ucs_config_help_table(buf: *mut c_char, max: size_t, arg: *const c_void);
-    /// The `doc` member of every plain parser (1.17+).
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_doc_nop(strb: *mut ucs_string_buffer_t, arg: *const c_void);
-    /// The key-value parser (`"v"` or `"key:v,..."`, one value per key;
-    /// its arg is a `ucs_config_key_value_param_t`), 1.17+.
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_sscanf_key_value(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_sprintf_key_value(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_clone_key_value(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_release_key_value(ptr: *mut c_void, arg: *const c_void);
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_help_key_value(buf: *mut c_char, max: size_t, arg: *const c_void);
-    #[cfg(ucx_since_1_17)]
-    pub fn ucs_config_doc_key_value(strb: *mut ucs_string_buffer_t, arg: *const c_void);
     /// A 16-bit hexadecimal number or "auto".
     pub fn ucs_config_sscanf_hex(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_sprintf_hex(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
@@ -182,31 +131,8 @@ extern "C" {
     pub fn ucs_config_sprintf_bw_spec(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void) -> c_int;
     pub fn ucs_config_clone_bw_spec(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
     pub fn ucs_config_release_bw_spec(ptr: *mut c_void, arg: *const c_void);
-    /// An allow or deny list of names (1.18+).
-    #[cfg(ucx_since_1_18)]
-    pub fn ucs_config_sscanf_allow_list(buf: *const c_char, dest: *mut c_void, arg: *const c_void) -> c_int;
-    #[cfg(ucx_since_1_18)]
-    pub fn ucs_config_sprintf_allow_list(buf: *mut c_char, max: size_t, src: *const c_void, arg: *const c_void)
-                                         -> c_int;
-    #[cfg(ucx_since_1_18)]
-    pub fn ucs_config_clone_allow_list(src: *const c_void, dest: *mut c_void, arg: *const c_void) -> ucs_status_t;
-    #[cfg(ucx_since_1_18)]
-    pub fn ucs_config_release_allow_list(ptr: *mut c_void, arg: *const c_void);
-    #[cfg(ucx_since_1_18)]
-    pub fn ucs_config_help_allow_list(buf: *mut c_char, max: size_t, arg: *const c_void);
     /// libucs's description of a list of strings (its own `STRING_ARRAY`).
     pub static ucs_config_array_string: ucs_config_array_t;
-    /// Names of the NUMA policies (up to 1.14) and of the memory types,
-    /// NULL-terminated, for enum and bitmap parsers.
-    #[cfg(not(ucx_since_1_15))]
-    pub static ucs_numa_policy_names: [*const c_char; 0];
-    #[cfg(ucx_since_1_18)]
-    pub static ucs_memory_type_names: [*const c_char; 0];
-    /// Print parsed options as `ucx_info -c` does (tests compare the text).
-    #[cfg(test)]
-    pub fn ucs_config_parser_print_opts(stream: *mut libc::FILE, title: *const c_char, opts: *const c_void,
-                                        fields: *mut ucs_config_field_t, table_prefix: *const c_char,
-                                        prefix: *const c_char, flags: c_int);
 
     // debug/log_def.h, config/global_opts.h
     pub fn ucs_log_dispatch(file: *const c_char, line: c_uint, function: *const c_char, level: c_uint,
@@ -217,26 +143,8 @@ extern "C" {
 
     // sys/sys.h (namespaces, process identity)
     pub fn ucs_sys_get_ns(ns_type: c_uint) -> u64;
-    /// libucs's estimate of the memcpy bandwidth of this CPU (bytes/s):
-    /// what libucp takes as its "bcopy bandwidth" by default (gone in 1.18).
-    #[cfg(not(ucx_since_1_18))]
-    pub fn ucs_cpu_get_memcpy_bw() -> f64;
     pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
     pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;
-
-    // sys/topo/base/topo.h, sys/sock.h: the system device and PCI bandwidth
-    // behind a network device, found the way UCX's tcp transport finds them
-    // from 1.16 on (the device stays in libucs's topology table).
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_netif_get_lowest_device_path(if_name: *const c_char, path_buffer: *mut c_char, max: size_t)
-                                            -> ucs_status_t;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_topo_resolve_sysfs_path(dev_path: *const c_char, path_buffer: *mut c_char) -> *const c_char;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_topo_get_sysfs_dev(dev_name: *const c_char, sysfs_path: *const c_char, name_priority: c_uint)
-                                  -> ucs_sys_device_t;
-    #[cfg(ucx_since_1_16)]
-    pub fn ucs_topo_get_pci_bw(dev_name: *const c_char, sysfs_path: *const c_char) -> f64;
 
     // misc
     pub fn ucs_status_string(status: ucs_status_t) -> *const c_char;
@@ -248,13 +156,6 @@ extern "C" {
 /// libucs's estimate of this CPU's memcpy bandwidth (bytes/s), where the
 /// release exports one (up to 1.17).
 pub fn memcpy_bw() -> Option<f64> {
-    #[cfg(not(ucx_since_1_18))]
-    {
-        // SAFETY: a pure libucs function returning a constant estimate.
-        Some(unsafe { ucs_cpu_get_memcpy_bw() })
-    }
-    #[cfg(ucx_since_1_18)]
-    {
-        None
-    }
+    // SAFETY: a pure libucs function without arguments returning an estimate.
+    optional::cpu_get_memcpy_bw().map(|f| unsafe { f() })
 }

@@ -10,6 +10,8 @@
 //!   `ucs_config_doc_nop` for all plain parsers), and
 //!   `ucs_config_parser_set_value` takes the table's prefix.
 
+use super::optional as opt;
+use super::release;
 use crate::abi::*;
 use libc::{c_char, c_int, c_void};
 
@@ -29,8 +31,8 @@ pub fn value_parser(read: Option<ReadFn>, write: Option<WriteFn>, clone: CloneFn
         clone: Some(clone),
         release: Some(release),
         help: Some(help),
-        #[cfg(ucx_since_1_17)]
-        doc: Some(super::ucs_config_doc_nop),
+        // Only releases with the member have (and read) libucs's no-op.
+        doc: opt::config_doc_nop(),
         arg,
     }
 }
@@ -49,8 +51,8 @@ pub unsafe fn print_opts(opts: *const c_void, table: *mut ucs_config_field_t, ta
     unsafe {
         let f = libc::open_memstream(&mut buf, &mut size);
         assert!(!f.is_null());
-        super::ucs_config_parser_print_opts(f, c"test".as_ptr(), opts, table, table_prefix.as_ptr(), c"UCX_".as_ptr(),
-                                            1 /* CONFIG */);
+        let print = opt::config_parser_print_opts_v1_13().expect("ucs_config_parser_print_opts");
+        print(f, c"test".as_ptr(), opts, table.cast(), table_prefix.as_ptr(), c"UCX_".as_ptr(), 1 /* CONFIG */);
         libc::fclose(f);
         let text = std::ffi::CStr::from_ptr(buf).to_string_lossy().into_owned();
         libc::free(buf as *mut c_void);
@@ -67,7 +69,6 @@ pub fn entry(name: *const c_char, prefix: *const c_char, table: *mut ucs_config_
         table,
         size,
         list: ucs_list_link_t { prev: std::ptr::null_mut(), next: std::ptr::null_mut() },
-        #[cfg(ucx_since_1_15)]
         flags: 0,
     }
 }
@@ -80,15 +81,14 @@ pub fn entry(name: *const c_char, prefix: *const c_char, table: *mut ucs_config_
 /// table; `env_prefix` is a C string.
 pub unsafe fn fill_opts(opts: *mut c_void, entry: *mut ucs_config_global_list_entry_t,
                         env_prefix: *const c_char) -> ucs_status_t {
-    #[cfg(not(ucx_since_1_15))]
-    {
+    if release::running().since(15) {
+        let Some(f) = opt::config_parser_fill_opts() else { return UCS_ERR_UNSUPPORTED };
         // SAFETY: see the function contract.
-        unsafe { super::ucs_config_parser_fill_opts(opts, (*entry).table, env_prefix, (*entry).prefix, 0) }
-    }
-    #[cfg(ucx_since_1_15)]
-    {
+        unsafe { f(opts, entry, env_prefix, 0) }
+    } else {
+        let Some(f) = opt::config_parser_fill_opts_v1_13() else { return UCS_ERR_UNSUPPORTED };
         // SAFETY: see the function contract.
-        unsafe { super::ucs_config_parser_fill_opts(opts, entry, env_prefix, 0) }
+        unsafe { f(opts, (*entry).table.cast(), env_prefix, (*entry).prefix, 0) }
     }
 }
 
@@ -99,15 +99,13 @@ pub unsafe fn fill_opts(opts: *mut c_void, entry: *mut ucs_config_global_list_en
 /// be NULL).
 pub unsafe fn set_value(opts: *mut c_void, table: *mut ucs_config_field_t, prefix: *const c_char,
                         name: *const c_char, value: *const c_char) -> ucs_status_t {
-    #[cfg(not(ucx_since_1_17))]
-    {
-        let _ = prefix;
+    if release::running().since(17) {
+        let Some(f) = opt::config_parser_set_value() else { return UCS_ERR_UNSUPPORTED };
         // SAFETY: see the function contract.
-        unsafe { super::ucs_config_parser_set_value(opts, table, name, value) }
-    }
-    #[cfg(ucx_since_1_17)]
-    {
+        unsafe { f(opts, table.cast(), prefix, name, value) }
+    } else {
+        let Some(f) = opt::config_parser_set_value_v1_13() else { return UCS_ERR_UNSUPPORTED };
         // SAFETY: see the function contract.
-        unsafe { super::ucs_config_parser_set_value(opts, table, prefix, name, value) }
+        unsafe { f(opts, table.cast(), name, value) }
     }
 }

@@ -85,29 +85,32 @@ fn detect() -> Detected {
 }
 
 /// A handle of an already loaded library, by its SONAME; never loads one.
+/// The handle is kept, not closed: it counts one more user of a library
+/// that is loaded for as long as we are (and closing handles while the
+/// loader runs our constructor is not safe).
+#[derive(Clone, Copy)]
 struct Loaded(*mut c_void);
 
 impl Loaded {
     fn find(soname: &CStr) -> Option<Loaded> {
         // SAFETY: RTLD_NOLOAD only looks the name up among the objects
         // already mapped (matching their SONAME too); nothing is loaded and
-        // no constructor runs. The handle is released in Drop.
+        // no constructor runs.
         let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
         (!h.is_null()).then_some(Loaded(h))
+    }
+
+    /// The process's libucs (looked up once).
+    fn libucs() -> Option<Loaded> {
+        static UCS: OnceCell<usize> = OnceCell::new();
+        let h = *UCS.get_or_init(|| Loaded::find(c"libucs.so.0").map_or(0, |l| l.0 as usize));
+        (h != 0).then_some(Loaded(h as *mut c_void))
     }
 
     fn symbol(&self, name: &CStr) -> *mut c_void {
         // SAFETY: the handle is a live dlopen handle; dlsym only reads the
         // object's symbol tables.
         unsafe { libc::dlsym(self.0, name.as_ptr()) }
-    }
-}
-
-impl Drop for Loaded {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from dlopen and is closed once; the
-        // object stays mapped (it was loaded before, by someone else).
-        unsafe { libc::dlclose(self.0) };
     }
 }
 
@@ -134,7 +137,7 @@ fn libucp_version() -> Option<Release> {
 
 /// The newest release whose marker the process's libucs exports.
 fn from_libucs_exports() -> Release {
-    let ucs = Loaded::find(c"libucs.so.0");
+    let ucs = Loaded::libucs();
     let has = |name: &CStr| match &ucs {
         Some(l) => !l.symbol(name).is_null(),
         None => {
@@ -144,17 +147,18 @@ fn from_libucs_exports() -> Release {
             !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
         }
     };
+    // A series without a marker is told apart only by libucp's version.
     KNOWN
         .iter()
         .rev()
-        .find(|r| r.marker.is_none_or(has))
+        .find(|r| r.marker.is_some_and(has))
         .map_or_else(Release::oldest, |r| r.release)
 }
 
 /// A function of the process's libucs that not every served release has,
 /// looked up by name (None when this libucs lacks it).
 pub fn optional_symbol(name: &CStr) -> Option<*mut c_void> {
-    let p = match Loaded::find(c"libucs.so.0") {
+    let p = match Loaded::libucs() {
         Some(l) => l.symbol(name),
         // SAFETY: dlsym with RTLD_DEFAULT only reads symbol tables.
         None => unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) },

@@ -5,6 +5,7 @@
 use super::header::{AddrLens, InternalOps};
 use super::stubs::unsupported_ops;
 use super::transport::*;
+use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
 use crate::core::handles::*;
 use libc::{c_int, c_uint, c_void};
@@ -423,8 +424,9 @@ unsafe extern "C" fn t_ep_create<T: Transport>(params: *const uct_ep_params_t, e
         if params.is_null() || ep_p.is_null() {
             return UCS_ERR_INVALID_PARAM;
         }
-        // SAFETY: checked non-NULL; the caller's parameters, for the call.
-        let p = unsafe { &*params };
+        // SAFETY: checked non-NULL; the caller's parameters, in its
+        // release's layout, copied for the call.
+        let p = &unsafe { uct_ep_params_t::read_in(params, crate::ucs::release::running()) };
         let iface = iface!(p.iface);
         ordered!(iface);
         let m = p.field_mask;

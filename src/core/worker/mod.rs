@@ -27,9 +27,19 @@ use net::Net;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering;
 
+/// The public head of a worker in every release's layout: the callback
+/// queue at offset 0, as large as the largest release's (1.13-1.15 keep
+/// libucs's private part inline). libucs initialises the one of its
+/// release in place.
+#[repr(C)]
+union WorkerHead {
+    current: uct_worker_t,
+    v1_13: uct_worker_t_v1_13,
+}
+
 #[repr(C)]
 pub struct WorkerObj {
-    base: UnsafeCell<uct_worker_t>,
+    base: UnsafeCell<WorkerHead>,
     pub async_ctx: *mut ucs_async_context_t,
     pub thread_mode: ucs_thread_mode_t,
     /// The ordering rule of held messages: at most one endpoint of the
@@ -78,8 +88,8 @@ impl WorkerObj {
 
     /// The progress queue, for libucs's queue functions.
     pub fn progress_q(&self) -> *mut ucs_callbackq_t {
-        // SAFETY: projecting a field of the cell's contents; nothing is read.
-        unsafe { std::ptr::addr_of_mut!((*self.base.get()).progress_q) }
+        // The queue is at offset 0 in every layout of the head.
+        self.base.get() as *mut ucs_callbackq_t
     }
 
     /// `uct_worker_progress_register_safe`: add `func(arg)` to the progress

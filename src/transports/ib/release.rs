@@ -69,7 +69,7 @@ pub fn md_reg_method_rows(reg_methods: usize, rcache: usize) -> Vec<ucs_config_f
 pub fn md_odp_numa_rows(offset: usize) -> Vec<ucs_config_field_t> {
     #[cfg(not(ucx_since_1_15))]
     {
-        let names = std::ptr::addr_of!(crate::ucs::ucs_numa_policy_names) as *const *const libc::c_char;
+        let names = crate::ucs::optional::numa_policy_names().unwrap_or(std::ptr::null());
         vec![field(c"ODP_NUMA_POLICY", c"preferred",
                    c"NUMA policy given to on-demand-paging regions, to avoid page migrations:\n\
                      \x20default   - leave the policy as it is\n\
@@ -186,7 +186,7 @@ pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usi
     {
         v.push(field(c"XGVMI_UMR_ENABLE", c"y", c"Use UMR to speed up exporting and importing cross-host keys",
                      xgvmi, parser::boolean()));
-        let names = std::ptr::addr_of!(crate::ucs::ucs_memory_type_names) as *const *const libc::c_char;
+        let names = crate::ucs::optional::memory_type_names().unwrap_or(std::ptr::null());
         v.push(field(c"ODP_MEM_TYPES", c"host",
                      c"Memory types reported as registrable without blocking when on-demand paging is on\n",
                      odp_mem_types, parsers::bitmap(names)));
@@ -273,11 +273,14 @@ pub fn roce_subnets_rows(offset: usize) -> Vec<ucs_config_field_t> {
     #[cfg(ucx_since_1_18)]
     {
         let arg = std::ptr::addr_of!(crate::ucs::ucs_config_array_string) as *const libc::c_void;
-        use crate::ucs::{ucs_config_clone_allow_list, ucs_config_help_allow_list, ucs_config_release_allow_list,
-                         ucs_config_sprintf_allow_list, ucs_config_sscanf_allow_list};
-        let p = crate::ucs::parser::value_parser(Some(ucs_config_sscanf_allow_list),
-                                                 Some(ucs_config_sprintf_allow_list), ucs_config_clone_allow_list,
-                                                 ucs_config_release_allow_list, ucs_config_help_allow_list, arg);
+        use crate::ucs::optional as o;
+        let (Some(clone), Some(release), Some(help)) =
+            (o::config_clone_allow_list(), o::config_release_allow_list(), o::config_help_allow_list())
+        else {
+            return Vec::new();
+        };
+        let p = crate::ucs::parser::value_parser(o::config_sscanf_allow_list(), o::config_sprintf_allow_list(),
+                                                 clone, release, help, arg);
         vec![field(c"ROCE_SUBNETS", c"all",
                    c"Subnets (x.x.x.x/y) whose RoCE GID entries may be used, or with a leading '^'\n\
                      may not; not together with UCX_IB_GID_INDEX.",

@@ -109,7 +109,7 @@ pub struct TcpIfaceConfig {
 }
 
 static STRING_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
-    ArrayDesc(ucs_config_array_t { elem_size: std::mem::size_of::<*mut c_char>(), parser: parser::string() })
+    ArrayDesc::new(std::mem::size_of::<*mut c_char>(), parser::string())
 });
 
 static MD_TABLE: Lazy<Table> = Lazy::new(|| {

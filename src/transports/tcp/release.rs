@@ -83,8 +83,10 @@ fn topo_of(name: &str) -> DeviceTopo {
     const NAME_PRIORITY: c_uint = 10;
     let unknown = DeviceTopo { sys_device: UCS_SYS_DEVICE_ID_UNKNOWN, pci_bw: f64::INFINITY };
     let Ok(cname) = std::ffi::CString::new(name) else { return unknown };
-    let (sys_device, pci_bw) = crate::ucs::netif_topology(&cname, NAME_PRIORITY);
-    DeviceTopo { sys_device, pci_bw }
+    match crate::ucs::netif_topology(&cname, NAME_PRIORITY) {
+        Some((sys_device, pci_bw)) => DeviceTopo { sys_device, pci_bw },
+        None => unknown,
+    }
 }
 
 /// Whether an interface's IPv6 loopback address (`::1`) makes it usable

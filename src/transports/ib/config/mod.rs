@@ -82,11 +82,10 @@ pub mod parsers {
     }
 
     static BW_SPEC_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
-        ArrayDesc(ucs_config_array_t { elem_size: std::mem::size_of::<ucs_config_bw_spec_t>(), parser: bw_spec() })
+        ArrayDesc::new(std::mem::size_of::<ucs_config_bw_spec_t>(), bw_spec())
     });
     static RANGE_ARRAY: Lazy<ArrayDesc> = Lazy::new(|| {
-        ArrayDesc(ucs_config_array_t { elem_size: std::mem::size_of::<ucs_range_spec_t>(),
-                                       parser: parser::range_spec() })
+        ArrayDesc::new(std::mem::size_of::<ucs_range_spec_t>(), parser::range_spec())
     });
 
     /// A list of `device:bandwidth` pairs.
