@@ -36,11 +36,13 @@
 #    paths, searched after LD_LIBRARY_PATH, as for a distribution's
 #    libraries); done on a prefix unpacked before this step too (marker
 #    lib/.uct-rs-runpath);
-#  - ucx_perftest of 1.17.0 and 1.18.x stops in the dynamic loader before main: its
-#    .dynamic section lies on a page that a following read-only PT_LOAD maps
-#    too, so the loader's write into .dynamic faults.  The fix sets the
-#    write flag in that PT_LOAD's program header (one byte changes, nothing
-#    moves); applied to every program, only where needed, idempotent.
+#  - ucx_perftest of 1.17.0 and 1.18.x stops in the dynamic loader before
+#    main: its .dynamic section lies on a page that a following read-only
+#    PT_LOAD maps too, so the loader's write into .dynamic faults.  The fix
+#    sets the write flag in that PT_LOAD's program header (one byte
+#    changes, nothing moves); applied to every program, only where needed,
+#    idempotent.  With it, every pinned release runs ucx_info -v/-d and a
+#    loopback ucx_perftest.
 set -eu
 
 known="1.14.1.post2 1.15.0.post2 1.16.0.post1 1.17.0 1.18.1 1.19.0 1.20.1 1.21.0 1.22.0"
