@@ -14,8 +14,8 @@ the constant values, and writes the table (stdout, or OUT):
   header  type  field  c_type  offset  size
 
 * one "(whole)" row per struct, then one row per member; members that are
-  structs or unions are followed by rows of their own members (dotted path),
-  except the ones in NO_RECURSE;
+  structs or unions are followed by rows of their own members (dotted path;
+  an anonymous member is named "(anon)"), except the ones in NO_RECURSE;
 * one "(scalar)" row per enum or scalar typedef (size only);
 * "(const)" rows: NAME[/NAME...] with the values in the size column.
 
@@ -25,9 +25,22 @@ reproduces the first byte for byte.
 
 Which types and constants a release's table has is listed below (TYPES,
 SCALARS, CONSTS): an entry's `since` is the first release whose table has
-the row, `until` the first whose table no longer has it. Rows added for
-later releases keep `since` > 13 even when 1.13 has the item too (the
-1.13.1 table stays as it was made).
+the row, `until` (optional for types) the first whose table no longer has
+it. The lists cover every public uct struct, enum value and constant that
+differs between two releases of 1.13..1.22, and the libucs structs this
+library fills in or embeds. When the lists grow, the tables already made
+are regenerated and must keep every row they had, byte for byte: new rows
+may only be added (some entries older than their item carry `since` > 13
+for that reason; the ones added later carry the release that has the item
+first).
+
+Release tables and their inputs (the wheels of scripts/setup-ucx-wheel.sh,
+uct_v2.h from the source tag vX.Y.Z):
+  1.13.1  Debian 12 /usr/include         1.18.1  libucx-cu12 1.18.1
+  1.14.1  libucx-cu12 1.14.1.post2       1.19.0  libucx-cu12 1.19.0
+  1.15.0  libucx-cu12 1.15.0.post2       1.20.1  libucx-cu12 1.20.1
+  1.16.0  libucx-cu12 1.16.0.post1       1.21.0  libucx-cu12 1.21.0
+  1.17.0  libucx-cu12 1.17.0             1.22.0  libucx-cu12 1.22.0
 """
 
 import argparse
@@ -37,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 
-# (header, type, since-minor) -- struct rows, in table order.
+# (header, type, since-minor[, until-minor]) -- struct rows, in table order.
 TYPES = [
     ("uct.h", "uct_md_resource_desc_t", 13),
     ("uct.h", "uct_component_attr_t", 13),
@@ -82,14 +95,47 @@ TYPES = [
     ("v2/uct_v2.h", "uct_ep_connect_to_ep_params_t", 14),
     ("v2/uct_v2.h", "uct_rkey_compare_params_t", 16),
     ("v2/uct_v2.h", "uct_md_attr_v2_t", 14),
+    ("v2/uct_v2.h", "uct_rkey_unpack_params_t", 19),
+    # Two unrelated layouts under one name: 1.20 only, then from 1.22.
+    ("v2/uct_v2.h", "uct_iface_attr_v2_t", 20, 21),
+    ("v2/uct_v2.h", "uct_iface_attr_v2_t", 22),
+    ("v2/uct_v2.h", "uct_ep_invalidate_params_t", 21),
+    ("v2/uct_v2.h", "uct_md_mem_attr_v2_t", 22),
+    # Declared in uct_def.h, defined in uct/api/device/uct_device_types.h
+    # (1.20+; included when present).
+    ("device/uct_device_types.h", "uct_device_ep_t", 20),
+    ("device/uct_device_types.h", "uct_device_mem_element_t", 21, 22),
+    ("device/uct_device_types.h", "uct_device_local_mem_list_elem_t", 21, 22),
+    ("device/uct_device_types.h", "uct_device_remote_mem_list_elem_t", 21, 22),
+    ("device/uct_device_types.h", "uct_device_mem_elem_t", 22),
+    ("device/uct_device_types.h", "uct_device_local_mem_elem_t", 22),
+    ("device/uct_device_types.h", "uct_device_remote_tl_elem_t", 22),
+    ("device/uct_device_types.h", "uct_device_remote_mem_elem_t", 22),
     ("ucs(dep)", "ucs_callbackq_t", 13),
     ("ucs(dep)", "ucs_callbackq_elem_t", 13),
     ("ucs(dep)", "ucs_linear_func_t", 13),
     ("ucs(dep)", "ucs_sock_addr_t", 13),
     ("ucs(dep)", "ucs_cpu_set_t", 13),
+    # libucs types this library fills in, embeds or reads (ucs/config,
+    # ucs/datastruct/list.h, ucs/memory/rcache.h).
+    ("ucs(dep)", "ucs_list_link_t", 13),
+    ("ucs(dep)", "ucs_config_names_array_t", 13),
+    ("ucs(dep)", "ucs_config_allow_list_t", 13),
+    ("ucs(dep)", "ucs_range_spec_t", 13),
+    ("ucs(dep)", "ucs_config_bw_spec_t", 13),
+    ("ucs(dep)", "ucs_log_component_config_t", 13),
+    ("ucs(dep)", "ucs_config_parser_t", 13),
+    ("ucs(dep)", "ucs_config_array_t", 13),
+    ("ucs(dep)", "ucs_config_field_t", 13),
+    ("ucs(dep)", "ucs_config_global_list_entry_t", 13),
+    ("ucs(dep)", "ucs_pgt_region_t", 13),
+    ("ucs(dep)", "ucs_rcache_region_t", 13),
+    ("ucs(dep)", "ucs_rcache_ops_t", 13),
+    ("ucs(dep)", "ucs_rcache_params_t", 13),
+    ("ucs(dep)", "ucs_rcache_config_t", 16),
 ]
 
-# (header, type, since-minor) -- scalar rows, in table order.
+# (header, type, since-minor[, until-minor]) -- scalar rows, in table order.
 SCALARS = [
     ("ucs(dep)", "ucs_status_t", 13),
     ("ucs(dep)", "ucs_status_ptr_t", 13),
@@ -122,6 +168,16 @@ SCALARS = [
     ("v2/uct_v2.h", "uct_iface_reachability_scope_t", 15),
     ("v2/uct_v2.h", "uct_md_attr_field_t", 14),
     ("v2/uct_v2.h", "uct_md_flags_v2_t", 15),
+    ("v2/uct_v2.h", "uct_rkey_unpack_field_mask_t", 19),
+    ("uct_def.h", "uct_device_ep_h", 20),
+    ("v2/uct_v2.h", "uct_md_mem_attr_v2_field_t", 22),
+    ("ucs(dep)", "ucs_log_level_t", 13),
+    ("ucs(dep)", "ucs_async_mode_t", 13),
+    ("ucs(dep)", "ucs_ternary_auto_value_t", 13),
+    ("ucs(dep)", "ucs_on_off_auto_value_t", 13),
+    ("ucs(dep)", "ucs_config_print_flags_t", 13),
+    ("ucs(dep)", "ucs_config_allow_list_mode_t", 13),
+    ("ucs(dep)", "ucs_mem_flags_t", 22),
 ]
 
 # (names, c_type, value format "d"|"x", since-minor, until-minor or None).
@@ -185,6 +241,53 @@ CONSTS = [
     (["UCT_MD_ATTR_FIELD_GVA_MEM_TYPES"], "enum", "x", 18, None),
     (["UCT_MD_FLAG_V2_FIRST", "UCT_MD_FLAG_INVALIDATE_RMA", "UCT_MD_FLAG_INVALIDATE_AMO"],
      "enum", "x", 15, None),
+    # Rows added to cover every value that differs between two releases of
+    # 1.13..1.22 (the ones older than their release carry since 13).
+    # uct.h
+    (["UCT_IFACE_FEATURE_LAST"], "enum", "x", 13, None),
+    (["UCT_MEM_ALLOC_PARAM_FIELD_SYS_DEVICE"], "enum", "x", 19, None),
+    (["UCT_IFACE_FLAG_DEVICE_EP"], "unsigned long", "x", 20, None),
+    (["UCT_EVENT_SPEED_CHANGE"], "enum", "x", 21, None),
+    (["UCT_IFACE_FLAG_PUT_AM_ORDER", "UCT_IFACE_FLAG_DEVICE_LKEY"], "unsigned long", "x",
+     22, None),
+    (["UCT_IFACE_OPEN_MODE_STUB"], "enum", "x", 22, None),
+    # v2/uct_v2.h
+    (["UCT_MD_MKEY_PACK_FLAG_INVALIDATE"], "enum", "x", 14, 15),
+    (["UCT_PERF_ATTR_FIELD_OPERATION", "UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE",
+      "UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE", "UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE",
+      "UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE", "UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD",
+      "UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD", "UCT_PERF_ATTR_FIELD_RECV_OVERHEAD",
+      "UCT_PERF_ATTR_FIELD_BANDWIDTH", "UCT_PERF_ATTR_FIELD_LATENCY",
+      "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS"], "enum", "x", 13, None),
+    (["UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH"], "enum", "x", 19, None),
+    (["UCT_MD_FLAG_MEMTYPE_COPY"], "enum", "x", 19, None),
+    (["UCT_MD_MEM_ATTACH_FIELD_MKEY_SIZE"], "enum", "x", 19, None),
+    (["UCT_RKEY_UNPACK_FIELD_SYS_DEVICE"], "enum", "x", 19, None),
+    (["UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE"], "enum", "x", 20, 21),
+    (["UCT_IFACE_ATTR_FIELD_MAX_PUT_SGL_ZCOPY_COUNT", "UCT_IFACE_ATTR_FIELD_CAP_FLAGS",
+      "UCT_IFACE_ATTR_FIELD_TX_TOKEN_LENGTH", "UCT_IFACE_ATTR_FIELD_RX_TOKEN_LENGTH",
+      "UCT_IFACE_ATTR_FIELD_TX_TOKEN", "UCT_IFACE_ATTR_FIELD_RX_TOKEN"], "enum", "x", 22, None),
+    (["UCT_IFACE_FLAG_V2_PUT_SGL_ZCOPY", "UCT_IFACE_FLAG_V2_QUERY_TOKEN"], "enum", "x", 22, None),
+    (["UCT_EP_ATTR_FIELD_TX_TOKEN", "UCT_EP_ATTR_FIELD_RX_TOKEN"], "enum", "x", 22, None),
+    (["UCT_MD_ATTR_FIELD_REQUIRED_MEM_FLAGS"], "enum", "x", 22, None),
+    (["UCT_MD_MEM_REG_FIELD_MEM_TYPE"], "enum", "x", 22, None),
+    (["UCT_MD_MEM_ATTR_V2_FIELD_MEM_TYPE", "UCT_MD_MEM_ATTR_V2_FIELD_SYS_DEV",
+      "UCT_MD_MEM_ATTR_V2_FIELD_BASE_ADDRESS", "UCT_MD_MEM_ATTR_V2_FIELD_ALLOC_LENGTH",
+      "UCT_MD_MEM_ATTR_V2_FIELD_DMABUF_FD", "UCT_MD_MEM_ATTR_V2_FIELD_DMABUF_OFFSET",
+      "UCT_MD_MEM_ATTR_V2_FIELD_MEM_FLAGS"], "enum", "x", 22, None),
+    # libucs (config parser, callback queue, rcache, memory types)
+    # uct/api/device/uct_device_types.h
+    (["UCT_DEVICE_TL_LAST"], "enum", "d", 20, None),
+    (["UCT_DEVICE_TL_D2P"], "enum", "d", 22, None),
+    (["UCS_CONFIG_BW_AUTO"], "double", "d", 13, 14),
+    (["UCS_CONFIG_DBL_AUTO"], "double", "d", 14, None),
+    (["UCS_CONFIG_TABLE_FLAG_LOADED"], "enum", "x", 15, None),
+    (["UCS_CALLBACKQ_FLAG_FAST", "UCS_CALLBACKQ_FLAG_ONESHOT"], "enum", "x", 13, 16),
+    (["UCS_RCACHE_FLAG_NO_PFN_CHECK", "UCS_RCACHE_FLAG_PURGE_ON_FORK"], "enum", "x", 13, None),
+    (["UCS_RCACHE_FLAG_SYNC_EVENTS"], "enum", "x", 17, None),
+    (["UCS_RCACHE_FLAG_NEED_LRU_LOCK"], "enum", "x", 20, None),
+    (["UCS_MEMORY_TYPE_GAUDI"], "enum", "d", 21, None),
+    (["UCS_MEM_FLAG_REGISTRABLE"], "enum", "x", 22, None),
 ]
 
 # Member types whose own members get no rows (their size is enough).
@@ -196,6 +299,11 @@ PROGRAM_HEAD = """\
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/datastruct/callbackq.h>
 #include <ucs/sys/topo/base/topo.h>
+#include <ucs/config/parser.h>
+#include <ucs/memory/rcache.h>
+#if __has_include(<uct/api/device/uct_device_types.h>)
+#include <uct/api/device/uct_device_types.h>
+#endif
 #include <stdio.h>
 
 int main(void)
@@ -224,7 +332,7 @@ def walk(header, name, t, prefix, base, out):
     for f in s.fields():
         ft = f.type
         off = base + f.bitpos // 8
-        path = prefix + f.name
+        path = prefix + (f.name if f.name else "(anon)")
         out.append((header, name, path, str(ft), off, ft.sizeof))
         fs = ft.strip_typedefs()
         if (fs.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION)
@@ -235,6 +343,8 @@ def walk(header, name, t, prefix, base, out):
 rows = []
 for header, name in STRUCTS:
     t = gdb.lookup_type(name)
+    if not t.strip_typedefs().fields():
+        raise gdb.GdbError(name + ": incomplete type (its definition is not included)")
     rows.append((header, name, "(whole)", whole_ctype(t), 0, t.sizeof))
     walk(header, name, t, "", 0, rows)
 for header, name in SCALARS_LIST:
@@ -252,7 +362,7 @@ def present(since, until, minor):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--abi", required=True, help="release: 1.13 or 1.18")
+    ap.add_argument("--abi", required=True, help="release minor, e.g. 1.13 or 1.22")
     ap.add_argument("-I", dest="includes", action="append", default=[],
                     help="include directory (repeatable)")
     ap.add_argument("-o", dest="out", help="output file (default: stdout)")
@@ -267,8 +377,8 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"gen-layout-tsv: {tool} not found")
 
-    structs = [(h, t) for h, t, since in TYPES if since <= minor]
-    scalars = [(h, t) for h, t, since in SCALARS if since <= minor]
+    structs = [(e[0], e[1]) for e in TYPES if present(e[2], e[3] if len(e) > 3 else None, minor)]
+    scalars = [(e[0], e[1]) for e in SCALARS if present(e[2], e[3] if len(e) > 3 else None, minor)]
     consts = [c for c in CONSTS if present(c[3], c[4], minor)]
 
     with tempfile.TemporaryDirectory() as work:
