@@ -45,21 +45,19 @@
 #    loopback ucx_perftest.
 set -eu
 
-known="1.14.1.post2 1.15.0.post2 1.16.0.post1 1.17.0 1.18.1 1.19.0 1.20.1 1.21.0 1.22.0"
-version=${1:?usage: setup-ucx-wheel.sh VERSION   (the exact PyPI version; known: 1.14.1.post2 1.15.0.post2 1.16.0.post1 1.17.0 1.18.1 1.19.0 1.20.1 1.21.0 1.22.0)}
-case $version in
-    1.14.1.post2) sha=60d6b6e6c929264cc29549e4e23c86c9a5b0eb44b06999b6afb17eb736bbd56e ;;
-    1.15.0.post2) sha=1f139d2b8393053fa5447efe1258d8246322a461a1c18e7b04c0163d2541fb01 ;;
-    1.16.0.post1) sha=b6403c0e0a670c7fa552f0864f92b069716432d92339efe9f766ae1e736a5a8d ;;
-    1.17.0) sha=242b6b7568e3546b7af7e51b91a0e0f65951bc7c9c8a82431220231b93d802bf ;;
-    1.18.1) sha=d8fa5fc4bd76b2796e083bb3a7fb27373ccd9428daf6fe64d0dfd02fc0c95420 ;;
-    1.19.0) sha=64b9448f23c7bb29be30d21bac5742f7297845d0f0c159e6302670b35e71251f ;;
-    1.20.1) sha=30cf28f3d157416edd806fc7f7359147234e41d8830b223ef9f76a9f648aa6c5 ;;
-    1.21.0) sha=975d167df36dde7488838998d12329e52a2ecfdf120318689f56a4283fcc2e5e ;;
-    1.22.0) sha=5cbbef0c140a0a158ae3486089af659b38822b2234cd3dc90ba40a5e6553402a ;;
-    *) echo "setup-ucx-wheel: no pinned sha256 for libucx-cu12 $version (known: $known)" >&2
-       exit 2 ;;
-esac
+# The pins live in ucx-releases.txt (columns: minor ref wheel sha256 marker).
+# VERSION is a wheel version (1.14.1.post2), a reference release (1.14.1) or
+# a series (1.14).
+list="$(cd "$(dirname "$0")/.." && pwd)/ucx-releases.txt"
+known=$(awk '!/^#/ && NF == 5 && $3 != "-" { printf "%s ", $3 }' "$list")
+arg=${1:?usage: setup-ucx-wheel.sh VERSION   (a wheel version, release or series of ucx-releases.txt; known: $known)}
+row=$(awk -v v="$arg" '!/^#/ && NF == 5 && $3 != "-" && ($3 == v || $2 == v || "1." $1 == v) { print $3, $4; exit }' "$list")
+if [ -z "$row" ]; then
+    echo "setup-ucx-wheel: no pinned libucx-cu12 wheel for $arg in ucx-releases.txt (known: $known)" >&2
+    exit 2
+fi
+version=${row% *}
+sha=${row#* }
 
 root=${UCT_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uct-rs}
 dir=$root/ucx-$version-${sha:0:8}

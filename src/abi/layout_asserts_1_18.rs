@@ -7,7 +7,8 @@
 
 #![allow(unused_unsafe, clippy::all)]
 
-use super::*;
+use crate::abi::*;
+use crate::abi::release;
 use ::core::mem::{offset_of, size_of};
 
 /// Size of the type a raw pointer points to (no memory is touched).
@@ -916,6 +917,208 @@ const _: () = assert!(field_size!(ucs_sock_addr_t, addrlen) == 4, "sizeof(ucs_so
 const _: () = assert!(size_of::<ucs_cpu_set_t>() == 128, "sizeof(ucs_cpu_set_t)");
 const _: () = assert!(offset_of!(ucs_cpu_set_t, ucs_bits) == 0, "offsetof(ucs_cpu_set_t, ucs_bits)");
 const _: () = assert!(field_size!(ucs_cpu_set_t, ucs_bits) == 128, "sizeof(ucs_cpu_set_t::ucs_bits)");
+// ---- ucs_list_link_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_list_link_t>() == 16, "sizeof(ucs_list_link_t)");
+const _: () = assert!(offset_of!(ucs_list_link_t, prev) == 0, "offsetof(ucs_list_link_t, prev)");
+const _: () = assert!(field_size!(ucs_list_link_t, prev) == 8, "sizeof(ucs_list_link_t::prev)");
+const _: () = assert!(offset_of!(ucs_list_link_t, next) == 8, "offsetof(ucs_list_link_t, next)");
+const _: () = assert!(field_size!(ucs_list_link_t, next) == 8, "sizeof(ucs_list_link_t::next)");
+// ---- ucs_config_names_array_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_names_array_t>() == 16, "sizeof(ucs_config_names_array_t)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t, names) == 0, "offsetof(ucs_config_names_array_t, names)");
+const _: () = assert!(field_size!(ucs_config_names_array_t, names) == 8, "sizeof(ucs_config_names_array_t::names)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t, count) == 8, "offsetof(ucs_config_names_array_t, count)");
+const _: () = assert!(field_size!(ucs_config_names_array_t, count) == 4, "sizeof(ucs_config_names_array_t::count)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
+const _: () = assert!(field_size!(ucs_config_names_array_t, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
+// ---- ucs_config_allow_list_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_allow_list_t>() == 24, "sizeof(ucs_config_allow_list_t)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
+// ---- ucs_range_spec_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_range_spec_t>() == 8, "sizeof(ucs_range_spec_t)");
+const _: () = assert!(offset_of!(ucs_range_spec_t, first) == 0, "offsetof(ucs_range_spec_t, first)");
+const _: () = assert!(field_size!(ucs_range_spec_t, first) == 4, "sizeof(ucs_range_spec_t::first)");
+const _: () = assert!(offset_of!(ucs_range_spec_t, last) == 4, "offsetof(ucs_range_spec_t, last)");
+const _: () = assert!(field_size!(ucs_range_spec_t, last) == 4, "sizeof(ucs_range_spec_t::last)");
+// ---- ucs_config_bw_spec_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_bw_spec_t>() == 16, "sizeof(ucs_config_bw_spec_t)");
+const _: () = assert!(offset_of!(ucs_config_bw_spec_t, name) == 0, "offsetof(ucs_config_bw_spec_t, name)");
+const _: () = assert!(field_size!(ucs_config_bw_spec_t, name) == 8, "sizeof(ucs_config_bw_spec_t::name)");
+const _: () = assert!(offset_of!(ucs_config_bw_spec_t, bw) == 8, "offsetof(ucs_config_bw_spec_t, bw)");
+const _: () = assert!(field_size!(ucs_config_bw_spec_t, bw) == 8, "sizeof(ucs_config_bw_spec_t::bw)");
+// ---- ucs_log_component_config_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_log_component_config_t>() == 32, "sizeof(ucs_log_component_config_t)");
+const _: () = assert!(offset_of!(ucs_log_component_config_t, log_level) == 0, "offsetof(ucs_log_component_config_t, log_level)");
+const _: () = assert!(field_size!(ucs_log_component_config_t, log_level) == 4, "sizeof(ucs_log_component_config_t::log_level)");
+const _: () = assert!(offset_of!(ucs_log_component_config_t, name) == 4, "offsetof(ucs_log_component_config_t, name)");
+const _: () = assert!(field_size!(ucs_log_component_config_t, name) == 16, "sizeof(ucs_log_component_config_t::name)");
+const _: () = assert!(offset_of!(ucs_log_component_config_t, file_filter) == 24, "offsetof(ucs_log_component_config_t, file_filter)");
+const _: () = assert!(field_size!(ucs_log_component_config_t, file_filter) == 8, "sizeof(ucs_log_component_config_t::file_filter)");
+// ---- ucs_config_parser_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_parser_t>() == 56, "sizeof(ucs_config_parser_t)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, read) == 0, "offsetof(ucs_config_parser_t, read)");
+const _: () = assert!(field_size!(ucs_config_parser_t, read) == 8, "sizeof(ucs_config_parser_t::read)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, write) == 8, "offsetof(ucs_config_parser_t, write)");
+const _: () = assert!(field_size!(ucs_config_parser_t, write) == 8, "sizeof(ucs_config_parser_t::write)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, clone) == 16, "offsetof(ucs_config_parser_t, clone)");
+const _: () = assert!(field_size!(ucs_config_parser_t, clone) == 8, "sizeof(ucs_config_parser_t::clone)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, release) == 24, "offsetof(ucs_config_parser_t, release)");
+const _: () = assert!(field_size!(ucs_config_parser_t, release) == 8, "sizeof(ucs_config_parser_t::release)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, help) == 32, "offsetof(ucs_config_parser_t, help)");
+const _: () = assert!(field_size!(ucs_config_parser_t, help) == 8, "sizeof(ucs_config_parser_t::help)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, doc) == 40, "offsetof(ucs_config_parser_t, doc)");
+const _: () = assert!(field_size!(ucs_config_parser_t, doc) == 8, "sizeof(ucs_config_parser_t::doc)");
+const _: () = assert!(offset_of!(ucs_config_parser_t, arg) == 48, "offsetof(ucs_config_parser_t, arg)");
+const _: () = assert!(field_size!(ucs_config_parser_t, arg) == 8, "sizeof(ucs_config_parser_t::arg)");
+// ---- ucs_config_array_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_array_t>() == 64, "sizeof(ucs_config_array_t)");
+const _: () = assert!(offset_of!(ucs_config_array_t, elem_size) == 0, "offsetof(ucs_config_array_t, elem_size)");
+const _: () = assert!(field_size!(ucs_config_array_t, elem_size) == 8, "sizeof(ucs_config_array_t::elem_size)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser) == 8, "offsetof(ucs_config_array_t, parser)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser) == 56, "sizeof(ucs_config_array_t::parser)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.read) == 8, "offsetof(ucs_config_array_t, parser.read)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.read) == 8, "sizeof(ucs_config_array_t::parser.read)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.write) == 16, "offsetof(ucs_config_array_t, parser.write)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.write) == 8, "sizeof(ucs_config_array_t::parser.write)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.clone) == 24, "offsetof(ucs_config_array_t, parser.clone)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.clone) == 8, "sizeof(ucs_config_array_t::parser.clone)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.release) == 32, "offsetof(ucs_config_array_t, parser.release)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.release) == 8, "sizeof(ucs_config_array_t::parser.release)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.help) == 40, "offsetof(ucs_config_array_t, parser.help)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.help) == 8, "sizeof(ucs_config_array_t::parser.help)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.doc) == 48, "offsetof(ucs_config_array_t, parser.doc)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.doc) == 8, "sizeof(ucs_config_array_t::parser.doc)");
+const _: () = assert!(offset_of!(ucs_config_array_t, parser.arg) == 56, "offsetof(ucs_config_array_t, parser.arg)");
+const _: () = assert!(field_size!(ucs_config_array_t, parser.arg) == 8, "sizeof(ucs_config_array_t::parser.arg)");
+// ---- ucs_config_field_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_field_t>() == 88, "sizeof(ucs_config_field_t)");
+const _: () = assert!(offset_of!(ucs_config_field_t, name) == 0, "offsetof(ucs_config_field_t, name)");
+const _: () = assert!(field_size!(ucs_config_field_t, name) == 8, "sizeof(ucs_config_field_t::name)");
+const _: () = assert!(offset_of!(ucs_config_field_t, dfl_value) == 8, "offsetof(ucs_config_field_t, dfl_value)");
+const _: () = assert!(field_size!(ucs_config_field_t, dfl_value) == 8, "sizeof(ucs_config_field_t::dfl_value)");
+const _: () = assert!(offset_of!(ucs_config_field_t, doc) == 16, "offsetof(ucs_config_field_t, doc)");
+const _: () = assert!(field_size!(ucs_config_field_t, doc) == 8, "sizeof(ucs_config_field_t::doc)");
+const _: () = assert!(offset_of!(ucs_config_field_t, offset) == 24, "offsetof(ucs_config_field_t, offset)");
+const _: () = assert!(field_size!(ucs_config_field_t, offset) == 8, "sizeof(ucs_config_field_t::offset)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser) == 32, "offsetof(ucs_config_field_t, parser)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser) == 56, "sizeof(ucs_config_field_t::parser)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.read) == 32, "offsetof(ucs_config_field_t, parser.read)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.read) == 8, "sizeof(ucs_config_field_t::parser.read)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.write) == 40, "offsetof(ucs_config_field_t, parser.write)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.write) == 8, "sizeof(ucs_config_field_t::parser.write)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.clone) == 48, "offsetof(ucs_config_field_t, parser.clone)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.clone) == 8, "sizeof(ucs_config_field_t::parser.clone)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.release) == 56, "offsetof(ucs_config_field_t, parser.release)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.release) == 8, "sizeof(ucs_config_field_t::parser.release)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.help) == 64, "offsetof(ucs_config_field_t, parser.help)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.help) == 8, "sizeof(ucs_config_field_t::parser.help)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.doc) == 72, "offsetof(ucs_config_field_t, parser.doc)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.doc) == 8, "sizeof(ucs_config_field_t::parser.doc)");
+const _: () = assert!(offset_of!(ucs_config_field_t, parser.arg) == 80, "offsetof(ucs_config_field_t, parser.arg)");
+const _: () = assert!(field_size!(ucs_config_field_t, parser.arg) == 8, "sizeof(ucs_config_field_t::parser.arg)");
+// ---- ucs_config_global_list_entry_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() >= 56, "sizeof(ucs_config_global_list_entry_t)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, name) == 0, "offsetof(ucs_config_global_list_entry_t, name)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, name) == 8, "sizeof(ucs_config_global_list_entry_t::name)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, prefix) == 8, "offsetof(ucs_config_global_list_entry_t, prefix)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, prefix) == 8, "sizeof(ucs_config_global_list_entry_t::prefix)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, table) == 16, "offsetof(ucs_config_global_list_entry_t, table)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, table) == 8, "sizeof(ucs_config_global_list_entry_t::table)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, size) == 24, "offsetof(ucs_config_global_list_entry_t, size)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, size) == 8, "sizeof(ucs_config_global_list_entry_t::size)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, list) == 32, "offsetof(ucs_config_global_list_entry_t, list)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, list) == 16, "sizeof(ucs_config_global_list_entry_t::list)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, list.prev) == 32, "offsetof(ucs_config_global_list_entry_t, list.prev)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, list.prev) == 8, "sizeof(ucs_config_global_list_entry_t::list.prev)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, list.next) == 40, "offsetof(ucs_config_global_list_entry_t, list.next)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, list.next) == 8, "sizeof(ucs_config_global_list_entry_t::list.next)");
+const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, flags) == 48, "offsetof(ucs_config_global_list_entry_t, flags)");
+const _: () = assert!(field_size!(ucs_config_global_list_entry_t, flags) == 1, "sizeof(ucs_config_global_list_entry_t::flags)");
+// ---- ucs_pgt_region_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_pgt_region_t>() == 16, "sizeof(ucs_pgt_region_t)");
+const _: () = assert!(offset_of!(ucs_pgt_region_t, start) == 0, "offsetof(ucs_pgt_region_t, start)");
+const _: () = assert!(field_size!(ucs_pgt_region_t, start) == 8, "sizeof(ucs_pgt_region_t::start)");
+const _: () = assert!(offset_of!(ucs_pgt_region_t, end) == 8, "offsetof(ucs_pgt_region_t, end)");
+const _: () = assert!(field_size!(ucs_pgt_region_t, end) == 8, "sizeof(ucs_pgt_region_t::end)");
+// ---- ucs_rcache_region_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_rcache_region_t>() == 88, "sizeof(ucs_rcache_region_t)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, super_) == 0, "offsetof(ucs_rcache_region_t, super)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, super_) == 16, "sizeof(ucs_rcache_region_t::super)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, super_.start) == 0, "offsetof(ucs_rcache_region_t, super.start)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, super_.start) == 8, "sizeof(ucs_rcache_region_t::super.start)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, super_.end) == 8, "offsetof(ucs_rcache_region_t, super.end)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, super_.end) == 8, "sizeof(ucs_rcache_region_t::super.end)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_list) == 16, "offsetof(ucs_rcache_region_t, lru_list)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, lru_list) == 16, "sizeof(ucs_rcache_region_t::lru_list)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_list.prev) == 16, "offsetof(ucs_rcache_region_t, lru_list.prev)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, lru_list.prev) == 8, "sizeof(ucs_rcache_region_t::lru_list.prev)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_list.next) == 24, "offsetof(ucs_rcache_region_t, lru_list.next)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, lru_list.next) == 8, "sizeof(ucs_rcache_region_t::lru_list.next)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, tmp_list) == 32, "offsetof(ucs_rcache_region_t, tmp_list)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, tmp_list) == 16, "sizeof(ucs_rcache_region_t::tmp_list)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, tmp_list.prev) == 32, "offsetof(ucs_rcache_region_t, tmp_list.prev)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, tmp_list.prev) == 8, "sizeof(ucs_rcache_region_t::tmp_list.prev)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, tmp_list.next) == 40, "offsetof(ucs_rcache_region_t, tmp_list.next)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, tmp_list.next) == 8, "sizeof(ucs_rcache_region_t::tmp_list.next)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, comp_list) == 48, "offsetof(ucs_rcache_region_t, comp_list)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, comp_list) == 16, "sizeof(ucs_rcache_region_t::comp_list)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, comp_list.prev) == 48, "offsetof(ucs_rcache_region_t, comp_list.prev)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, comp_list.prev) == 8, "sizeof(ucs_rcache_region_t::comp_list.prev)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, comp_list.next) == 56, "offsetof(ucs_rcache_region_t, comp_list.next)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, comp_list.next) == 8, "sizeof(ucs_rcache_region_t::comp_list.next)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, alignment) == 64, "offsetof(ucs_rcache_region_t, alignment)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, alignment) == 8, "sizeof(ucs_rcache_region_t::alignment)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, refcount) == 72, "offsetof(ucs_rcache_region_t, refcount)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, refcount) == 4, "sizeof(ucs_rcache_region_t::refcount)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, status) == 76, "offsetof(ucs_rcache_region_t, status)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, status) == 1, "sizeof(ucs_rcache_region_t::status)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, prot) == 77, "offsetof(ucs_rcache_region_t, prot)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, prot) == 1, "sizeof(ucs_rcache_region_t::prot)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, flags) == 78, "offsetof(ucs_rcache_region_t, flags)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, flags) == 1, "sizeof(ucs_rcache_region_t::flags)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_flags) == 79, "offsetof(ucs_rcache_region_t, lru_flags)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, lru_flags) == 1, "sizeof(ucs_rcache_region_t::lru_flags)");
+const _: () = assert!(offset_of!(ucs_rcache_region_t, priv_) == 80, "offsetof(ucs_rcache_region_t, priv_)");
+const _: () = assert!(field_size!(ucs_rcache_region_t, priv_) == 8, "sizeof(ucs_rcache_region_t::priv_)");
+// ---- ucs_rcache_ops_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_rcache_ops_t>() == 32, "sizeof(ucs_rcache_ops_t)");
+const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_reg) == 0, "offsetof(ucs_rcache_ops_t, mem_reg)");
+const _: () = assert!(field_size!(ucs_rcache_ops_t, mem_reg) == 8, "sizeof(ucs_rcache_ops_t::mem_reg)");
+const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_dereg) == 8, "offsetof(ucs_rcache_ops_t, mem_dereg)");
+const _: () = assert!(field_size!(ucs_rcache_ops_t, mem_dereg) == 8, "sizeof(ucs_rcache_ops_t::mem_dereg)");
+const _: () = assert!(offset_of!(ucs_rcache_ops_t, merge) == 16, "offsetof(ucs_rcache_ops_t, merge)");
+const _: () = assert!(field_size!(ucs_rcache_ops_t, merge) == 8, "sizeof(ucs_rcache_ops_t::merge)");
+const _: () = assert!(offset_of!(ucs_rcache_ops_t, dump_region) == 24, "offsetof(ucs_rcache_ops_t, dump_region)");
+const _: () = assert!(field_size!(ucs_rcache_ops_t, dump_region) == 8, "sizeof(ucs_rcache_ops_t::dump_region)");
+// ---- ucs_rcache_params_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_rcache_params_t>() == 64, "sizeof(ucs_rcache_params_t)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, region_struct_size) == 0, "offsetof(ucs_rcache_params_t, region_struct_size)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, region_struct_size) == 8, "sizeof(ucs_rcache_params_t::region_struct_size)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_events) == 8, "offsetof(ucs_rcache_params_t, ucm_events)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, ucm_events) == 4, "sizeof(ucs_rcache_params_t::ucm_events)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_event_priority) == 12, "offsetof(ucs_rcache_params_t, ucm_event_priority)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, ucm_event_priority) == 4, "sizeof(ucs_rcache_params_t::ucm_event_priority)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, ops) == 16, "offsetof(ucs_rcache_params_t, ops)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, ops) == 8, "sizeof(ucs_rcache_params_t::ops)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, context) == 24, "offsetof(ucs_rcache_params_t, context)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, context) == 8, "sizeof(ucs_rcache_params_t::context)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, flags) == 32, "offsetof(ucs_rcache_params_t, flags)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, flags) == 4, "sizeof(ucs_rcache_params_t::flags)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, max_regions) == 40, "offsetof(ucs_rcache_params_t, max_regions)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, max_regions) == 8, "sizeof(ucs_rcache_params_t::max_regions)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, max_size) == 48, "offsetof(ucs_rcache_params_t, max_size)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, max_size) == 8, "sizeof(ucs_rcache_params_t::max_size)");
+const _: () = assert!(offset_of!(ucs_rcache_params_t, max_unreleased) == 56, "offsetof(ucs_rcache_params_t, max_unreleased)");
+const _: () = assert!(field_size!(ucs_rcache_params_t, max_unreleased) == 8, "sizeof(ucs_rcache_params_t::max_unreleased)");
 // ---- ucs_status_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_status_t>() == 1, "sizeof(ucs_status_t)");
 // ---- ucs_status_ptr_t (ucs(dep))
@@ -978,6 +1181,18 @@ const _: () = assert!(size_of::<uct_iface_reachability_scope_t>() == 4, "sizeof(
 const _: () = assert!(size_of::<uct_md_attr_field_t>() == 4, "sizeof(uct_md_attr_field_t)");
 // ---- uct_md_flags_v2_t (v2/uct_v2.h)
 const _: () = assert!(size_of::<uct_md_flags_v2_t>() == 4, "sizeof(uct_md_flags_v2_t)");
+// ---- ucs_log_level_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_log_level_t>() == 4, "sizeof(ucs_log_level_t)");
+// ---- ucs_async_mode_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_async_mode_t>() == 4, "sizeof(ucs_async_mode_t)");
+// ---- ucs_ternary_auto_value_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_ternary_auto_value_t>() == 4, "sizeof(ucs_ternary_auto_value_t)");
+// ---- ucs_on_off_auto_value_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_on_off_auto_value_t>() == 4, "sizeof(ucs_on_off_auto_value_t)");
+// ---- ucs_config_print_flags_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_print_flags_t>() == 4, "sizeof(ucs_config_print_flags_t)");
+// ---- ucs_config_allow_list_mode_t (ucs(dep))
+const _: () = assert!(size_of::<ucs_config_allow_list_mode_t>() == 4, "sizeof(ucs_config_allow_list_mode_t)");
 // ---- UCT_AM_ID_MAX (constants)
 const _: () = assert!(UCT_AM_ID_MAX as i128 == 32, "UCT_AM_ID_MAX");
 // ---- UCT_PENDING_REQ_PRIV_LEN (constants)
@@ -1086,5 +1301,28 @@ const _: () = assert!(UCT_MD_ATTR_FIELD_GVA_MEM_TYPES as i128 == 131072, "UCT_MD
 const _: () = assert!(UCT_MD_FLAG_V2_FIRST as i128 == 2048, "UCT_MD_FLAG_V2_FIRST");
 const _: () = assert!(UCT_MD_FLAG_INVALIDATE_RMA as i128 == 2048, "UCT_MD_FLAG_INVALIDATE_RMA");
 const _: () = assert!(UCT_MD_FLAG_INVALIDATE_AMO as i128 == 4096, "UCT_MD_FLAG_INVALIDATE_AMO");
+// ---- UCT_IFACE_FEATURE_LAST (constants)
+const _: () = assert!(UCT_IFACE_FEATURE_LAST as i128 == 128, "UCT_IFACE_FEATURE_LAST");
+// ---- UCT_PERF_ATTR_FIELD_OPERATION/UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE/UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE/UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE/UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE/UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD/UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD/UCT_PERF_ATTR_FIELD_RECV_OVERHEAD/UCT_PERF_ATTR_FIELD_BANDWIDTH/UCT_PERF_ATTR_FIELD_LATENCY/UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (constants)
+const _: () = assert!(UCT_PERF_ATTR_FIELD_OPERATION as i128 == 1, "UCT_PERF_ATTR_FIELD_OPERATION");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE as i128 == 2, "UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE as i128 == 4, "UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE as i128 == 8, "UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE as i128 == 16, "UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD as i128 == 32, "UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD as i128 == 64, "UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_RECV_OVERHEAD as i128 == 128, "UCT_PERF_ATTR_FIELD_RECV_OVERHEAD");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_BANDWIDTH as i128 == 256, "UCT_PERF_ATTR_FIELD_BANDWIDTH");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_LATENCY as i128 == 512, "UCT_PERF_ATTR_FIELD_LATENCY");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS as i128 == 1024, "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS");
+// ---- UCS_CONFIG_DBL_AUTO (constants)
+const _: () = assert!(UCS_CONFIG_DBL_AUTO as i128 == -2, "UCS_CONFIG_DBL_AUTO");
+// ---- UCS_CONFIG_TABLE_FLAG_LOADED (constants)
+const _: () = assert!(UCS_CONFIG_TABLE_FLAG_LOADED as i128 == 1, "UCS_CONFIG_TABLE_FLAG_LOADED");
+// ---- UCS_RCACHE_FLAG_NO_PFN_CHECK/UCS_RCACHE_FLAG_PURGE_ON_FORK (constants)
+const _: () = assert!(UCS_RCACHE_FLAG_NO_PFN_CHECK as i128 == 1, "UCS_RCACHE_FLAG_NO_PFN_CHECK");
+const _: () = assert!(UCS_RCACHE_FLAG_PURGE_ON_FORK as i128 == 2, "UCS_RCACHE_FLAG_PURGE_ON_FORK");
+// ---- UCS_RCACHE_FLAG_SYNC_EVENTS (constants)
+const _: () = assert!(UCS_RCACHE_FLAG_SYNC_EVENTS as i128 == 4, "UCS_RCACHE_FLAG_SYNC_EVENTS");
 
-// 942 assertions in total.
+// 1153 assertions in total.

@@ -58,6 +58,10 @@ pub trait ReleaseSized: Sized {
     }
 }
 
+impl ReleaseSized for ucs_config_global_list_entry_t {
+    const SIZES: &'static [(u8, usize)] = &[(13, 48), (18, 56)];
+}
+
 impl ReleaseSized for uct_ep_params_t {
     const SIZES: &'static [(u8, usize)] = &[(13, 144), (18, 160)];
 }

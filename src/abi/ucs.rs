@@ -646,3 +646,165 @@ pub struct ucs_config_bw_spec_t {
 }
 /// Alias for the C tag `struct ucs_config_bw_spec`.
 pub type ucs_config_bw_spec = ucs_config_bw_spec_t;
+
+// ---------------------------------------------------------------------------
+// Logging (ucs/config/types.h, ucs/debug/log_def.h)
+// ---------------------------------------------------------------------------
+
+/// A log component's settings; `ucs_global_opts_t` begins with libucs's own.
+#[repr(C)]
+pub struct ucs_log_component_config_t {
+    pub log_level: c_uint,
+    pub name: [c_char; 16],
+    pub file_filter: *const c_char,
+}
+
+/// What libucs's parsers store for a double or a bandwidth of "auto".
+pub const UCS_CONFIG_DBL_AUTO: f64 = -2.0;
+pub const UCS_CONFIG_BW_AUTO: f64 = -2.0;
+
+// ---------------------------------------------------------------------------
+// Memory registration cache (ucs/memory/rcache.h)
+// ---------------------------------------------------------------------------
+
+/// The cache (opaque).
+#[repr(C)]
+pub struct ucs_rcache_t {
+    _opaque: [u8; 0],
+}
+
+/// The range `[start, end)` of a page table entry.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_pgt_region_t {
+    pub start: c_ulong,
+    pub end: c_ulong,
+}
+
+/// The libucs part of a region descriptor, as 1.13-1.16 lay it out.
+/// Releases: 1.13-1.16.
+#[repr(C)]
+pub struct ucs_rcache_region_t_v1_13 {
+    pub super_: ucs_pgt_region_t,
+    pub lru_list: ucs_list_link_t,
+    pub tmp_list: ucs_list_link_t,
+    pub comp_list: ucs_list_link_t,
+    pub refcount: u32,
+    pub status: ucs_status_t,
+    pub prot: u8,
+    pub flags: u8,
+    pub lru_flags: u8,
+    /// libucs's private word (or its page-frame array).
+    pub priv_: u64,
+}
+
+/// The libucs part of a region descriptor: 1.17 inserted the alignment the
+/// region was made with before `refcount`.
+/// Releases: 1.17+.
+#[repr(C)]
+pub struct ucs_rcache_region_t {
+    pub super_: ucs_pgt_region_t,
+    pub lru_list: ucs_list_link_t,
+    pub tmp_list: ucs_list_link_t,
+    pub comp_list: ucs_list_link_t,
+    pub alignment: usize,
+    pub refcount: u32,
+    pub status: ucs_status_t,
+    pub prot: u8,
+    pub flags: u8,
+    pub lru_flags: u8,
+    /// libucs's private word (or its page-frame array).
+    pub priv_: u64,
+}
+
+// The callbacks get the region in the running release's layout; only
+// `super_` (offset 0 in every layout) may be read through the pointer type.
+
+/// Registers `region` (its range is `super_`); `flags` are
+/// `UCS_RCACHE_MEM_REG_*`.
+pub type ucs_rcache_mem_reg_fn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
+                                                      arg: *mut c_void, region: *mut ucs_rcache_region_t,
+                                                      flags: u16) -> ucs_status_t;
+/// Deregisters `region`.
+pub type ucs_rcache_mem_dereg_fn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
+                                                        region: *mut ucs_rcache_region_t);
+/// Called (1.18+) for every existing region a new one is merged with.
+pub type ucs_rcache_merge_fn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
+                                                    arg: *mut c_void, region: *mut ucs_rcache_region_t);
+/// Writes the owner's part of a region as text (at most `max` bytes).
+pub type ucs_rcache_dump_region_fn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
+                                                          region: *mut ucs_rcache_region_t, buf: *mut c_char,
+                                                          max: usize);
+
+/// The owner's callbacks, as 1.13-1.17 lay them out.
+/// Releases: 1.13-1.17.
+#[repr(C)]
+pub struct ucs_rcache_ops_t_v1_13 {
+    pub mem_reg: Option<ucs_rcache_mem_reg_fn>,
+    pub mem_dereg: Option<ucs_rcache_mem_dereg_fn>,
+    pub dump_region: Option<ucs_rcache_dump_region_fn>,
+}
+
+/// The owner's callbacks (1.18 inserted `merge`).
+/// Releases: 1.18+.
+#[repr(C)]
+pub struct ucs_rcache_ops_t {
+    pub mem_reg: Option<ucs_rcache_mem_reg_fn>,
+    pub mem_dereg: Option<ucs_rcache_mem_dereg_fn>,
+    pub merge: Option<ucs_rcache_merge_fn>,
+    pub dump_region: Option<ucs_rcache_dump_region_fn>,
+}
+
+/// Cache parameters as 1.13-1.16 lay them out (the alignment is the
+/// cache's).
+/// Releases: 1.13-1.16.
+#[repr(C)]
+pub struct ucs_rcache_params_t_v1_13 {
+    pub region_struct_size: usize,
+    pub alignment: usize,
+    pub max_alignment: usize,
+    pub ucm_events: c_int,
+    pub ucm_event_priority: c_int,
+    pub ops: *const c_void,
+    pub context: *mut c_void,
+    pub flags: c_int,
+    pub max_regions: c_ulong,
+    pub max_size: usize,
+    pub max_unreleased: usize,
+}
+
+/// Cache parameters (from 1.17 each lookup gives its alignment).
+/// Releases: 1.17+.
+#[repr(C)]
+pub struct ucs_rcache_params_t {
+    pub region_struct_size: usize,
+    pub ucm_events: c_int,
+    pub ucm_event_priority: c_int,
+    pub ops: *const c_void,
+    pub context: *mut c_void,
+    pub flags: c_int,
+    pub max_regions: c_ulong,
+    pub max_size: usize,
+    pub max_unreleased: usize,
+}
+
+/// Region flag: registered (the owner's `mem_reg` succeeded).
+pub const UCS_RCACHE_REGION_FLAG_REGISTERED: u8 = 1 << 0;
+/// Region flag: in the page table.
+pub const UCS_RCACHE_REGION_FLAG_PGTABLE: u8 = 1 << 1;
+/// `mem_reg` flag: do not log a failure (a merged range is being tried).
+pub const UCS_RCACHE_MEM_REG_HIDE_ERRORS: u16 = 1 << 0;
+/// Cache flag: do not check page frame numbers.
+pub const UCS_RCACHE_FLAG_NO_PFN_CHECK: c_int = 1 << 0;
+/// Cache flag: drop every unused region before `fork()`.
+pub const UCS_RCACHE_FLAG_PURGE_ON_FORK: c_int = 1 << 1;
+/// Cache flag: handle memory events synchronously.
+/// Releases: 1.17+.
+pub const UCS_RCACHE_FLAG_SYNC_EVENTS: c_int = 1 << 2;
+/// Cache flag: the LRU list needs its own lock.
+/// Releases: 1.22+.
+pub const UCS_RCACHE_FLAG_NEED_LRU_LOCK: c_int = 1 << 3;
+/// Smallest alignment of a cache (`UCS_PGT_ADDR_ALIGN`).
+pub const UCS_RCACHE_MIN_ALIGNMENT: usize = 16;
+/// libucm event: memory unmapped (`UCM_EVENT_VM_UNMAPPED`).
+pub const UCM_EVENT_VM_UNMAPPED: c_int = 1 << 17;

@@ -114,6 +114,14 @@ optional_fns! {
     fn config_release_allow_list = c"ucs_config_release_allow_list": Release;
     fn config_help_allow_list = c"ucs_config_help_allow_list": Help;
 
+    // memory/rcache.h: 1.17 moved the alignment from the cache to each lookup.
+    fn rcache_get_v1_13 = c"ucs_rcache_get":
+        unsafe extern "C" fn(*mut ucs_rcache_t, *mut c_void, size_t, c_int, *mut c_void,
+                             *mut *mut ucs_rcache_region_t) -> ucs_status_t;
+    fn rcache_get = c"ucs_rcache_get":
+        unsafe extern "C" fn(*mut ucs_rcache_t, *mut c_void, size_t, size_t, c_int, *mut c_void,
+                             *mut *mut ucs_rcache_region_t) -> ucs_status_t;
+
     /// libucs's estimate of the memcpy bandwidth (up to 1.17).
     fn cpu_get_memcpy_bw = c"ucs_cpu_get_memcpy_bw": unsafe extern "C" fn() -> f64;
 

@@ -23,196 +23,39 @@
 //! * 1.18: the callback table gained `merge` (called, unconditionally, for
 //!   each region a new one absorbs), between `mem_dereg` and `dump_region`.
 
+use super::optional as opt;
+use super::release;
 use crate::abi::*;
-use libc::{c_char, c_int, c_ulong, c_void, size_t};
-use std::mem::{align_of, offset_of, size_of};
+use libc::{c_char, c_int, c_ulong, c_void};
+use std::mem::size_of;
 
-/// The cache (opaque).
-#[repr(C)]
-pub struct ucs_rcache_t {
-    _opaque: [u8; 0],
-}
-
-/// `ucs_pgt_region_t`: the range `[start, end)` of a page table entry.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ucs_pgt_region_t {
-    pub start: c_ulong,
-    pub end: c_ulong,
-}
-
-/// The libucs part of a region descriptor.
-#[repr(C)]
-pub struct ucs_rcache_region_t {
-    pub super_: ucs_pgt_region_t,
-    pub lru_list: ucs_list_link_t,
-    pub tmp_list: ucs_list_link_t,
-    pub comp_list: ucs_list_link_t,
-    /// The alignment the region was made with (1.17+).
-    #[cfg(ucx_since_1_17)]
-    pub alignment: size_t,
-    pub refcount: u32,
-    pub status: ucs_status_t,
-    pub prot: u8,
-    pub flags: u8,
-    pub lru_flags: u8,
-    /// libucs's private word (or its page-frame array).
-    pub priv_: u64,
-}
-
-/// Registers `region` (its range is `super_`); `flags` are
-/// `UCS_RCACHE_MEM_REG_*`. Must fail quietly on inaccessible memory when
-/// asked to hide errors (libucs retries without merging).
-pub type MemRegFn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t, arg: *mut c_void,
-                                         region: *mut ucs_rcache_region_t, flags: u16) -> ucs_status_t;
-pub type MemDeregFn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
-                                           region: *mut ucs_rcache_region_t);
-/// Called (1.18+) for every existing region a new one is merged with.
-pub type MergeFn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t, arg: *mut c_void,
-                                        region: *mut ucs_rcache_region_t);
-/// Writes the owner's part of a region as text (NUL-terminated, at most
-/// `max` bytes), for libucs's log lines.
-pub type DumpRegionFn = unsafe extern "C" fn(context: *mut c_void, rcache: *mut ucs_rcache_t,
-                                             region: *mut ucs_rcache_region_t, buf: *mut c_char, max: size_t);
-
-/// `ucs_rcache_ops_t`.
-#[repr(C)]
-pub struct ucs_rcache_ops_t {
-    pub mem_reg: Option<MemRegFn>,
-    pub mem_dereg: Option<MemDeregFn>,
-    #[cfg(ucx_since_1_18)]
-    pub merge: Option<MergeFn>,
-    pub dump_region: Option<DumpRegionFn>,
-}
-
-/// `ucs_rcache_params_t`.
-#[repr(C)]
-pub struct ucs_rcache_params_t {
-    pub region_struct_size: size_t,
-    #[cfg(not(ucx_since_1_17))]
-    pub alignment: size_t,
-    #[cfg(not(ucx_since_1_17))]
-    pub max_alignment: size_t,
-    pub ucm_events: c_int,
-    pub ucm_event_priority: c_int,
-    pub ops: *const ucs_rcache_ops_t,
-    pub context: *mut c_void,
-    pub flags: c_int,
-    pub max_regions: c_ulong,
-    pub max_size: size_t,
-    pub max_unreleased: size_t,
-}
-
-/// Region flag: registered (the owner's `mem_reg` succeeded).
-pub const UCS_RCACHE_REGION_FLAG_REGISTERED: u8 = 1 << 0;
-/// Region flag: in the page table.
-pub const UCS_RCACHE_REGION_FLAG_PGTABLE: u8 = 1 << 1;
-/// `mem_reg` flag: do not log a failure (a merged range is being tried).
-pub const UCS_RCACHE_MEM_REG_HIDE_ERRORS: u16 = 1 << 0;
-/// Cache flag: do not check page frame numbers.
-pub const UCS_RCACHE_FLAG_NO_PFN_CHECK: c_int = 1 << 0;
-/// Cache flag: drop every unused region before `fork()`.
-pub const UCS_RCACHE_FLAG_PURGE_ON_FORK: c_int = 1 << 1;
-/// Smallest alignment of a cache (`UCS_PGT_ADDR_ALIGN`).
-pub const UCS_RCACHE_MIN_ALIGNMENT: usize = 16;
-/// libucm event: memory unmapped (`UCM_EVENT_VM_UNMAPPED`).
-pub const UCM_EVENT_VM_UNMAPPED: c_int = 1 << 17;
+pub use crate::abi::{ucs_rcache_region_t, ucs_rcache_t};
+pub type MemRegFn = ucs_rcache_mem_reg_fn;
+pub type MemDeregFn = ucs_rcache_mem_dereg_fn;
+pub type DumpRegionFn = ucs_rcache_dump_region_fn;
 
 #[link(name = "ucs")]
 extern "C" {
-    fn ucs_rcache_create(params: *const ucs_rcache_params_t, name: *const c_char, stats_parent: *mut ucs_stats_node_t,
+    fn ucs_rcache_create(params: *const c_void, name: *const c_char, stats_parent: *mut ucs_stats_node_t,
                          rcache_p: *mut *mut ucs_rcache_t) -> ucs_status_t;
     fn ucs_rcache_destroy(rcache: *mut ucs_rcache_t);
-    #[cfg(not(ucx_since_1_17))]
-    fn ucs_rcache_get(rcache: *mut ucs_rcache_t, address: *mut c_void, length: size_t, prot: c_int, arg: *mut c_void,
-                      region_p: *mut *mut ucs_rcache_region_t) -> ucs_status_t;
-    #[cfg(ucx_since_1_17)]
-    fn ucs_rcache_get(rcache: *mut ucs_rcache_t, address: *mut c_void, length: size_t, alignment: size_t, prot: c_int,
-                      arg: *mut c_void, region_p: *mut *mut ucs_rcache_region_t) -> ucs_status_t;
     fn ucs_rcache_region_put(rcache: *mut ucs_rcache_t, region: *mut ucs_rcache_region_t);
 }
 
-// Layouts, as the release's rcache.h has them on x86-64 / aarch64 (LP64).
-// tests/rcache-layout.sh compiles the same items against each release's
-// header and compares them with the lines of these two modules.
-#[cfg(not(ucx_since_1_17))]
-mod layout_1_13 {
-    use super::*;
-    const _: () = assert!(size_of::<ucs_rcache_region_t>() as u64 == 80, "sizeof(ucs_rcache_region_t)");
-    const _: () = assert!(align_of::<ucs_rcache_region_t>() as u64 == 8, "alignof(ucs_rcache_region_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, super_) as u64 == 0, "offsetof(ucs_rcache_region_t,super)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_list) as u64 == 16, "offsetof(ucs_rcache_region_t,lru_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, tmp_list) as u64 == 32, "offsetof(ucs_rcache_region_t,tmp_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, comp_list) as u64 == 48, "offsetof(ucs_rcache_region_t,comp_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, refcount) as u64 == 64, "offsetof(ucs_rcache_region_t,refcount)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, status) as u64 == 68, "offsetof(ucs_rcache_region_t,status)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, prot) as u64 == 69, "offsetof(ucs_rcache_region_t,prot)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, flags) as u64 == 70, "offsetof(ucs_rcache_region_t,flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_flags) as u64 == 71, "offsetof(ucs_rcache_region_t,lru_flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, priv_) as u64 == 72, "offsetof(ucs_rcache_region_t,priv)");
-    const _: () = assert!(size_of::<ucs_rcache_params_t>() as u64 == 80, "sizeof(ucs_rcache_params_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, region_struct_size) as u64 == 0, "offsetof(ucs_rcache_params_t,region_struct_size)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, alignment) as u64 == 8, "offsetof(ucs_rcache_params_t,alignment)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_alignment) as u64 == 16, "offsetof(ucs_rcache_params_t,max_alignment)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_events) as u64 == 24, "offsetof(ucs_rcache_params_t,ucm_events)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_event_priority) as u64 == 28, "offsetof(ucs_rcache_params_t,ucm_event_priority)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ops) as u64 == 32, "offsetof(ucs_rcache_params_t,ops)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, context) as u64 == 40, "offsetof(ucs_rcache_params_t,context)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, flags) as u64 == 48, "offsetof(ucs_rcache_params_t,flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_regions) as u64 == 56, "offsetof(ucs_rcache_params_t,max_regions)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_size) as u64 == 64, "offsetof(ucs_rcache_params_t,max_size)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_unreleased) as u64 == 72, "offsetof(ucs_rcache_params_t,max_unreleased)");
-    const _: () = assert!(size_of::<ucs_rcache_ops_t>() as u64 == 24, "sizeof(ucs_rcache_ops_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_reg) as u64 == 0, "offsetof(ucs_rcache_ops_t,mem_reg)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_dereg) as u64 == 8, "offsetof(ucs_rcache_ops_t,mem_dereg)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, dump_region) as u64 == 16, "offsetof(ucs_rcache_ops_t,dump_region)");
-    const _: () = assert!(UCS_RCACHE_REGION_FLAG_REGISTERED as u64 == 1, "UCS_RCACHE_REGION_FLAG_REGISTERED");
-    const _: () = assert!(UCS_RCACHE_REGION_FLAG_PGTABLE as u64 == 2, "UCS_RCACHE_REGION_FLAG_PGTABLE");
-    const _: () = assert!(UCS_RCACHE_MEM_REG_HIDE_ERRORS as u64 == 1, "UCS_RCACHE_MEM_REG_HIDE_ERRORS");
-    const _: () = assert!(UCS_RCACHE_FLAG_NO_PFN_CHECK as u64 == 1, "UCS_RCACHE_FLAG_NO_PFN_CHECK");
-    const _: () = assert!(UCS_RCACHE_FLAG_PURGE_ON_FORK as u64 == 2, "UCS_RCACHE_FLAG_PURGE_ON_FORK");
-    const _: () = assert!(UCS_RCACHE_MIN_ALIGNMENT as u64 == 16, "UCS_RCACHE_MIN_ALIGNMENT");
-    const _: () = assert!(UCM_EVENT_VM_UNMAPPED as u64 == 131072, "UCM_EVENT_VM_UNMAPPED");
+/// The callback table in the running release's layout (libucs keeps a
+/// pointer to it).
+enum OpsTable {
+    V1_13(ucs_rcache_ops_t_v1_13),
+    Current(ucs_rcache_ops_t),
 }
 
-#[cfg(ucx_since_1_18)]
-mod layout_1_18 {
-    use super::*;
-    const _: () = assert!(size_of::<ucs_rcache_region_t>() as u64 == 88, "sizeof(ucs_rcache_region_t)");
-    const _: () = assert!(align_of::<ucs_rcache_region_t>() as u64 == 8, "alignof(ucs_rcache_region_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, super_) as u64 == 0, "offsetof(ucs_rcache_region_t,super)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_list) as u64 == 16, "offsetof(ucs_rcache_region_t,lru_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, tmp_list) as u64 == 32, "offsetof(ucs_rcache_region_t,tmp_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, comp_list) as u64 == 48, "offsetof(ucs_rcache_region_t,comp_list)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, alignment) as u64 == 64, "offsetof(ucs_rcache_region_t,alignment)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, refcount) as u64 == 72, "offsetof(ucs_rcache_region_t,refcount)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, status) as u64 == 76, "offsetof(ucs_rcache_region_t,status)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, prot) as u64 == 77, "offsetof(ucs_rcache_region_t,prot)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, flags) as u64 == 78, "offsetof(ucs_rcache_region_t,flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, lru_flags) as u64 == 79, "offsetof(ucs_rcache_region_t,lru_flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_region_t, priv_) as u64 == 80, "offsetof(ucs_rcache_region_t,priv)");
-    const _: () = assert!(size_of::<ucs_rcache_params_t>() as u64 == 64, "sizeof(ucs_rcache_params_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, region_struct_size) as u64 == 0, "offsetof(ucs_rcache_params_t,region_struct_size)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_events) as u64 == 8, "offsetof(ucs_rcache_params_t,ucm_events)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ucm_event_priority) as u64 == 12, "offsetof(ucs_rcache_params_t,ucm_event_priority)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, ops) as u64 == 16, "offsetof(ucs_rcache_params_t,ops)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, context) as u64 == 24, "offsetof(ucs_rcache_params_t,context)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, flags) as u64 == 32, "offsetof(ucs_rcache_params_t,flags)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_regions) as u64 == 40, "offsetof(ucs_rcache_params_t,max_regions)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_size) as u64 == 48, "offsetof(ucs_rcache_params_t,max_size)");
-    const _: () = assert!(offset_of!(ucs_rcache_params_t, max_unreleased) as u64 == 56, "offsetof(ucs_rcache_params_t,max_unreleased)");
-    const _: () = assert!(size_of::<ucs_rcache_ops_t>() as u64 == 32, "sizeof(ucs_rcache_ops_t)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_reg) as u64 == 0, "offsetof(ucs_rcache_ops_t,mem_reg)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, mem_dereg) as u64 == 8, "offsetof(ucs_rcache_ops_t,mem_dereg)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, merge) as u64 == 16, "offsetof(ucs_rcache_ops_t,merge)");
-    const _: () = assert!(offset_of!(ucs_rcache_ops_t, dump_region) as u64 == 24, "offsetof(ucs_rcache_ops_t,dump_region)");
-    const _: () = assert!(UCS_RCACHE_REGION_FLAG_REGISTERED as u64 == 1, "UCS_RCACHE_REGION_FLAG_REGISTERED");
-    const _: () = assert!(UCS_RCACHE_REGION_FLAG_PGTABLE as u64 == 2, "UCS_RCACHE_REGION_FLAG_PGTABLE");
-    const _: () = assert!(UCS_RCACHE_MEM_REG_HIDE_ERRORS as u64 == 1, "UCS_RCACHE_MEM_REG_HIDE_ERRORS");
-    const _: () = assert!(UCS_RCACHE_FLAG_NO_PFN_CHECK as u64 == 1, "UCS_RCACHE_FLAG_NO_PFN_CHECK");
-    const _: () = assert!(UCS_RCACHE_FLAG_PURGE_ON_FORK as u64 == 2, "UCS_RCACHE_FLAG_PURGE_ON_FORK");
-    const _: () = assert!(UCS_RCACHE_MIN_ALIGNMENT as u64 == 16, "UCS_RCACHE_MIN_ALIGNMENT");
-    const _: () = assert!(UCM_EVENT_VM_UNMAPPED as u64 == 131072, "UCM_EVENT_VM_UNMAPPED");
+impl OpsTable {
+    fn as_ptr(&self) -> *const c_void {
+        match self {
+            OpsTable::V1_13(t) => t as *const ucs_rcache_ops_t_v1_13 as *const c_void,
+            OpsTable::Current(t) => t as *const ucs_rcache_ops_t as *const c_void,
+        }
+    }
 }
 
 /// The settings of a cache, as UCX's md settings `*_RCACHE_*` give them.
@@ -288,10 +131,9 @@ pub struct Ops {
 pub struct Rcache {
     rc: *mut ucs_rcache_t,
     /// The alignment given to each lookup (1.17+).
-    #[cfg_attr(not(ucx_since_1_17), allow(dead_code))]
     alignment: usize,
     /// The callback table libucs keeps a pointer to.
-    _ops: Box<ucs_rcache_ops_t>,
+    _ops: Box<OpsTable>,
 }
 
 // SAFETY: libucs's cache takes its own locks on every call.
@@ -300,7 +142,6 @@ unsafe impl Send for Rcache {}
 unsafe impl Sync for Rcache {}
 
 /// The 1.18 `merge` callback: nothing to do for our regions.
-#[cfg(ucx_since_1_18)]
 unsafe extern "C" fn merge_nop(_c: *mut c_void, _r: *mut ucs_rcache_t, _a: *mut c_void, _g: *mut ucs_rcache_region_t) {}
 
 impl Rcache {
@@ -323,27 +164,55 @@ impl Rcache {
         if region_size < size_of::<ucs_rcache_region_t>() {
             return Err(UCS_ERR_INVALID_PARAM);
         }
-        let ops = Box::new(ucs_rcache_ops_t {
-            mem_reg: Some(ops.mem_reg),
-            mem_dereg: Some(ops.mem_dereg),
-            #[cfg(ucx_since_1_18)]
-            merge: Some(merge_nop),
-            dump_region: Some(ops.dump_region),
+        let rel = release::running();
+        let ops = Box::new(if rel.since(18) {
+            OpsTable::Current(ucs_rcache_ops_t {
+                mem_reg: Some(ops.mem_reg),
+                mem_dereg: Some(ops.mem_dereg),
+                merge: Some(merge_nop),
+                dump_region: Some(ops.dump_region),
+            })
+        } else {
+            OpsTable::V1_13(ucs_rcache_ops_t_v1_13 {
+                mem_reg: Some(ops.mem_reg),
+                mem_dereg: Some(ops.mem_dereg),
+                dump_region: Some(ops.dump_region),
+            })
         });
-        let params = ucs_rcache_params_t {
-            region_struct_size: region_size,
-            #[cfg(not(ucx_since_1_17))]
-            alignment: p.alignment,
-            #[cfg(not(ucx_since_1_17))]
-            max_alignment: page,
-            ucm_events: UCM_EVENT_VM_UNMAPPED,
-            ucm_event_priority: p.event_prio.min(c_int::MAX as u32) as c_int,
-            ops: &*ops,
-            context,
-            flags: if p.purge_on_fork { UCS_RCACHE_FLAG_PURGE_ON_FORK } else { 0 },
-            max_regions: c_ulong::try_from(p.max_regions).unwrap_or(c_ulong::MAX),
-            max_size: p.max_size,
-            max_unreleased: p.max_unreleased,
+        let events = UCM_EVENT_VM_UNMAPPED;
+        let prio = p.event_prio.min(c_int::MAX as u32) as c_int;
+        let flags = if p.purge_on_fork { UCS_RCACHE_FLAG_PURGE_ON_FORK } else { 0 };
+        let max_regions = c_ulong::try_from(p.max_regions).unwrap_or(c_ulong::MAX);
+        let params_now;
+        let params_v1_13;
+        let params: *const c_void = if rel.since(17) {
+            params_now = ucs_rcache_params_t {
+                region_struct_size: region_size,
+                ucm_events: events,
+                ucm_event_priority: prio,
+                ops: ops.as_ptr(),
+                context,
+                flags,
+                max_regions,
+                max_size: p.max_size,
+                max_unreleased: p.max_unreleased,
+            };
+            &params_now as *const ucs_rcache_params_t as *const c_void
+        } else {
+            params_v1_13 = ucs_rcache_params_t_v1_13 {
+                region_struct_size: region_size,
+                alignment: p.alignment,
+                max_alignment: page,
+                ucm_events: events,
+                ucm_event_priority: prio,
+                ops: ops.as_ptr(),
+                context,
+                flags,
+                max_regions,
+                max_size: p.max_size,
+                max_unreleased: p.max_unreleased,
+            };
+            &params_v1_13 as *const ucs_rcache_params_t_v1_13 as *const c_void
         };
         let cname = std::ffi::CString::new(name.replace('\0', "")).unwrap_or_default();
         let mut rc = std::ptr::null_mut();
@@ -351,7 +220,7 @@ impl Rcache {
         // copies the params (the ops table is kept alive by the box we
         // keep); context per the function contract. NULL stats parent:
         // no statistics node.
-        let status = unsafe { ucs_rcache_create(&params, cname.as_ptr(), std::ptr::null_mut(), &mut rc) };
+        let status = unsafe { ucs_rcache_create(params, cname.as_ptr(), std::ptr::null_mut(), &mut rc) };
         if status != UCS_OK || rc.is_null() {
             return Err(if status != UCS_OK { status } else { UCS_ERR_NO_MEMORY });
         }
@@ -367,12 +236,15 @@ impl Rcache {
     pub unsafe fn get(&self, address: *mut c_void, length: usize, prot: c_int, arg: *mut c_void)
                       -> Result<*mut ucs_rcache_region_t, ucs_status_t> {
         let mut region = std::ptr::null_mut();
-        #[cfg(not(ucx_since_1_17))]
-        // SAFETY: live cache; see the function contract.
-        let status = unsafe { ucs_rcache_get(self.rc, address, length, prot, arg, &mut region) };
-        #[cfg(ucx_since_1_17)]
-        // SAFETY: live cache; see the function contract.
-        let status = unsafe { ucs_rcache_get(self.rc, address, length, self.alignment, prot, arg, &mut region) };
+        let status = if release::running().since(17) {
+            let Some(get) = opt::rcache_get() else { return Err(UCS_ERR_UNSUPPORTED) };
+            // SAFETY: live cache; see the function contract.
+            unsafe { get(self.rc, address, length, self.alignment, prot, arg, &mut region) }
+        } else {
+            let Some(get) = opt::rcache_get_v1_13() else { return Err(UCS_ERR_UNSUPPORTED) };
+            // SAFETY: live cache; see the function contract.
+            unsafe { get(self.rc, address, length, prot, arg, &mut region) }
+        };
         if status != UCS_OK {
             return Err(status);
         }

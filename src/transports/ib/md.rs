@@ -237,7 +237,7 @@ unsafe extern "C" fn cache_mem_reg(context: *mut c_void, _rcache: *mut ucs_rcach
         // SAFETY: the context is the md's CacheCtx, alive as long as the
         // cache; arg is NULL or the flags word mem_reg passed to get.
         let (ctx, flags) = unsafe { (&*(context as *const CacheCtx), if arg.is_null() { 0 } else { *(arg as *const u32) }) };
-        let silent = rflags & rc::UCS_RCACHE_MEM_REG_HIDE_ERRORS != 0 || flags & UCT_MD_MEM_FLAG_HIDE_ERRORS != 0;
+        let silent = rflags & UCS_RCACHE_MEM_REG_HIDE_ERRORS != 0 || flags & UCT_MD_MEM_FLAG_HIDE_ERRORS != 0;
         // SAFETY: libucs passes the region it allocated with our size.
         let (start, end) = unsafe { ((*region).super_.start as usize, (*region).super_.end as usize) };
         let mr = reg_mr(&ctx.pd, &ctx.name, start as *mut c_void, end - start, silent)?;
