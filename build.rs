@@ -82,8 +82,8 @@ fn write_release_table() {
         }
         let cols: Vec<&str> = line.split_whitespace().collect();
         let bad = |why: &str| -> ! { panic!("ucx-releases.txt:{}: {why}: {line}", n + 1) };
-        if cols.len() != 5 {
-            bad("expected 5 columns (minor ref wheel sha256 marker)");
+        if cols.len() != 6 {
+            bad("expected 6 columns (minor ref wheel sha256 marker scm)");
         }
         let minor: u32 = cols[0].parse().unwrap_or_else(|_| bad("minor is not a number"));
         if minor <= last_minor {

@@ -13,15 +13,15 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-abi="${1:?usage: header-for-abi.sh 1.13|1.18 OUT.h [IN.h]}"
-out="${2:?usage: header-for-abi.sh 1.13|1.18 OUT.h [IN.h]}"
+abi="${1:?usage: header-for-abi.sh 1.N OUT.h [IN.h]}"
+out="${2:?usage: header-for-abi.sh 1.N OUT.h [IN.h]}"
 in="${3:-$root/include/uct-rs/uct_abi.h}"
 
-case "$abi" in
-    1.13) minor=13 ;;
-    1.18) minor=18 ;;
-    *) echo "header-for-abi: unknown ABI '$abi' (1.13 or 1.18)" >&2; exit 2 ;;
-esac
+minor=${abi#1.}
+if ! awk -v m="$minor" '!/^#/ && NF == 6 && $1 == m { found = 1 } END { exit !found }' "$root/ucx-releases.txt"; then
+    echo "header-for-abi: '$abi' is not a release series of ucx-releases.txt" >&2
+    exit 2
+fi
 
 line='#define UCT_RS_UCX_ABI_MINOR 13'
 if [ "$(grep -cxF "$line" "$in")" != 1 ]; then

@@ -49,9 +49,9 @@ set -eu
 # VERSION is a wheel version (1.14.1.post2), a reference release (1.14.1) or
 # a series (1.14).
 list="$(cd "$(dirname "$0")/.." && pwd)/ucx-releases.txt"
-known=$(awk '!/^#/ && NF == 5 && $3 != "-" { printf "%s ", $3 }' "$list")
+known=$(awk '!/^#/ && NF == 6 && $3 != "-" { printf "%s ", $3 }' "$list")
 arg=${1:?usage: setup-ucx-wheel.sh VERSION   (a wheel version, release or series of ucx-releases.txt; known: $known)}
-row=$(awk -v v="$arg" '!/^#/ && NF == 5 && $3 != "-" && ($3 == v || $2 == v || "1." $1 == v) { print $3, $4; exit }' "$list")
+row=$(awk -v v="$arg" '!/^#/ && NF == 6 && $3 != "-" && ($3 == v || $2 == v || "1." $1 == v) { print $3, $4; exit }' "$list")
 if [ -z "$row" ]; then
     echo "setup-ucx-wheel: no pinned libucx-cu12 wheel for $arg in ucx-releases.txt (known: $known)" >&2
     exit 2

@@ -1,9 +1,9 @@
 /*
- * uct-rs: C declarations of the UCT ABI of UCX 1.13.1 or 1.18.1 (types,
- * constants and layouts of uct.h, uct_def.h, tl.h, version.h and
- * v2/uct_v2.h, plus the libucs types they use). Self-contained: needs only
- * the C library headers. UCT_RS_UCX_ABI_MINOR (13 or 18) selects the
- * release; see the top of the declarations.
+ * uct-rs: C declarations of the UCT ABI of every UCX release the library
+ * serves (types, constants and layouts of uct.h, uct_def.h, tl.h,
+ * version.h and v2/uct_v2.h, plus the libucs types they use).
+ * Self-contained: needs only the C library headers. UCT_RS_UCX_ABI_MINOR
+ * selects the release; see the top of the declarations.
  */
 
 #ifndef UCT_RS_UCT_ABI_H
@@ -19,51 +19,17 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 /*
- * The UCX release whose ABI these declarations describe. Define
- * UCT_RS_UCX_ABI_MINOR before including this header: 13 (UCX 1.13.1) or
- * 18 (UCX 1.18.1). The checked-in header defaults to 13; a library built
- * for 1.18 installs a copy whose default is 18 (scripts/header-for-abi.sh).
- * Declarations that a release changed are guarded by
- * UCT_RS_UCX_SINCE_1_<N> (N = the release that introduced the change),
- * derived here from UCT_RS_UCX_ABI_MINOR.
+ * The UCX release whose ABI these declarations describe: define
+ * UCT_RS_UCX_ABI_MINOR (13 to 22) before including this header; the
+ * default is 13 (UCX 1.13.1). Items only some releases have sit in #if
+ * blocks on it.
  */
 #ifndef UCT_RS_UCX_ABI_MINOR
 #define UCT_RS_UCX_ABI_MINOR 13
 #endif
-#if UCT_RS_UCX_ABI_MINOR != 13 && UCT_RS_UCX_ABI_MINOR != 18
-#error "uct-rs: UCT_RS_UCX_ABI_MINOR must be 13 or 18"
+#if UCT_RS_UCX_ABI_MINOR < 13 || UCT_RS_UCX_ABI_MINOR > 22
+#error "uct-rs: UCT_RS_UCX_ABI_MINOR must be a served release (13 to 22)"
 #endif
-#if UCT_RS_UCX_ABI_MINOR >= 14
-#define UCT_RS_UCX_SINCE_1_14 1
-#endif
-#if UCT_RS_UCX_ABI_MINOR >= 15
-#define UCT_RS_UCX_SINCE_1_15 1
-#endif
-#if UCT_RS_UCX_ABI_MINOR >= 16
-#define UCT_RS_UCX_SINCE_1_16 1
-#endif
-#if UCT_RS_UCX_ABI_MINOR >= 17
-#define UCT_RS_UCX_SINCE_1_17 1
-#endif
-#if UCT_RS_UCX_ABI_MINOR >= 18
-#define UCT_RS_UCX_SINCE_1_18 1
-#endif
-
-/* Forward declarations for types that refer to each other. */
-struct uct_completion_t;
-struct uct_pending_req_t;
-struct uct_recv_desc_t;
-struct uct_iface_t;
-typedef struct uct_iface_t *uct_iface_h;
-
-/*
- * String constants. cbindgen cannot express them, so the Rust items are
- * marked `cbindgen:ignore` (src/abi/ucs.rs, uct.rs, version.rs) and their
- * values are repeated here, as are the version numbers, which the Rust side
- * takes from the build (src/abi/version.rs).
- */
-#define UCS_DEFAULT_ENV_PREFIX "UCX_"
-#define UCT_TL_RESOURCE_DESC_FMT "%s/%s"
 #define UCT_VERNO_MAJOR 1
 #if UCT_RS_UCX_ABI_MINOR == 13
 #define UCT_VERNO_MINOR 13
@@ -71,13 +37,79 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_VERNO_STRING "1.13.1"
 #define UCT_SCM_VERSION "0000000"
 #define UCT_SCM_BRANCH "<unknown>"
-#else
+#elif UCT_RS_UCX_ABI_MINOR == 14
+#define UCT_VERNO_MINOR 14
+#define UCT_VERNO_PATCH 1
+#define UCT_VERNO_STRING "1.14.1"
+#define UCT_SCM_VERSION "04897a0"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 15
+#define UCT_VERNO_MINOR 15
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.15.0"
+#define UCT_SCM_VERSION "348d14f"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 16
+#define UCT_VERNO_MINOR 16
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.16.0"
+#define UCT_SCM_VERSION "e4bb802"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 17
+#define UCT_VERNO_MINOR 17
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.17.0"
+#define UCT_SCM_VERSION "4ef9a09"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 18
 #define UCT_VERNO_MINOR 18
 #define UCT_VERNO_PATCH 1
 #define UCT_VERNO_STRING "1.18.1"
 #define UCT_SCM_VERSION "d9aa565"
 #define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 19
+#define UCT_VERNO_MINOR 19
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.19.0"
+#define UCT_SCM_VERSION "e463614"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 20
+#define UCT_VERNO_MINOR 20
+#define UCT_VERNO_PATCH 1
+#define UCT_VERNO_STRING "1.20.1"
+#define UCT_SCM_VERSION "d8e50df"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 21
+#define UCT_VERNO_MINOR 21
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.21.0"
+#define UCT_SCM_VERSION "b6a9d47"
+#define UCT_SCM_BRANCH ""
+#elif UCT_RS_UCX_ABI_MINOR == 22
+#define UCT_VERNO_MINOR 22
+#define UCT_VERNO_PATCH 0
+#define UCT_VERNO_STRING "1.22.0"
+#define UCT_SCM_VERSION "8a6b06f"
+#define UCT_SCM_BRANCH ""
 #endif
+
+/* Forward declarations for types that refer to each other. */
+struct uct_completion_t;
+struct uct_pending_req_t;
+struct uct_recv_desc_t;
+struct uct_iface_t;
+struct ucs_callbackq_elem_t;
+typedef struct uct_iface_t *uct_iface_h;
+
+/*
+ * String constants. cbindgen cannot express them, so the Rust items are
+ * marked `cbindgen:ignore` (src/abi/ucs.rs, uct.rs, version.rs) and their
+ * values are repeated here, as are the version numbers, which the Rust side
+ * takes from the running release (src/abi/version.rs); the version
+ * numbers of each release are above (ucx-releases.txt).
+ */
+#define UCS_DEFAULT_ENV_PREFIX "UCX_"
+#define UCT_TL_RESOURCE_DESC_FMT "%s/%s"
 #define UCT_VERNO_EXTRA ""
 #define UCT_API (((long)UCT_VERNO_MAJOR << 24) | ((long)UCT_VERNO_MINOR << 16))
 
@@ -86,17 +118,20 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_VERSION(_major, _minor) (((_major) << UCT_MAJOR_BIT) | ((_minor) << UCT_MINOR_BIT))
 
 
-#if !defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 16
 /**
- * Bit mask (indexed by memory type) of the types the CPU can access.
+ * Bit mask (indexed by memory type) of the types the CPU can access, up
+ * to 1.16.
+ * Releases: 1.13-1.16.
  */
 #define UCS_MEMORY_TYPES_CPU_ACCESSIBLE ((1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_ROCM_MANAGED))
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Bit mask (indexed by memory type) of the types the CPU can access (the
  * Level Zero host and shared kinds join in 1.17).
+ * Releases: 1.17+.
  */
 #define UCS_MEMORY_TYPES_CPU_ACCESSIBLE ((((1ull << UCS_MEMORY_TYPE_HOST) | (1ull << UCS_MEMORY_TYPE_ROCM_MANAGED)) | (1ull << UCS_MEMORY_TYPE_ZE_HOST)) | (1ull << UCS_MEMORY_TYPE_ZE_MANAGED))
 #endif
@@ -142,12 +177,71 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 #define UCS_CONFIG_ARRAY_MAX 128
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * The table has been parsed at least once (1.15+).
+ * Releases: 1.15+.
  */
 #define UCS_CONFIG_TABLE_FLAG_LOADED (1 << 0)
 #endif
+
+/**
+ * What libucs's parsers store for a double or a bandwidth of "auto".
+ */
+#define UCS_CONFIG_DBL_AUTO -2.0
+
+#define UCS_CONFIG_BW_AUTO -2.0
+
+/**
+ * Region flag: registered (the owner's `mem_reg` succeeded).
+ */
+#define UCS_RCACHE_REGION_FLAG_REGISTERED (1 << 0)
+
+/**
+ * Region flag: in the page table.
+ */
+#define UCS_RCACHE_REGION_FLAG_PGTABLE (1 << 1)
+
+/**
+ * `mem_reg` flag: do not log a failure (a merged range is being tried).
+ */
+#define UCS_RCACHE_MEM_REG_HIDE_ERRORS (1 << 0)
+
+/**
+ * Cache flag: do not check page frame numbers.
+ */
+#define UCS_RCACHE_FLAG_NO_PFN_CHECK (1 << 0)
+
+/**
+ * Cache flag: drop every unused region before `fork()`.
+ */
+#define UCS_RCACHE_FLAG_PURGE_ON_FORK (1 << 1)
+
+#if UCT_RS_UCX_ABI_MINOR >= 17
+/**
+ * Cache flag: handle memory events synchronously.
+ * Releases: 1.17+.
+ */
+#define UCS_RCACHE_FLAG_SYNC_EVENTS (1 << 2)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Cache flag: the LRU list needs its own lock.
+ * Releases: 1.22+.
+ */
+#define UCS_RCACHE_FLAG_NEED_LRU_LOCK (1 << 3)
+#endif
+
+/**
+ * Smallest alignment of a cache (`UCS_PGT_ADDR_ALIGN`).
+ */
+#define UCS_RCACHE_MIN_ALIGNMENT 16
+
+/**
+ * libucm event: memory unmapped (`UCM_EVENT_VM_UNMAPPED`).
+ */
+#define UCM_EVENT_VM_UNMAPPED (1 << 17)
 
 #define UCT_COMPONENT_ATTR_FIELD_NAME (1ull << 0)
 
@@ -162,10 +256,11 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 #define UCT_COMPONENT_FLAG_CM (1ull << 0)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * The component's remote keys can be turned into local pointers with
  * `uct_rkey_ptr` (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_COMPONENT_FLAG_RKEY_PTR (1ull << 1)
 #endif
@@ -232,9 +327,10 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_FLAG_TAG_RNDV_ZCOPY (1ull << 53)
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * The interface can reach peers on other hosts (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_IFACE_FLAG_INTER_NODE (1ull << 54)
 #endif
@@ -259,10 +355,11 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_FLUSH_FLAG_CANCEL (1u << 0)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Complete only when earlier remote updates are visible to every
  * processing element of the target (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_FLUSH_FLAG_REMOTE (1u << 1)
 #endif
@@ -369,16 +466,18 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_EP_PARAM_FIELD_LOCAL_SOCKADDR (1ull << 16)
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * `uct_ep_params_t::dev_addr_length` is set (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH (1ull << 17)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * `uct_ep_params_t::iface_addr_length` is set (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH (1ull << 18)
 #endif
@@ -399,23 +498,26 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_FEATURE_TAG (1ull << 5)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Flushes with `UCT_FLUSH_FLAG_REMOTE` (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_IFACE_FEATURE_FLUSH_REMOTE (1ull << 6)
 #endif
 
-#if !defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR == 13
 /**
- * First bit past the known features (moves up by one in 1.14).
+ * First bit past the known features in 1.13.
+ * Releases: 1.13-1.13.
  */
 #define UCT_IFACE_FEATURE_LAST (1ull << 6)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * First bit past the known features (moves up by one in 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_IFACE_FEATURE_LAST (1ull << 7)
 #endif
@@ -440,10 +542,11 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 #define UCT_COMPONENT_NAME_MAX 16
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Size of the buffer holding a memory domain's global identifier
  * (`uct_md_attr_v2_t::global_id`, since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_MD_GLOBAL_ID_MAX 256
 #endif
@@ -483,10 +586,11 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 #define UCT_AM_ID_MAX (1 << UCT_AM_ID_BITS)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * "No dma-buf file descriptor" (`uct_md_mem_attr_t::dmabuf_fd`, since
  * 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_DMABUF_FD_INVALID -1
 #endif
@@ -553,25 +657,28 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_MD_FLAG_INVALIDATE (1ull << 8)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * The MD can export memory keys that another process attaches to (since
  * 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_MD_FLAG_EXPORTED_MKEY (1ull << 9)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * The MD registers dma-buf file descriptors (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_MD_FLAG_REG_DMABUF (1ull << 10)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * First bit not used by the flags above; `uct_md_flags_v2_t` continues
  * from here (since 1.15).
+ * Releases: 1.15+.
  */
 #define UCT_MD_FLAG_LAST (1ull << 11)
 #endif
@@ -594,16 +701,18 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_MD_MEM_ACCESS_LOCAL_WRITE (1u << 9)
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Ask for a remote key that is the same in every process (since 1.16).
+ * Releases: 1.16+.
  */
 #define UCT_MD_MEM_SYMMETRIC_RKEY (1u << 10)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * Register through the global virtual address space (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_MD_MEM_GVA (1u << 11)
 #endif
@@ -626,16 +735,18 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH (1ull << 3)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Ask for `dmabuf_fd` (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_MD_MEM_ATTR_FIELD_DMABUF_FD (1ull << 4)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Ask for `dmabuf_offset` (since 1.14).
+ * Releases: 1.14+.
  */
 #define UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET (1ull << 5)
 #endif
@@ -662,29 +773,40 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (1ull << 10)
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * `uct_perf_attr_t::flags` is requested (since 1.17).
+ * Releases: 1.17+.
  */
 #define UCT_PERF_ATTR_FIELD_FLAGS (1ull << 11)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Sends and receives share one resource, so their costs add up.
+ * Releases: 1.17+.
  */
 #define UCT_PERF_ATTR_FLAGS_TX_RX_SHARED (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_MEM_REG_FIELD_FLAGS (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_MEM_REG_FIELD_DMABUF_FD (1ull << 1)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET (1ull << 2)
 #endif
 
@@ -696,7 +818,10 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_MD_MKEY_PACK_FIELD_FLAGS (1ull << 0)
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_MEM_ATTACH_FIELD_FLAGS (1ull << 0)
 #endif
 
@@ -712,227 +837,341 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING_LENGTH (1ull << 3)
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * `scope` is set (since 1.15).
+ * Releases: 1.15+.
  */
 #define UCT_IFACE_IS_REACHABLE_FIELD_SCOPE (1ull << 4)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * `device_addr_length` is set (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR_LENGTH (1ull << 5)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
  * `iface_addr_length` is set (since 1.18).
+ * Releases: 1.18+.
  */
 #define UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR_LENGTH (1ull << 6)
 #endif
 
 #define UCT_MD_MEM_DEREG_FLAG_INVALIDATE (1u << 0)
 
-#if !defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 14
 /**
  * Pack a key that can be invalidated (up to 1.14; split into `_RMA` and
  * `_AMO` in 1.15).
+ * Releases: 1.13-1.14.
  */
 #define UCT_MD_MKEY_PACK_FLAG_INVALIDATE (1u << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Pack a key whose remote memory accesses can be invalidated (since 1.15).
+ * Releases: 1.15+.
  */
 #define UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA (1u << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Pack a key whose remote atomic accesses can be invalidated (since 1.15).
+ * Releases: 1.15+.
  */
 #define UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO (1u << 1)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
 /**
  * Pack an exported key another process can attach to (since 1.14; bit 1
  * in 1.14, bit 2 from 1.15).
+ * Releases: 1.14-1.14.
  */
 #define UCT_MD_MKEY_PACK_FLAG_EXPORT (1u << 1)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Pack an exported key another process can attach to (since 1.14; bit 1
  * in 1.14, bit 2 from 1.15).
+ * Releases: 1.15+.
  */
 #define UCT_MD_MKEY_PACK_FLAG_EXPORT (1u << 2)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Do not report a failing attach as an error.
+ * Releases: 1.14+.
  */
 #define UCT_MD_MEM_ATTACH_FLAG_HIDE_ERRORS (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_EP_CONNECT_TO_EP_PARAM_FIELD_DEVICE_ADDR_LENGTH (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_EP_CONNECT_TO_EP_PARAM_FIELD_EP_ADDR_LENGTH (1ull << 1)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
+/**
+ * Releases: 1.16+.
+ */
 #define UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
+/**
+ * Releases: 1.16+.
+ */
 #define UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR (1ull << 1)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
+/**
+ * Releases: 1.16+.
+ */
 #define UCT_EP_IS_CONNECTED_FIELD_EP_ADDR (1ull << 2)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_ATTR_FIELD_MAX_ALLOC (1ull << 0)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_ATTR_FIELD_MAX_REG (1ull << 1)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_ATTR_FIELD_FLAGS (1ull << 2)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
+/**
+ * Releases: 1.14+.
+ */
 #define UCT_MD_ATTR_FIELD_REG_MEM_TYPES (1ull << 3)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_REG_NONBLOCK_MEM_TYPES (1ull << 4)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES (1ull << 4)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_CACHE_MEM_TYPES (1ull << 5)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES (1ull << 5)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_DETECT_MEM_TYPES (1ull << 6)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES (1ull << 6)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_ALLOC_MEM_TYPES (1ull << 7)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES (1ull << 7)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_ACCESS_MEM_TYPES (1ull << 8)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES (1ull << 8)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_DMABUF_MEM_TYPES (1ull << 9)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_REG_COST (1ull << 9)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_REG_COST (1ull << 10)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_COMPONENT_NAME (1ull << 10)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_COMPONENT_NAME (1ull << 11)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE (1ull << 11)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE (1ull << 12)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_LOCAL_CPUS (1ull << 12)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_LOCAL_CPUS (1ull << 13)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE (1ull << 13)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE (1ull << 14)
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_14) && !defined(UCT_RS_UCX_SINCE_1_15))
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * Releases: 1.14-1.14.
+ */
 #define UCT_MD_ATTR_FIELD_GLOBAL_ID (1ull << 14)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
+/**
+ * Releases: 1.15+.
+ */
 #define UCT_MD_ATTR_FIELD_GLOBAL_ID (1ull << 15)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
+/**
+ * Releases: 1.16+.
+ */
 #define UCT_MD_ATTR_FIELD_REG_ALIGNMENT (1ull << 16)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
+/**
+ * Releases: 1.18+.
+ */
 #define UCT_MD_ATTR_FIELD_GVA_MEM_TYPES (1ull << 17)
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * First bit of the v2-only flags.
+ * Releases: 1.15+.
  */
 #define UCT_MD_FLAG_V2_FIRST UCT_MD_FLAG_LAST
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Remote memory accesses through a key can be invalidated.
+ * Releases: 1.15+.
  */
 #define UCT_MD_FLAG_INVALIDATE_RMA UCT_MD_FLAG_V2_FIRST
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Remote atomic accesses through a key can be invalidated.
+ * Releases: 1.15+.
  */
 #define UCT_MD_FLAG_INVALIDATE_AMO (1ull << 12)
 #endif
@@ -956,9 +1195,10 @@ typedef struct uct_iface_t *uct_iface_h;
  */
 typedef struct ucs_async_context ucs_async_context;
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * libucs's private part of a callback queue (1.16+; opaque).
+ * Releases: 1.16+.
  */
 typedef struct ucs_callbackq_priv ucs_callbackq_priv;
 #endif
@@ -1117,9 +1357,10 @@ typedef uint32_t uct_mem_advice_t;
  */
 typedef uint32_t uct_ep_operation_t;
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * How far `uct_iface_is_reachable_v2` looks (C enum, 4 bytes, since 1.15).
+ * Releases: 1.15+.
  */
 typedef uint32_t uct_iface_reachability_scope_t;
 #endif
@@ -1199,20 +1440,17 @@ typedef unsigned long ucs_time_t;
  */
 typedef unsigned int (*ucs_callback_t)(void *arg);
 
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
- * One entry of a callback queue's fast path. Up to 1.15 it also carried
- * its flags and id; the queue rewritten in 1.16 keeps only the callback.
+ * One entry of a callback queue's fast path (the queue rewritten in 1.16
+ * keeps only the callback).
+ * Releases: 1.16+.
  */
 typedef struct ucs_callbackq_elem_t {
     ucs_callback_t cb;
     void *arg;
-#if !defined(UCT_RS_UCX_SINCE_1_16)
-    unsigned int flags;
-#endif
-#if !defined(UCT_RS_UCX_SINCE_1_16)
-    int id;
-#endif
 } ucs_callbackq_elem_t;
+#endif
 
 /**
  * Filter used when removing callbacks selectively; non-zero means "remove".
@@ -1224,26 +1462,56 @@ typedef int (*ucs_callbackq_predicate_t)(const struct ucs_callbackq_elem_t *elem
  */
 typedef uint32_t ucs_callbackq_flags;
 
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 15
+/**
+ * One entry of a callback queue's fast path, as 1.13-1.15 laid it out:
+ * the callback with its flags and id.
+ * Releases: 1.13-1.15.
+ */
+typedef struct ucs_callbackq_elem_t {
+    ucs_callback_t cb;
+    void *arg;
+    unsigned int flags;
+    int id;
+} ucs_callbackq_elem_t;
+#endif
+
 /**
  * Alias for the C tag `struct ucs_callbackq_elem`.
  */
 typedef struct ucs_callbackq_elem_t ucs_callbackq_elem;
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 15
+/**
+ * A libucs callback queue as 1.13-1.15 laid it out: the fast path, then
+ * libucs's private part inline (72 bytes).
+ * Releases: 1.13-1.15.
+ */
+typedef struct ucs_callbackq_t {
+    struct ucs_callbackq_elem_t fast_elems[8];
+    char priv[72];
+} ucs_callbackq_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * C typedef name of `struct ucs_callbackq_priv`.
+ * Releases: 1.16+.
  */
 typedef struct ucs_callbackq_priv ucs_callbackq_priv_t;
 #endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * A libucs callback queue, embedded in `uct_worker_t`.
  *
  * The dispatcher (inlined into C callers) walks `fast_elems` until it meets
  * an element whose `cb` is NULL, so the last of the
  * `UCS_CALLBACKQ_FAST_COUNT + 1` (= 8) slots must always stay NULL.
- * `priv` is owned by libucs: up to 1.15 an inline block of 72 bytes, from
- * 1.16 a pointer to libucs's private part.
+ * `priv` is owned by libucs: a pointer to its private part (an inline
+ * block up to 1.15, see `ucs_callbackq_t`). Only libucs's own
+ * functions initialise and change a queue.
+ * Releases: 1.16+.
  */
 typedef struct ucs_callbackq_t {
     /**
@@ -1251,32 +1519,30 @@ typedef struct ucs_callbackq_t {
      * (`UCS_CALLBACKQ_FAST_COUNT + 1` entries).
      */
     struct ucs_callbackq_elem_t fast_elems[8];
-#if !defined(UCT_RS_UCX_SINCE_1_16)
-    char priv[72];
-#endif
-#if defined(UCT_RS_UCX_SINCE_1_16)
     ucs_callbackq_priv_t *priv;
-#endif
 } ucs_callbackq_t;
+#endif
 
 /**
  * Alias for the C tag `struct ucs_callbackq`.
  */
 typedef struct ucs_callbackq_t ucs_callbackq;
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * libucs's growable string (1.17+: the `doc` member of a config parser
  * appends to one). Only libucs touches its three words.
+ * Releases: 1.17+.
  */
 typedef struct ucs_string_buffer {
     size_t _private[3];
 } ucs_string_buffer;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * C typedef name of `struct ucs_string_buffer`.
+ * Releases: 1.17+.
  */
 typedef struct ucs_string_buffer ucs_string_buffer_t;
 #endif
@@ -1373,8 +1639,25 @@ typedef struct ucs_list_link_t {
  */
 typedef struct ucs_list_link_t ucs_list_link;
 
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 16
+/**
+ * A value parser as 1.13-1.16 laid it out: no `doc` member.
+ * Releases: 1.13-1.16.
+ */
+typedef struct ucs_config_parser_t {
+    int (*read)(const char *buf, void *dest, const void *arg);
+    int (*write)(char *buf, size_t max, const void *src, const void *arg);
+    ucs_status_t (*clone)(const void *src, void *dest, const void *arg);
+    void (*release)(void *ptr, const void *arg);
+    void (*help)(char *buf, size_t max, const void *arg);
+    const void *arg;
+} ucs_config_parser_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Value codec of a configuration field (all members are called by libucs).
+ * Releases: 1.17+.
  */
 typedef struct ucs_config_parser_t {
     /**
@@ -1397,40 +1680,70 @@ typedef struct ucs_config_parser_t {
      * Write a short description of accepted values into `buf`.
      */
     void (*help)(char *buf, size_t max, const void *arg);
-#if defined(UCT_RS_UCX_SINCE_1_17)
     /**
-     * Append longer documentation to a libucs string buffer (1.17+; the
-     * plain parsers use libucs's `ucs_config_doc_nop`).
+     * Append longer documentation to a libucs string buffer (the plain
+     * parsers use libucs's `ucs_config_doc_nop`).
      */
     void (*doc)(ucs_string_buffer_t *strb, const void *arg);
-#endif
     /**
      * Parser-specific argument handed to every member above.
      */
     const void *arg;
 } ucs_config_parser_t;
+#endif
 
 /**
  * Alias for the C tag `struct ucs_config_parser`.
  */
 typedef struct ucs_config_parser_t ucs_config_parser;
 
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 16
 /**
- * Parser for an array value: element size plus element parser.
+ * An array parser as 1.13-1.16 laid it out (their value parser).
+ * Releases: 1.13-1.16.
  */
 typedef struct ucs_config_array_t {
     size_t elem_size;
     struct ucs_config_parser_t parser;
 } ucs_config_array_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17
+/**
+ * Parser for an array value: element size plus element parser.
+ * Releases: 1.17+.
+ */
+typedef struct ucs_config_array_t {
+    size_t elem_size;
+    struct ucs_config_parser_t parser;
+} ucs_config_array_t;
+#endif
 
 /**
  * Alias for the C tag `struct ucs_config_array`.
  */
 typedef struct ucs_config_array_t ucs_config_array;
 
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 16
+/**
+ * A configuration table row as 1.13-1.16 laid it out (their value
+ * parser): tables handed to those releases have this stride.
+ * Releases: 1.13-1.16.
+ */
+typedef struct ucs_config_field_t {
+    const char *name;
+    const char *dfl_value;
+    const char *doc;
+    size_t offset;
+    struct ucs_config_parser_t parser;
+} ucs_config_field_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * One row of a configuration table (a table ends with a row whose `name`
  * is NULL).
+ * Releases: 1.17+.
  */
 typedef struct ucs_config_field_t {
     const char *name;
@@ -1442,6 +1755,7 @@ typedef struct ucs_config_field_t {
     size_t offset;
     struct ucs_config_parser_t parser;
 } ucs_config_field_t;
+#endif
 
 /**
  * Alias for the C tag `struct ucs_config_field`.
@@ -1460,10 +1774,11 @@ typedef struct ucs_config_global_list_entry_t {
      */
     size_t size;
     struct ucs_list_link_t list;
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
     /**
      * `UCS_CONFIG_TABLE_FLAG_*` (1.15+): libucs marks a table it has
      * parsed, and checks for unused variables only against those.
+     * Releases: 1.15+.
      */
     uint8_t flags;
 #endif
@@ -1582,13 +1897,16 @@ typedef struct uct_ep_t {
  */
 typedef struct uct_ep_t *uct_ep_h;
 
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Public head of a worker: the libucs callback queue that
  * `uct_worker_progress` (inline in C) dispatches.
+ * Releases: 1.16+.
  */
 typedef struct uct_worker_t {
     struct ucs_callbackq_t progress_q;
 } uct_worker_t;
+#endif
 
 /**
  * Handle to a worker (points at a struct that starts with a callback queue).
@@ -2295,15 +2613,17 @@ typedef struct uct_ep_params_t {
     const void *private_data;
     size_t private_data_length;
     const struct ucs_sock_addr_t *local_sockaddr;
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
      * Length of `dev_addr` (since 1.18).
+     * Releases: 1.18+.
      */
     size_t dev_addr_length;
 #endif
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
      * Length of `iface_addr` (since 1.18).
+     * Releases: 1.18+.
      */
     size_t iface_addr_length;
 #endif
@@ -2425,16 +2745,18 @@ typedef struct uct_md_mem_attr_t {
     ucs_sys_device_t sys_dev;
     void *base_address;
     size_t alloc_length;
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
     /**
      * A dma-buf file descriptor for the range, to be closed by the
      * caller, or `UCT_DMABUF_FD_INVALID` (since 1.14).
+     * Releases: 1.14+.
      */
     int dmabuf_fd;
 #endif
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
     /**
      * Offset of the queried address inside that dma-buf (since 1.14).
+     * Releases: 1.14+.
      */
     size_t dmabuf_offset;
 #endif
@@ -2871,6 +3193,16 @@ typedef struct uct_iface_ops_t {
  */
 typedef struct uct_iface_ops_t uct_iface_ops;
 
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 15
+/**
+ * `uct_worker_t` as 1.13-1.15 laid it out (their callback queue).
+ * Releases: 1.13-1.15.
+ */
+typedef struct uct_worker_t {
+    struct ucs_callbackq_t progress_q;
+} uct_worker_t;
+#endif
+
 /**
  * Alias for the C tag `struct uct_worker`.
  */
@@ -2942,9 +3274,10 @@ typedef struct uct_perf_attr_t {
     struct uct_ppn_bandwidth_t bandwidth;
     struct ucs_linear_func_t latency;
     size_t max_inflight_eps;
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
     /**
      * `UCT_PERF_ATTR_FLAGS_*` bits (since 1.17).
+     * Releases: 1.17+.
      */
     uint64_t flags;
 #endif
@@ -3053,21 +3386,24 @@ typedef struct uct_iface_is_reachable_params_t {
      */
     char *info_string;
     size_t info_string_length;
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
     /**
      * `UCT_IFACE_REACHABILITY_SCOPE_*` (since 1.15).
+     * Releases: 1.15+.
      */
     uct_iface_reachability_scope_t scope;
 #endif
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
      * Length of `device_addr` (since 1.18).
+     * Releases: 1.18+.
      */
     size_t device_addr_length;
 #endif
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
      * Length of `iface_addr` (since 1.18).
+     * Releases: 1.18+.
      */
     size_t iface_addr_length;
 #endif
@@ -3078,57 +3414,64 @@ typedef struct uct_iface_is_reachable_params_t {
  */
 typedef struct uct_iface_is_reachable_params_t uct_iface_is_reachable_params;
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Bits of `uct_perf_attr_t::flags` (C enum, 4 bytes; the constants are
  * u64 like the field, since 1.17).
+ * Releases: 1.17+.
  */
 typedef uint32_t uct_perf_attr_flags_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Valid-field bits of `uct_md_mem_reg_params_t::field_mask` (constants
  * typed u64 to match the mask, since 1.14).
+ * Releases: 1.14+.
  */
 typedef uint32_t uct_md_mem_reg_field_mask_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Valid-field bits of `uct_md_mem_attach_params_t::field_mask` (constants
  * typed u64 to match the mask, since 1.14).
+ * Releases: 1.14+.
  */
 typedef uint32_t uct_md_mem_attach_field_mask_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Flags of `uct_md_mem_attach_params_t::flags` (C enum, 4 bytes; the
  * constants are u64 like the field, since 1.14).
+ * Releases: 1.14+.
  */
 typedef uint32_t uct_md_mem_attach_flags_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Valid-field bits of `uct_ep_connect_to_ep_params_t::field_mask`
  * (constants typed u64 to match the mask, since 1.14).
+ * Releases: 1.14+.
  */
 typedef uint32_t uct_ep_connect_to_ep_param_field_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Valid-field bits of `uct_ep_is_connected_params_t::field_mask`
  * (constants typed u64 to match the mask, since 1.16).
+ * Releases: 1.16+.
  */
 typedef uint32_t uct_ep_is_connected_field_mask_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Parameters of `uct_md_mem_reg_v2` (since 1.14).
+ * Releases: 1.14+.
  */
 typedef struct uct_md_mem_reg_params_t {
     uint64_t field_mask;
@@ -3148,16 +3491,18 @@ typedef struct uct_md_mem_reg_params_t {
 } uct_md_mem_reg_params_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Alias for the C tag `struct uct_md_mem_reg_params`.
+ * Releases: 1.14+.
  */
 typedef struct uct_md_mem_reg_params_t uct_md_mem_reg_params;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Parameters of `uct_md_mem_attach` (since 1.14).
+ * Releases: 1.14+.
  */
 typedef struct uct_md_mem_attach_params_t {
     uint64_t field_mask;
@@ -3168,16 +3513,18 @@ typedef struct uct_md_mem_attach_params_t {
 } uct_md_mem_attach_params_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Alias for the C tag `struct uct_md_mem_attach_params`.
+ * Releases: 1.14+.
  */
 typedef struct uct_md_mem_attach_params_t uct_md_mem_attach_params;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Parameters of `uct_ep_is_connected` (since 1.16).
+ * Releases: 1.16+.
  */
 typedef struct uct_ep_is_connected_params_t {
     uint64_t field_mask;
@@ -3187,16 +3534,18 @@ typedef struct uct_ep_is_connected_params_t {
 } uct_ep_is_connected_params_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Alias for the C tag `struct uct_ep_is_connected_params`.
+ * Releases: 1.16+.
  */
 typedef struct uct_ep_is_connected_params_t uct_ep_is_connected_params;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Parameters of `uct_ep_connect_to_ep_v2` (since 1.14).
+ * Releases: 1.14+.
  */
 typedef struct uct_ep_connect_to_ep_params_t {
     uint64_t field_mask;
@@ -3205,50 +3554,56 @@ typedef struct uct_ep_connect_to_ep_params_t {
 } uct_ep_connect_to_ep_params_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Alias for the C tag `struct uct_ep_connect_to_ep_params`.
+ * Releases: 1.14+.
  */
 typedef struct uct_ep_connect_to_ep_params_t uct_ep_connect_to_ep_params;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Parameters of `uct_rkey_compare` (no optional members yet, since 1.16).
+ * Releases: 1.16+.
  */
 typedef struct uct_rkey_compare_params_t {
     uint64_t field_mask;
 } uct_rkey_compare_params_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Alias for the C tag `struct uct_rkey_compare_params`.
+ * Releases: 1.16+.
  */
 typedef struct uct_rkey_compare_params_t uct_rkey_compare_params;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Valid-field bits of `uct_md_attr_v2_t::field_mask` (C enum, 4 bytes; the
  * constants are u64 like the mask, since 1.14). 1.15 inserted
  * `REG_NONBLOCK_MEM_TYPES` at bit 4, moving the bits after it up by one;
  * 1.16 and 1.18 appended bits.
+ * Releases: 1.14+.
  */
 typedef uint32_t uct_md_attr_field_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Alias for the C tag `enum uct_md_attr_field`.
+ * Releases: 1.14+.
  */
 typedef uct_md_attr_field_t uct_md_attr_field;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_14)
+#if UCT_RS_UCX_ABI_MINOR >= 14
 /**
  * Memory-domain attributes, filled by `uct_md_query_v2` (since 1.14). The
  * members a caller asks for are selected by `field_mask`.
+ * Releases: 1.14+.
  */
 typedef struct uct_md_attr_v2_t {
     /**
@@ -3262,17 +3617,19 @@ typedef struct uct_md_attr_v2_t {
      */
     uint64_t flags;
     uint64_t reg_mem_types;
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
     /**
      * Memory types registered without blocking (since 1.15).
+     * Releases: 1.15+.
      */
     uint64_t reg_nonblock_mem_types;
 #endif
     uint64_t cache_mem_types;
-#if defined(UCT_RS_UCX_SINCE_1_18)
+#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
      * Memory types registered through the global virtual address space
      * (since 1.18).
+     * Releases: 1.18+.
      */
     uint64_t gva_mem_types;
 #endif
@@ -3289,19 +3646,21 @@ typedef struct uct_md_attr_v2_t {
      * Identifier of the MD that is the same in every process of the host.
      */
     char global_id[UCT_MD_GLOBAL_ID_MAX];
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
     /**
      * Alignment required for registered ranges (since 1.16).
+     * Releases: 1.16+.
      */
     size_t reg_alignment;
 #endif
 } uct_md_attr_v2_t;
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Capability bits of `uct_md_attr_v2_t::flags` beyond `UCT_MD_FLAG_*`
  * (C enum, 4 bytes; the constants are u64 like the field, since 1.15).
+ * Releases: 1.15+.
  */
 typedef uint32_t uct_md_flags_v2_t;
 #endif
@@ -3496,61 +3855,66 @@ typedef uint32_t uct_md_flags_v2_t;
  */
 #define UCS_MEMORY_TYPE_ROCM_MANAGED 4
 
-#if defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 16
 /**
  * Memory of an RDMA device (since 1.16).
+ * Releases: 1.16+.
  */
 #define UCS_MEMORY_TYPE_RDMA 5
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Intel Level Zero host (USM host) memory (since 1.17).
+ * Releases: 1.17+.
  */
 #define UCS_MEMORY_TYPE_ZE_HOST 6
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Intel Level Zero device (USM device) memory (since 1.17).
+ * Releases: 1.17+.
  */
 #define UCS_MEMORY_TYPE_ZE_DEVICE 7
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
  * Intel Level Zero shared (USM shared) memory (since 1.17).
+ * Releases: 1.17+.
  */
 #define UCS_MEMORY_TYPE_ZE_MANAGED 8
 #endif
 
-#if !defined(UCT_RS_UCX_SINCE_1_16)
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 15
 /**
- * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
- * 1.17 (Level Zero).
+ * Number of known memory types in 1.13-1.15 (see `UCS_MEMORY_TYPE_LAST`).
+ * Releases: 1.13-1.15.
  */
 #define UCS_MEMORY_TYPE_LAST 5
 #endif
 
-#if (defined(UCT_RS_UCX_SINCE_1_16) && !defined(UCT_RS_UCX_SINCE_1_17))
+#if UCT_RS_UCX_ABI_MINOR == 16
 /**
- * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
- * 1.17 (Level Zero).
+ * Number of known memory types in 1.16 (RDMA joined).
+ * Releases: 1.16-1.16.
  */
 #define UCS_MEMORY_TYPE_LAST 6
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_17)
+#if UCT_RS_UCX_ABI_MINOR >= 17
 /**
- * Number of known memory types: 5 up to 1.15, 6 in 1.16 (RDMA), 9 from
- * 1.17 (Level Zero).
+ * Number of known memory types (the Level Zero kinds joined in 1.17).
+ * Releases: 1.17+.
  */
 #define UCS_MEMORY_TYPE_LAST 9
 #endif
 
 /**
- * Memory type could not be determined (same value as `LAST`, so it moves
- * with it).
+ * Memory type could not be determined: the value of `LAST`, so it moves
+ * with it. In Rust this is the newest release's value; code that answers
+ * a caller uses the running release's (`crate::ucs::release`).
  */
 #define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
 
@@ -3768,16 +4132,18 @@ typedef uint32_t uct_md_flags_v2_t;
 
 #define UCT_EP_OP_LAST 15
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Reachable through this very device.
+ * Releases: 1.15+.
  */
 #define UCT_IFACE_REACHABILITY_SCOPE_DEVICE 0
 #endif
 
-#if defined(UCT_RS_UCX_SINCE_1_15)
+#if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * Reachable through the network, from any device.
+ * Releases: 1.15+.
  */
 #define UCT_IFACE_REACHABILITY_SCOPE_NETWORK 1
 #endif
