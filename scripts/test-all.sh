@@ -3,21 +3,31 @@
 # then `meson test` runs cargo test, the header and layout checks, the export
 # and SONAME check, the C probes (LD_LIBRARY_PATH and LD_PRELOAD), the
 # bad-input table, ucx_perftest/ucx_info/uct_hello_world over our library.
-# That for each UCX ABI in turn:
-#   1.13  build/ (BUILD_DIR): Debian 12's system UCX 1.13.1, every test
-#   1.18  build-1.18/ (BUILD_DIR_1_18): the library built for UCX 1.18,
-#         tested against the UCX 1.18.1 wheel (scripts/setup-ucx-wheel.sh,
-#         or UCX_PREFIX_1_18=DIR): cargo test and clippy under that ABI's
-#         cfg, the layout check and the suites (those that apply to 1.18;
-#         the others skip); not the fuzzing and header steps, which do not
-#         depend on the ABI
+# One library serves every UCX release (ucx-releases.txt); it is built once
+# (the build directories share one cargo target) and tested against:
+#   the full tier      UCT_RS_FULL (default "1.13 1.22"): 1.13 is Debian
+#                      12's system UCX (build/), every other release its
+#                      PyPI wheel (build-1.N/, scripts/setup-ucx-wheel.sh);
+#   the conformance    UCT_RS_CONFORMANCE (default: every other release):
+#   tier               the layout, ucx_info, UCT perftest, libucp and mixed
+#                      ours/C suites (meson -Dtier=conformance).
+# Fuzzing, clippy and the header check run once, in the system build.
 # Then, as root, the Debian packages (tests/deb-package.sh; UCT_RS_DEB_TEST=0
-# leaves them out).
-# UCT_RS_ABIS="1.13" (or "1.18") runs only those.  Ends with
-# "N passed, M failed" over all of them and a non-zero exit on failure.
+# leaves them out).  Ends with "N passed, M failed" over all of them and a
+# non-zero exit on failure.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-abis=${UCT_RS_ABIS:-1.13 1.18}
+served=$(awk '!/^#/ && NF == 6 { printf "1.%s ", $1 }' "$top/ucx-releases.txt")
+full=${UCT_RS_FULL:-1.13 1.22}
+if [ -n "${UCT_RS_CONFORMANCE+set}" ]; then
+    conformance=$UCT_RS_CONFORMANCE
+else
+    conformance=
+    for r in $served; do
+        [[ " $full " == *" $r "* ]] || conformance="$conformance $r"
+    done
+fi
+cargo_target=${UCT_RS_CARGO_TARGET:-$top/build/cargo-target}
 logs=()      # LABEL=testlog.json per build that ran its tests
 extra_fail=0 # builds that could not be set up or compiled
 rc=0
@@ -26,11 +36,11 @@ rc=0
 run_build() {
     local label=$1 build=$2
     shift 2
-    echo "=== UCX ABI $label: $build"
+    echo "=== UCX $label: $build"
     if [ -f "$build/build.ninja" ]; then
-        meson setup --reconfigure "$build" "$top" "$@" >/dev/null
+        meson setup --reconfigure "$build" "$top" -Dcargo-target-dir="$cargo_target" "$@" >/dev/null
     else
-        meson setup "$build" "$top" "$@" >/dev/null
+        meson setup "$build" "$top" -Dcargo-target-dir="$cargo_target" "$@" >/dev/null
     fi || { echo "meson setup failed ($label)"; extra_fail=$((extra_fail + 1)); rc=1; return; }
     meson compile -C "$build" || {
         echo "meson compile failed ($label)"
@@ -42,32 +52,37 @@ run_build() {
     logs+=("$label=$build/meson-logs/testlog.json")
 }
 
-for abi in $abis; do
-    case $abi in
-        1.13) run_build 1.13 "${BUILD_DIR:-$top/build}" ;;
-        1.18)
-            prefix=${UCX_PREFIX_1_18:-}
-            if [ -z "$prefix" ]; then
-                prefix=$(bash "$top/scripts/setup-ucx-wheel.sh" 1.18.1) || {
-                    echo "setup-ucx-wheel.sh 1.18.1 failed"
-                    extra_fail=$((extra_fail + 1))
-                    rc=1
-                    continue
-                }
-            fi
-            run_build 1.18 "${BUILD_DIR_1_18:-$top/build-1.18}" -Ducx-abi=1.18 -Ducx-prefix="$prefix" ;;
-        *) echo "unknown UCX ABI '$abi' in UCT_RS_ABIS"; extra_fail=$((extra_fail + 1)); rc=1 ;;
-    esac
+# release_build RELEASE TIER: the build directory of one release.
+release_build() {
+    local r=$1 tier=$2 prefix
+    if [ "$r" = 1.13 ]; then
+        run_build "$r" "${BUILD_DIR:-$top/build}" -Dtier="$tier"
+        return
+    fi
+    prefix=$(bash "$top/scripts/setup-ucx-wheel.sh" "$r") || {
+        echo "setup-ucx-wheel.sh $r failed"
+        extra_fail=$((extra_fail + 1))
+        rc=1
+        return
+    }
+    run_build "$r" "$top/build-$r" -Ducx-prefix="$prefix" -Dtier="$tier"
+}
+
+for r in $full; do
+    release_build "$r" all
+done
+for r in $conformance; do
+    release_build "$r" conformance
 done
 
 # The Debian packages (tests/deb-package.sh): built, checked with lintian,
 # installed, used through the launcher and the system switch, purged. It
 # changes the system while it runs, so it runs alone, after the builds, and
 # only as root (UCT_RS_DEB_TEST=0 leaves it out).
-if [ "${UCT_RS_DEB_TEST:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [[ " $abis " == *" 1.13 "* ]]; then
+if [ "${UCT_RS_DEB_TEST:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [[ " $full " == *" 1.13 "* ]]; then
     echo "=== Debian packages"
     deb_log=${BUILD_DIR:-$top/build}/deb-package.log
-    UCX_PREFIX_1_18=${prefix:-${UCX_PREFIX_1_18:-}} bash "$top/tests/deb-package.sh" >"$deb_log" 2>&1
+    bash "$top/tests/deb-package.sh" >"$deb_log" 2>&1
     deb_rc=$?
     cat "$deb_log"
     [ $deb_rc -eq 0 ] || [ $deb_rc -eq 77 ] || rc=1

@@ -33,7 +33,7 @@ while read -r name script area tier needs extra; do
     [ -f "$top/$script" ] || bad="$bad no such script $script;"
     [ -n "$needs" ] || bad="$bad fewer than 5 columns;"
     case ${extra:-libdir} in libdir | libfile) ;; *) bad="$bad ARG '$extra' is not libfile;" ;; esac
-    case $tier in quick | quick,full) ;; *) bad="$bad TIER '$tier';" ;; esac
+    case $tier in quick | quick,full | quick,conformance | quick,full,conformance) ;; *) bad="$bad TIER '$tier';" ;; esac
     tags=${area//,/ }
     [ "$needs" = - ] || tags="$tags ${needs//,/ }"
     for t in $tags; do

@@ -78,25 +78,15 @@ else
     pass "lintian: no errors ($(grep -c '^W: ' "$T_WORK/lintian.out") warnings)"
 fi
 
-# The 1.18 build (profile pkg.uct-rs.ucx-1.18, with UCX_PREFIX_1_18, a UCX
-# 1.18.1 installation): built and checked, not installed (its libucx0 is
-# Debian 13's).
-if [ -n "${UCX_PREFIX_1_18:-}" ]; then
-    copy_tree "$T_WORK/src118/uct-rs"
-    (cd "$T_WORK/src118/uct-rs" &&
-     UCX_PREFIX=$UCX_PREFIX_1_18 dpkg-buildpackage -us -uc -b -Ppkg.uct-rs.ucx-1.18) >"$T_WORK/build118.log" 2>&1
-    st=$?
-    d118=$(dpkg-deb -f "$T_WORK/src118/libuct-rs0_${VERSION}_$ARCH.deb" Depends 2>/dev/null)
-    r118=$(dpkg-deb --fsys-tarfile "$T_WORK/src118/uct-rs-tools_${VERSION}_$ARCH.deb" 2>/dev/null |
-           tar -xOf - ./usr/bin/uct-rs | sed -n "s/^UCX_RELEASE='\(.*\)'/\1/p")
-    lintian "$T_WORK/src118/uct-rs_${VERSION}_$ARCH.changes" 2>&1 | grep -v 'running with root' >"$T_WORK/lintian118.out"
-    if [ $st -eq 0 ] && [[ $d118 == "libucx0 (>= 1.18.1), libucx0 (<< 1.18.2~)"* ]] && [ "$r118" = 1.18.1 ] &&
-       ! grep -q '^E: ' "$T_WORK/lintian118.out"; then
-        pass "profile pkg.uct-rs.ucx-1.18: built, Depends $d118, launcher for UCX $r118, lintian: no errors"
-    else
-        tail -n 5 "$T_WORK/build118.log"
-        fail "profile pkg.uct-rs.ucx-1.18" "exit $st, Depends '$d118', launcher '$r118', $(head -n 3 "$T_WORK/lintian118.out")"
-    fi
+# One package for every served release: libuct-rs0 depends on libucx0 from
+# the oldest served release up to the newest series (ucx-releases.txt).
+oldest=$(awk '!/^#/ && NF == 6 { print $2; exit }' "$top/ucx-releases.txt")
+after=$(awk '!/^#/ && NF == 6 { m = $1 } END { print "1." m + 1 }' "$top/ucx-releases.txt")
+deps=$(dpkg-deb -f "$(deb libuct-rs0)" Depends 2>/dev/null)
+if [[ $deps == "libucx0 (>= $oldest), libucx0 (<< $after~)"* ]]; then
+    pass "libuct-rs0 Depends $deps"
+else
+    fail "libuct-rs0 Depends" "'$deps', want libucx0 (>= $oldest), libucx0 (<< $after~)"
 fi
 
 install_debs() { # DEB...

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The launcher (packaging/uct-rs.in, installed as uct-rs) and the versions:
 #  - Cargo.toml, meson.build and debian/changelog carry one version, and
-#    "uct-rs --version" prints it with the UCX release whose ABI the build
-#    serves;
+#    "uct-rs --version" prints it with the UCX releases the library serves
+#    (ucx-releases.txt);
 #  - "uct-rs run" puts LIBDIR first on LD_LIBRARY_PATH (and, with
 #    --preload, its libuct.so.0 in LD_PRELOAD) and returns the command's exit
 #    status; "uct-rs env" prints the same settings;
@@ -23,6 +23,7 @@ resolve_libdir "$@"
 command -v ucx_perftest >/dev/null || abort "ucx_perftest" "not installed (apt-get install ucx-utils)"
 make_workdir
 
+releases=$(awk '!/^#/ && NF == 6 { r[++n] = "1." $1 } END { print r[1] " to " r[n] }' "$top/ucx-releases.txt")
 cargo_v=$(sed -n 's/^version *= *"\(.*\)"/\1/p' "$top/Cargo.toml" | head -n 1)
 meson_v=$(awk '/^project\(/ { p = 1 } p && /version *:/ { gsub(/.*version *: *'"'"'|'"'"'.*/, ""); print; exit }' \
           "$top/meson.build")
@@ -38,7 +39,7 @@ if [ -n "${UCT_TEST_BINDIR:-}" ] && [ -f "$UCT_TEST_BINDIR/uct-rs" ]; then
     cp "$UCT_TEST_BINDIR/uct-rs" "$launcher"
     echo "# launcher: $UCT_TEST_BINDIR/uct-rs"
 else
-    sed -e "s|@VERSION@|$cargo_v|g" -e "s|@UCX_RELEASE@|$UCX_RELEASE|g" -e "s|@UCT_LIBDIR@|$UCT_LIBDIR|g" \
+    sed -e "s|@VERSION@|$cargo_v|g" -e "s|@UCX_RELEASES@|$releases|g" -e "s|@UCT_LIBDIR@|$UCT_LIBDIR|g" \
         "$top/packaging/uct-rs.in" >"$launcher"
     echo "# launcher: packaging/uct-rs.in, filled in"
 fi
@@ -46,7 +47,7 @@ chmod +x "$launcher"
 uct_rs() { UCT_RS_LIBDIR=$UCT_LIBDIR "$launcher" "$@"; }
 
 out=$(uct_rs --version 2>&1)
-if [[ $out == "uct-rs $cargo_v (UCX $UCX_RELEASE ABI; library $UCT_LIBDIR/libuct.so.0)" ]]; then
+if [[ $out == "uct-rs $cargo_v (serves UCX $releases; library $UCT_LIBDIR/libuct.so.0)" ]]; then
     pass "uct-rs --version: $out"
 else
     fail "uct-rs --version" "printed '$out'"

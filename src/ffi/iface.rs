@@ -238,17 +238,10 @@ entry! {
     }
 }
 
-/// Whether the caller asks about its own device only (1.14+ `scope`).
+/// Whether the caller asks about its own device only (1.15+ `scope`; an
+/// older caller's struct has no such member, and its copy reads zero).
 fn device_scope(p: &uct_iface_is_reachable_params_t) -> bool {
-    #[cfg(ucx_since_1_14)]
-    {
-        p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_SCOPE != 0 && p.scope == UCT_IFACE_REACHABILITY_SCOPE_DEVICE
-    }
-    #[cfg(not(ucx_since_1_14))]
-    {
-        let _ = p;
-        false
-    }
+    p.field_mask & UCT_IFACE_IS_REACHABLE_FIELD_SCOPE != 0 && p.scope == UCT_IFACE_REACHABILITY_SCOPE_DEVICE
 }
 
 /// Whether the peer's device address is this interface's own.

@@ -125,22 +125,40 @@ entry! {
 }
 
 entry! {
-    /// The 1.16 form adds the range of the memory to pack a key for (a
-    /// hint; our keys cover the whole registration).
-    #[cfg(ucx_since_1_16)]
+    /// Two forms: up to 1.15 `(md, memh, params, rkey_buffer)`; 1.16 put
+    /// the range of the memory to pack a key for (a hint; our keys cover
+    /// the whole registration) before `params`. One export serves both: the
+    /// arguments are integer-class, passed in registers in order, so a
+    /// caller of the older form leaves its `params` and `rkey_buffer` where
+    /// this signature reads `address` and `length`.
     fn uct_md_mkey_pack_v2(md: uct_md_h, memh: uct_mem_h, address: *mut c_void, length: usize,
                            params: *const uct_md_mkey_pack_params_t, rkey_buffer: *mut c_void) -> ucs_status_t {
-        let _ = (address, length);
-        mkey_pack(md, memh, params, rkey_buffer)
+        if crate::ucs::release::running().since(16) {
+            let _ = (address, length);
+            mkey_pack(md, memh, params, rkey_buffer)
+        } else {
+            mkey_pack(md, memh, address as *const uct_md_mkey_pack_params_t, length as *mut c_void)
+        }
     }
 }
 
-entry! {
-    #[cfg(not(ucx_since_1_16))]
-    fn uct_md_mkey_pack_v2(md: uct_md_h, memh: uct_mem_h, params: *const uct_md_mkey_pack_params_t,
-                           rkey_buffer: *mut c_void) -> ucs_status_t {
-        mkey_pack(md, memh, params, rkey_buffer)
+/// Key packing flags in the newest numbering: up to 1.14 bit 0 asked for
+/// a key that can be invalidated (1.15 split it into RMA and AMO), and
+/// 1.14's export bit was bit 1 (bit 2 from 1.15).
+fn pack_flags(flags: u32) -> u32 {
+    let release = crate::ucs::release::running();
+    if release.since(15) {
+        return flags;
     }
+    let mut out = 0;
+    if flags & UCT_MD_MKEY_PACK_FLAG_INVALIDATE != 0 {
+        out |= UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO;
+    }
+    if release.since(14) && flags & UCT_MD_MKEY_PACK_FLAG_EXPORT_v1_14 != 0 {
+        out |= UCT_MD_MKEY_PACK_FLAG_EXPORT;
+    }
+    // Bits the release does not define stay, for the md to refuse.
+    out | (flags & !(UCT_MD_MKEY_PACK_FLAG_INVALIDATE | UCT_MD_MKEY_PACK_FLAG_EXPORT_v1_14))
 }
 
 /// The key packing of both forms of `uct_md_mkey_pack_v2` and of
@@ -158,7 +176,7 @@ fn mkey_pack(md: uct_md_h, memh: uct_mem_h, params: *const uct_md_mkey_pack_para
             // SAFETY: checked non-NULL.
             let p = unsafe { &*params };
             known_fields!(p.field_mask, UCT_MD_MKEY_PACK_FIELD_FLAGS, "mkey pack params");
-            if p.field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS != 0 { p.flags } else { 0 }
+            if p.field_mask & UCT_MD_MKEY_PACK_FIELD_FLAGS != 0 { pack_flags(p.flags) } else { 0 }
         };
         m.imp.mkey_pack(memh, flags, rkey_buffer as *mut u8)
     }

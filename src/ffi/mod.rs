@@ -17,7 +17,6 @@ pub mod iface;
 pub mod load;
 pub mod md;
 pub mod mem;
-#[cfg(ucx_since_1_14)]
 pub mod since_1_14;
 pub mod worker;
 
@@ -86,6 +85,20 @@ macro_rules! entry {
     };
 }
 pub(crate) use entry;
+
+/// Return `$ret` (with a log line) when the running release's API does not
+/// have this export: it came with release 1.`$minor` (its libucp never
+/// calls it; another caller gets a clear answer).
+macro_rules! since_release {
+    ($minor:expr, $ret:expr) => {
+        let release = crate::ucs::release::running();
+        if !release.since($minor) {
+            crate::error!("{}: not in the API of UCX {} (new in 1.{})", FN, release, $minor);
+            return $ret;
+        }
+    };
+}
+pub(crate) use since_release;
 
 /// Return `UCS_ERR_INVALID_PARAM` (with a log line) when a pointer is NULL.
 macro_rules! need {

@@ -1,9 +1,10 @@
 //! Exports that UCX releases from 1.14 on added to the API (1.14: the v2 memory
 //! domain calls and `uct_ep_connect_to_ep_v2`; 1.16: `uct_ep_is_connected`
-//! and `uct_rkey_compare`). Each is compiled only for an ABI that has it,
-//! and each reaches the same core objects as the 1.13 calls.
+//! and `uct_rkey_compare`). Every build exports all of them; each answers
+//! `UCS_ERR_UNSUPPORTED` to a process whose release does not have it, and
+//! reaches the same core objects as the 1.13 calls otherwise.
 
-use super::{component_or_fail, entry, known_fields, md_or_fail, need};
+use super::{component_or_fail, entry, known_fields, md_or_fail, need, since_release};
 use crate::abi::*;
 use crate::core::iface::IfaceHeader;
 use crate::core::md::MdObj;
@@ -35,16 +36,13 @@ fn md_attr_v2(m: &MdObj) -> uct_md_attr_v2_t {
     if v1.cap.flags & UCT_MD_FLAG_INVALIDATE != 0 {
         a.flags |= UCT_MD_FLAG_INVALIDATE_RMA | UCT_MD_FLAG_INVALIDATE_AMO;
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        a.reg_alignment = 1;
-    }
+    a.reg_alignment = 1;
     a
 }
 
 entry! {
-    #[cfg(ucx_since_1_14)]
     fn uct_md_query_v2(md: uct_md_h, md_attr: *mut uct_md_attr_v2_t) -> ucs_status_t {
+        since_release!(14, UCS_ERR_UNSUPPORTED);
         need!(md_attr, "md_attr");
         let m = md_or_fail!(md);
         let full = md_attr_v2(m);
@@ -68,18 +66,16 @@ entry! {
               UCT_MD_ATTR_FIELD_RKEY_PACKED_SIZE => rkey_packed_size, UCT_MD_ATTR_FIELD_LOCAL_CPUS => local_cpus,
               UCT_MD_ATTR_FIELD_EXPORTED_MKEY_PACKED_SIZE => exported_mkey_packed_size,
               UCT_MD_ATTR_FIELD_GLOBAL_ID => global_id);
-        #[cfg(ucx_since_1_16)]
         copy!(UCT_MD_ATTR_FIELD_REG_ALIGNMENT => reg_alignment);
-        #[cfg(ucx_since_1_17)]
         copy!(UCT_MD_ATTR_FIELD_GVA_MEM_TYPES => gva_mem_types);
         UCS_OK
     }
 }
 
 entry! {
-    #[cfg(ucx_since_1_14)]
     fn uct_md_mem_reg_v2(md: uct_md_h, address: *mut c_void, length: usize,
                          params: *const uct_md_mem_reg_params_t, memh_p: *mut uct_mem_h) -> ucs_status_t {
+        since_release!(14, UCS_ERR_UNSUPPORTED);
         need!(params, "params");
         need!(memh_p, "memh_p");
         let m = md_or_fail!(md);
@@ -97,9 +93,9 @@ entry! {
 }
 
 entry! {
-    #[cfg(ucx_since_1_14)]
     fn uct_md_mem_attach(md: uct_md_h, mkey_buffer: *const c_void, params: *mut uct_md_mem_attach_params_t,
                          memh_p: *mut uct_mem_h) -> ucs_status_t {
+        since_release!(14, UCS_ERR_UNSUPPORTED);
         let _ = (mkey_buffer, params, memh_p);
         let m = md_or_fail!(md);
         // None of our memory domains exports memory keys (no md reports
@@ -110,10 +106,10 @@ entry! {
 }
 
 entry! {
-    #[cfg(ucx_since_1_14)]
     fn uct_ep_connect_to_ep_v2(ep: uct_ep_h, device_addr: *const uct_device_addr_t,
                                ep_addr: *const uct_ep_addr_t,
                                params: *const uct_ep_connect_to_ep_params_t) -> ucs_status_t {
+        since_release!(14, UCS_ERR_UNSUPPORTED);
         need!(ep, "ep");
         if !params.is_null() {
             // SAFETY: checked non-NULL.
@@ -128,8 +124,8 @@ entry! {
 }
 
 entry! {
-    #[cfg(ucx_since_1_16)]
     fn uct_ep_is_connected(ep: uct_ep_h, params: *const uct_ep_is_connected_params_t) -> c_int {
+        since_release!(16, 0);
         if ep.is_null() || params.is_null() {
             crate::error!("{}: ep and params must not be NULL", FN);
             return 0;
@@ -153,9 +149,9 @@ entry! {
 }
 
 entry! {
-    #[cfg(ucx_since_1_16)]
     fn uct_rkey_compare(component: uct_component_h, rkey1: uct_rkey_t, rkey2: uct_rkey_t,
                         params: *const uct_rkey_compare_params_t, result: *mut c_int) -> ucs_status_t {
+        since_release!(16, UCS_ERR_UNSUPPORTED);
         need!(params, "params");
         need!(result, "result");
         let _c = component_or_fail!(component);
