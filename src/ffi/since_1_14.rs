@@ -166,3 +166,57 @@ entry! {
         UCS_OK
     }
 }
+
+// The device API of 1.20-1.22 (GPU-initiated transfers): none of our
+// transports has a device-side endpoint or memory element, so every call
+// answers `UCS_ERR_UNSUPPORTED` and no interface reports a device flag.
+
+entry! {
+    /// 1.20+: the device-side handle of an endpoint.
+    fn uct_ep_get_device_ep(ep: uct_ep_h, device_ep_p: *mut *mut c_void) -> ucs_status_t {
+        since_release!(20, UCS_ERR_UNSUPPORTED);
+        need!(ep, "ep");
+        need!(device_ep_p, "device_ep_p");
+        crate::debug!("{}: no transport of this library has device endpoints", FN);
+        UCS_ERR_UNSUPPORTED
+    }
+}
+
+entry! {
+    /// 1.20 only (1.21 moved it to the memory domain): a device memory
+    /// element of a registration.
+    fn uct_iface_mem_element_pack(iface: uct_iface_h, memh: uct_mem_h, rkey: uct_rkey_t,
+                                  mem_element: *mut c_void) -> ucs_status_t {
+        since_release!(20, UCS_ERR_UNSUPPORTED);
+        let _ = (iface, memh, rkey, mem_element);
+        crate::debug!("{}: no transport of this library has device memory elements", FN);
+        UCS_ERR_UNSUPPORTED
+    }
+}
+
+entry! {
+    /// 1.21+: a device memory element of a registration.
+    fn uct_md_mem_elem_pack(md: uct_md_h, memh: uct_mem_h, rkey: uct_rkey_t, mem_elem: *mut c_void)
+                            -> ucs_status_t {
+        since_release!(21, UCS_ERR_UNSUPPORTED);
+        let _ = (memh, rkey, mem_elem);
+        let m = md_or_fail!(md);
+        crate::debug!("{}: md {} has no device memory elements", FN, m.name);
+        UCS_ERR_UNSUPPORTED
+    }
+}
+
+entry! {
+    /// 1.22+: scatter-gather put of `count` strided lists. No interface of
+    /// this library reports a scatter-gather put (its
+    /// `max_put_sgl_zcopy_count` is 0), so there is nothing to post.
+    fn uct_ep_put_sgl_zcopy(ep: uct_ep_h, buffers: *const *mut c_void, lengths: *const usize,
+                            memhs: *const uct_mem_h, remote_addrs: *const u64, rkeys: *const uct_rkey_t,
+                            counts: *const usize, strides: *const usize, count: usize,
+                            comp: *mut uct_completion_t) -> ucs_status_t {
+        since_release!(22, UCS_ERR_UNSUPPORTED);
+        let _ = (buffers, lengths, memhs, remote_addrs, rkeys, counts, strides, count, comp);
+        need!(ep, "ep");
+        UCS_ERR_UNSUPPORTED
+    }
+}
