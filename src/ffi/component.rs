@@ -12,13 +12,15 @@ entry! {
     fn uct_query_components(components_p: *mut *mut uct_component_h, num_components_p: *mut c_uint) -> ucs_status_t {
         need!(components_p, "components_p");
         need!(num_components_p, "num_components_p");
-        let n = COMPONENTS.len();
+        // A process whose UCX release we do not serve (logged when the
+        // library loaded) gets no component: every layout would be a guess.
+        let n = if crate::ucs::release::current().is_some() { COMPONENTS.len() } else { 0 };
         // SAFETY: plain allocation, released by uct_release_component_list.
         let arr = unsafe { libc::malloc(n.max(1) * std::mem::size_of::<uct_component_h>()) } as *mut uct_component_h;
         if arr.is_null() {
             return UCS_ERR_NO_MEMORY;
         }
-        for (i, c) in COMPONENTS.iter().enumerate() {
+        for (i, c) in COMPONENTS.iter().take(n).enumerate() {
             // SAFETY: `arr` holds `n` entries.
             unsafe { *arr.add(i) = c.handle() };
         }
