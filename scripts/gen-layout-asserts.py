@@ -48,7 +48,7 @@ RELEASES = served_releases()
 
 # The releases whose checks src/abi compiles (all of RELEASES once every
 # release's items are declared).
-COMPILED = {13, 18}
+COMPILED = set(range(13, 23))
 
 # Types whose definitions for a release are still being written elsewhere
 # in src/abi: their rows of that release's table are emitted but not
@@ -209,9 +209,10 @@ def parse_int(text):
 
 def rust_asserts(rows, minor, shared):
     """Assertion lines for `rows` of release `minor`, and how many
-    assertions they are. `shared`: types whose Rust type serves releases
-    of different sizes; their size is checked as "at least" (the exact
-    size per release is in layout_sizes.rs) except for the newest."""
+    assertions they are. `shared`: {Rust type: [(minor, size)]} of the
+    Rust types that serve releases of different sizes; their size is
+    checked as "at least" (the exact size per release is in
+    layout_sizes.rs) except for the largest, which must be exact."""
     out = []
     count = 0
     last_type = None
@@ -219,12 +220,13 @@ def rust_asserts(rows, minor, shared):
         if ty in NOT_MIRRORED or (ty, field) in SKIPPED_FIELDS:
             continue
         field = FIELD_RENAMES.get((ty, field), field)
-        rty, exact = resolve(ty, minor)
+        rty, _ = resolve(ty, minor)
         if ty != last_type:
             out.append(f"// ---- {ty} ({header})" + (f" as {rty}" if rty != ty else ""))
             last_type = ty
         if field in ("(whole)", "(scalar)"):
-            op = ">=" if ty in shared and not exact else "=="
+            largest = max(sz for _, sz in shared[rty]) if rty in shared else None
+            op = ">=" if largest is not None and parse_int(size) < largest else "=="
             out.append(f"const _: () = assert!(size_of::<{rty}>() {op} {parse_int(size)}, "
                        f"\"sizeof({ty})\");")
             count += 1
@@ -442,8 +444,9 @@ def gen_c(tables):
 
 
 def struct_sizes(tables):
-    """{C type: [(minor, size)]} of the structs whose Rust type (the same
-    one) serves releases that give them different sizes."""
+    """{Rust type: [(minor, size)]} of the Rust structs that serve several
+    releases giving them different sizes (the type under the C name, or
+    an older layout `<C name>_v1_<N>` whose releases appended members)."""
     sizes = {}
     for _, m, rows in tables:
         if m not in COMPILED:
@@ -451,10 +454,8 @@ def struct_sizes(tables):
         for header, ty, field, ctype, off, size in rows:
             if field != "(whole)" or ty in NOT_MIRRORED:
                 continue
-            rty, exact = resolve(ty, m)
-            if exact:
-                continue
-            sizes.setdefault(ty, []).append((m, parse_int(size)))
+            rty, _ = resolve(ty, m)
+            sizes.setdefault(rty, []).append((m, parse_int(size)))
     return {t: v for t, v in sizes.items() if len({s for _, s in v}) > 1}
 
 
