@@ -78,8 +78,8 @@ POINTER_SCALARS = {"ucs_status_ptr_t", "ucs_callback_t", "uct_mem_h",
 OURS_ONLY_HEADERS = {"v2/uct_v2.h"}
 
 # Extra libucs types that the crate mirrors but the tables do not list:
-# (type, [(member, since-minor)]). They are probed in both modes and
-# compared with each other.
+# (type, [(member, since-minor[, until-minor])]). They are probed in both
+# modes and compared with each other.
 EXTRA_TYPES = [
     ("ucs_list_link_t", [("prev", 13), ("next", 13)]),
     ("ucs_config_parser_t", [("read", 13), ("write", 13), ("clone", 13),
@@ -91,7 +91,8 @@ EXTRA_TYPES = [
     ("ucs_config_global_list_entry_t", [("name", 13), ("prefix", 13),
                                         ("table", 13), ("size", 13),
                                         ("list", 13), ("flags", 15)]),
-    ("ucs_config_names_array_t", [("names", 13), ("count", 13), ("pad", 13)]),
+    ("ucs_config_names_array_t", [("names", 13), ("count", 13), ("pad", 13, 21),
+                                  ("truncated", 22)]),
     ("ucs_config_allow_list_t", [("array", 13), ("mode", 13)]),
     ("ucs_range_spec_t", [("first", 13), ("last", 13)]),
     ("ucs_config_bw_spec_t", [("name", 13), ("bw", 13)]),
@@ -347,8 +348,8 @@ def extra_items(minor):
         items.append(f"P_ALIGN({ty})")
         if ty in awaiting:
             continue
-        for f, since in fields:
-            if since <= minor:
+        for f, since, *until in fields:
+            if since <= minor and (not until or minor <= until[0]):
                 items.append(f"P_OFF({ty}, {f})")
                 items.append(f"P_FSIZE({ty}, {f})")
     for ty in EXTRA_SCALARS:

@@ -777,3 +777,34 @@ pub struct uct_iface_attr_v2_t_v1_20 {
     /// Size of the memory element a device needs for this interface.
     pub device_mem_element_size: usize,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_attr_bits_follow_the_1_19_renumbering() {
+        let old = uct_perf_attr_t_v1_13 {
+            field_mask: UCT_PERF_ATTR_FIELD_BANDWIDTH
+                | UCT_PERF_ATTR_FIELD_LATENCY_v1_13
+                | UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS_v1_13
+                | UCT_PERF_ATTR_FIELD_FLAGS_v1_17,
+            ..Default::default()
+        };
+        let mut new = old.to_newest();
+        assert_eq!(
+            new.field_mask,
+            UCT_PERF_ATTR_FIELD_BANDWIDTH
+                | UCT_PERF_ATTR_FIELD_LATENCY
+                | UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS
+                | UCT_PERF_ATTR_FIELD_FLAGS
+        );
+        new.max_inflight_eps = 7;
+        new.flags = UCT_PERF_ATTR_FLAGS_TX_RX_SHARED;
+        let mut back = old;
+        back.update_from(&new);
+        assert_eq!(back.field_mask, old.field_mask);
+        assert_eq!(back.max_inflight_eps, 7);
+        assert_eq!(back.flags, UCT_PERF_ATTR_FLAGS_TX_RX_SHARED);
+    }
+}
