@@ -1446,8 +1446,14 @@ P_OFF(ucs_config_names_array_t, names)
 P_FSIZE(ucs_config_names_array_t, names)
 P_OFF(ucs_config_names_array_t, count)
 P_FSIZE(ucs_config_names_array_t, count)
+#if UCT_RS_UCX_ABI_MINOR == 22
+P_OFF(ucs_config_names_array_t, truncated)
+P_FSIZE(ucs_config_names_array_t, truncated)
+#endif
+#if UCT_RS_UCX_ABI_MINOR == 13 || UCT_RS_UCX_ABI_MINOR == 14 || UCT_RS_UCX_ABI_MINOR == 15 || UCT_RS_UCX_ABI_MINOR == 16 || UCT_RS_UCX_ABI_MINOR == 17 || UCT_RS_UCX_ABI_MINOR == 18 || UCT_RS_UCX_ABI_MINOR == 19 || UCT_RS_UCX_ABI_MINOR == 20 || UCT_RS_UCX_ABI_MINOR == 21
 P_OFF(ucs_config_names_array_t, pad)
 P_FSIZE(ucs_config_names_array_t, pad)
+#endif
 P_SIZE(ucs_config_allow_list_t)
 P_ALIGN(ucs_config_allow_list_t)
 P_OFF(ucs_config_allow_list_t, array)

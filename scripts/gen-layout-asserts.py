@@ -48,7 +48,7 @@ RELEASES = served_releases()
 
 # The releases whose checks src/abi compiles (all of RELEASES once every
 # release's items are declared).
-COMPILED = {13, 18}
+COMPILED = set(range(13, 23))
 
 # Types whose definitions for a release are still being written elsewhere
 # in src/abi: their rows of that release's table are emitted but not
@@ -78,8 +78,8 @@ POINTER_SCALARS = {"ucs_status_ptr_t", "ucs_callback_t", "uct_mem_h",
 OURS_ONLY_HEADERS = {"v2/uct_v2.h"}
 
 # Extra libucs types that the crate mirrors but the tables do not list:
-# (type, [(member, since-minor)]). They are probed in both modes and
-# compared with each other.
+# (type, [(member, since-minor[, until-minor])]). They are probed in both
+# modes and compared with each other.
 EXTRA_TYPES = [
     ("ucs_list_link_t", [("prev", 13), ("next", 13)]),
     ("ucs_config_parser_t", [("read", 13), ("write", 13), ("clone", 13),
@@ -91,7 +91,8 @@ EXTRA_TYPES = [
     ("ucs_config_global_list_entry_t", [("name", 13), ("prefix", 13),
                                         ("table", 13), ("size", 13),
                                         ("list", 13), ("flags", 15)]),
-    ("ucs_config_names_array_t", [("names", 13), ("count", 13), ("pad", 13)]),
+    ("ucs_config_names_array_t", [("names", 13), ("count", 13), ("pad", 13, 21),
+                                  ("truncated", 22)]),
     ("ucs_config_allow_list_t", [("array", 13), ("mode", 13)]),
     ("ucs_range_spec_t", [("first", 13), ("last", 13)]),
     ("ucs_config_bw_spec_t", [("name", 13), ("bw", 13)]),
@@ -209,9 +210,10 @@ def parse_int(text):
 
 def rust_asserts(rows, minor, shared):
     """Assertion lines for `rows` of release `minor`, and how many
-    assertions they are. `shared`: types whose Rust type serves releases
-    of different sizes; their size is checked as "at least" (the exact
-    size per release is in layout_sizes.rs) except for the newest."""
+    assertions they are. `shared`: {Rust type: [(minor, size)]} of the
+    Rust types that serve releases of different sizes; their size is
+    checked as "at least" (the exact size per release is in
+    layout_sizes.rs) except for the largest, which must be exact."""
     out = []
     count = 0
     last_type = None
@@ -219,12 +221,13 @@ def rust_asserts(rows, minor, shared):
         if ty in NOT_MIRRORED or (ty, field) in SKIPPED_FIELDS:
             continue
         field = FIELD_RENAMES.get((ty, field), field)
-        rty, exact = resolve(ty, minor)
+        rty, _ = resolve(ty, minor)
         if ty != last_type:
             out.append(f"// ---- {ty} ({header})" + (f" as {rty}" if rty != ty else ""))
             last_type = ty
         if field in ("(whole)", "(scalar)"):
-            op = ">=" if ty in shared and not exact else "=="
+            largest = max(sz for _, sz in shared[rty]) if rty in shared else None
+            op = ">=" if largest is not None and parse_int(size) < largest else "=="
             out.append(f"const _: () = assert!(size_of::<{rty}>() {op} {parse_int(size)}, "
                        f"\"sizeof({ty})\");")
             count += 1
@@ -356,8 +359,8 @@ def extra_items(minor):
         items.append(f"P_ALIGN({ty})")
         if ty in awaiting:
             continue
-        for f, since in fields:
-            if since <= minor:
+        for f, since, *until in fields:
+            if since <= minor and (not until or minor <= until[0]):
                 items.append(f"P_OFF({ty}, {f})")
                 items.append(f"P_FSIZE({ty}, {f})")
     for ty in EXTRA_SCALARS:
@@ -453,8 +456,9 @@ def gen_c(tables):
 
 
 def struct_sizes(tables):
-    """{C type: [(minor, size)]} of the structs whose Rust type (the same
-    one) serves releases that give them different sizes."""
+    """{Rust type: [(minor, size)]} of the Rust structs that serve several
+    releases giving them different sizes (the type under the C name, or
+    an older layout `<C name>_v1_<N>` whose releases appended members)."""
     sizes = {}
     for _, m, rows in tables:
         if m not in COMPILED:
@@ -462,10 +466,8 @@ def struct_sizes(tables):
         for header, ty, field, ctype, off, size in rows:
             if field != "(whole)" or ty in NOT_MIRRORED:
                 continue
-            rty, exact = resolve(ty, m)
-            if exact:
-                continue
-            sizes.setdefault(ty, []).append((m, parse_int(size)))
+            rty, _ = resolve(ty, m)
+            sizes.setdefault(rty, []).append((m, parse_int(size)))
     return {t: v for t, v in sizes.items() if len({s for _, s in v}) > 1}
 
 

@@ -4,13 +4,21 @@
 
 #[path = "layout_asserts_1_13.rs"]
 mod v1_13;
-// 1.14: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.15: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.16: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.17: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
+#[path = "layout_asserts_1_14.rs"]
+mod v1_14;
+#[path = "layout_asserts_1_15.rs"]
+mod v1_15;
+#[path = "layout_asserts_1_16.rs"]
+mod v1_16;
+#[path = "layout_asserts_1_17.rs"]
+mod v1_17;
 #[path = "layout_asserts_1_18.rs"]
 mod v1_18;
-// 1.19: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.20: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.21: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
-// 1.22: not compiled yet (COMPILED in scripts/gen-layout-asserts.py)
+#[path = "layout_asserts_1_19.rs"]
+mod v1_19;
+#[path = "layout_asserts_1_20.rs"]
+mod v1_20;
+#[path = "layout_asserts_1_21.rs"]
+mod v1_21;
+#[path = "layout_asserts_1_22.rs"]
+mod v1_22;

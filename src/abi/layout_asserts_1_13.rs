@@ -364,7 +364,7 @@ const _: () = assert!(field_size!(uct_md_mem_attr_t, base_address) == 8, "sizeof
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, alloc_length) == 24, "offsetof(uct_md_mem_attr_t, alloc_length)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, alloc_length) == 8, "sizeof(uct_md_mem_attr_t::alloc_length)");
 // ---- uct_allocated_memory_t (uct.h)
-const _: () = assert!(size_of::<uct_allocated_memory_t>() == 40, "sizeof(uct_allocated_memory_t)");
+const _: () = assert!(size_of::<uct_allocated_memory_t>() >= 40, "sizeof(uct_allocated_memory_t)");
 const _: () = assert!(offset_of!(uct_allocated_memory_t, address) == 0, "offsetof(uct_allocated_memory_t, address)");
 const _: () = assert!(field_size!(uct_allocated_memory_t, address) == 8, "sizeof(uct_allocated_memory_t::address)");
 const _: () = assert!(offset_of!(uct_allocated_memory_t, length) == 8, "offsetof(uct_allocated_memory_t, length)");
@@ -410,7 +410,7 @@ const _: () = assert!(field_size!(uct_tag_context_t, rndv_cb) == 8, "sizeof(uct_
 const _: () = assert!(offset_of!(uct_tag_context_t, r#priv) == 24, "offsetof(uct_tag_context_t, priv)");
 const _: () = assert!(field_size!(uct_tag_context_t, r#priv) == 32, "sizeof(uct_tag_context_t::priv)");
 // ---- uct_mem_alloc_params_t (uct.h)
-const _: () = assert!(size_of::<uct_mem_alloc_params_t>() == 56, "sizeof(uct_mem_alloc_params_t)");
+const _: () = assert!(size_of::<uct_mem_alloc_params_t>() >= 56, "sizeof(uct_mem_alloc_params_t)");
 const _: () = assert!(offset_of!(uct_mem_alloc_params_t, field_mask) == 0, "offsetof(uct_mem_alloc_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_mem_alloc_params_t, field_mask) == 8, "sizeof(uct_mem_alloc_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_mem_alloc_params_t, flags) == 8, "offsetof(uct_mem_alloc_params_t, flags)");
@@ -721,42 +721,42 @@ const _: () = assert!(field_size!(uct_listener_t, cm) == 8, "sizeof(uct_listener
 const _: () = assert!(size_of::<uct_recv_desc_t>() == 8, "sizeof(uct_recv_desc_t)");
 const _: () = assert!(offset_of!(uct_recv_desc_t, cb) == 0, "offsetof(uct_recv_desc_t, cb)");
 const _: () = assert!(field_size!(uct_recv_desc_t, cb) == 8, "sizeof(uct_recv_desc_t::cb)");
-// ---- uct_perf_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_perf_attr_t>() >= 88, "sizeof(uct_perf_attr_t)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
-const _: () = assert!(field_size!(uct_perf_attr_t, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
-const _: () = assert!(field_size!(uct_perf_attr_t, operation) == 4, "sizeof(uct_perf_attr_t::operation)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, local_memory_type) == 12, "offsetof(uct_perf_attr_t, local_memory_type)");
-const _: () = assert!(field_size!(uct_perf_attr_t, local_memory_type) == 4, "sizeof(uct_perf_attr_t::local_memory_type)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, remote_memory_type) == 16, "offsetof(uct_perf_attr_t, remote_memory_type)");
-const _: () = assert!(field_size!(uct_perf_attr_t, remote_memory_type) == 4, "sizeof(uct_perf_attr_t::remote_memory_type)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, local_sys_device) == 20, "offsetof(uct_perf_attr_t, local_sys_device)");
-const _: () = assert!(field_size!(uct_perf_attr_t, local_sys_device) == 1, "sizeof(uct_perf_attr_t::local_sys_device)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, remote_sys_device) == 21, "offsetof(uct_perf_attr_t, remote_sys_device)");
-const _: () = assert!(field_size!(uct_perf_attr_t, remote_sys_device) == 1, "sizeof(uct_perf_attr_t::remote_sys_device)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, send_pre_overhead) == 24, "offsetof(uct_perf_attr_t, send_pre_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, send_pre_overhead) == 8, "sizeof(uct_perf_attr_t::send_pre_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, send_post_overhead) == 32, "offsetof(uct_perf_attr_t, send_post_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, send_post_overhead) == 8, "sizeof(uct_perf_attr_t::send_post_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, recv_overhead) == 40, "offsetof(uct_perf_attr_t, recv_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, recv_overhead) == 8, "sizeof(uct_perf_attr_t::recv_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth) == 48, "offsetof(uct_perf_attr_t, bandwidth)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth) == 16, "sizeof(uct_perf_attr_t::bandwidth)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth.dedicated) == 48, "offsetof(uct_perf_attr_t, bandwidth.dedicated)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth.dedicated) == 8, "sizeof(uct_perf_attr_t::bandwidth.dedicated)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth.shared) == 56, "offsetof(uct_perf_attr_t, bandwidth.shared)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth.shared) == 8, "sizeof(uct_perf_attr_t::bandwidth.shared)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency) == 64, "offsetof(uct_perf_attr_t, latency)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency) == 16, "sizeof(uct_perf_attr_t::latency)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency.c) == 64, "offsetof(uct_perf_attr_t, latency.c)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency.c) == 8, "sizeof(uct_perf_attr_t::latency.c)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency.m) == 72, "offsetof(uct_perf_attr_t, latency.m)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency.m) == 8, "sizeof(uct_perf_attr_t::latency.m)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, max_inflight_eps) == 80, "offsetof(uct_perf_attr_t, max_inflight_eps)");
-const _: () = assert!(field_size!(uct_perf_attr_t, max_inflight_eps) == 8, "sizeof(uct_perf_attr_t::max_inflight_eps)");
+// ---- uct_perf_attr_t (v2/uct_v2.h) as uct_perf_attr_t_v1_13
+const _: () = assert!(size_of::<uct_perf_attr_t_v1_13>() >= 88, "sizeof(uct_perf_attr_t)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, operation) == 4, "sizeof(uct_perf_attr_t::operation)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, local_memory_type) == 12, "offsetof(uct_perf_attr_t, local_memory_type)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, local_memory_type) == 4, "sizeof(uct_perf_attr_t::local_memory_type)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, remote_memory_type) == 16, "offsetof(uct_perf_attr_t, remote_memory_type)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, remote_memory_type) == 4, "sizeof(uct_perf_attr_t::remote_memory_type)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, local_sys_device) == 20, "offsetof(uct_perf_attr_t, local_sys_device)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, local_sys_device) == 1, "sizeof(uct_perf_attr_t::local_sys_device)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, remote_sys_device) == 21, "offsetof(uct_perf_attr_t, remote_sys_device)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, remote_sys_device) == 1, "sizeof(uct_perf_attr_t::remote_sys_device)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, send_pre_overhead) == 24, "offsetof(uct_perf_attr_t, send_pre_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, send_pre_overhead) == 8, "sizeof(uct_perf_attr_t::send_pre_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, send_post_overhead) == 32, "offsetof(uct_perf_attr_t, send_post_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, send_post_overhead) == 8, "sizeof(uct_perf_attr_t::send_post_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, recv_overhead) == 40, "offsetof(uct_perf_attr_t, recv_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, recv_overhead) == 8, "sizeof(uct_perf_attr_t::recv_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth) == 48, "offsetof(uct_perf_attr_t, bandwidth)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth) == 16, "sizeof(uct_perf_attr_t::bandwidth)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth.dedicated) == 48, "offsetof(uct_perf_attr_t, bandwidth.dedicated)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth.dedicated) == 8, "sizeof(uct_perf_attr_t::bandwidth.dedicated)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth.shared) == 56, "offsetof(uct_perf_attr_t, bandwidth.shared)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth.shared) == 8, "sizeof(uct_perf_attr_t::bandwidth.shared)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency) == 64, "offsetof(uct_perf_attr_t, latency)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency) == 16, "sizeof(uct_perf_attr_t::latency)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency.c) == 64, "offsetof(uct_perf_attr_t, latency.c)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency.c) == 8, "sizeof(uct_perf_attr_t::latency.c)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency.m) == 72, "offsetof(uct_perf_attr_t, latency.m)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency.m) == 8, "sizeof(uct_perf_attr_t::latency.m)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, max_inflight_eps) == 80, "offsetof(uct_perf_attr_t, max_inflight_eps)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, max_inflight_eps) == 8, "sizeof(uct_perf_attr_t::max_inflight_eps)");
 // ---- uct_ep_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_ep_attr_t>() == 264, "sizeof(uct_ep_attr_t)");
+const _: () = assert!(size_of::<uct_ep_attr_t>() >= 264, "sizeof(uct_ep_attr_t)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, field_mask) == 0, "offsetof(uct_ep_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_attr_t, field_mask) == 8, "sizeof(uct_ep_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, local_address) == 8, "offsetof(uct_ep_attr_t, local_address)");
@@ -829,26 +829,26 @@ const _: () = assert!(offset_of!(ucs_list_link_t, prev) == 0, "offsetof(ucs_list
 const _: () = assert!(field_size!(ucs_list_link_t, prev) == 8, "sizeof(ucs_list_link_t::prev)");
 const _: () = assert!(offset_of!(ucs_list_link_t, next) == 8, "offsetof(ucs_list_link_t, next)");
 const _: () = assert!(field_size!(ucs_list_link_t, next) == 8, "sizeof(ucs_list_link_t::next)");
-// ---- ucs_config_names_array_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_names_array_t>() == 16, "sizeof(ucs_config_names_array_t)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, names) == 0, "offsetof(ucs_config_names_array_t, names)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, names) == 8, "sizeof(ucs_config_names_array_t::names)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, count) == 8, "offsetof(ucs_config_names_array_t, count)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, count) == 4, "sizeof(ucs_config_names_array_t::count)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
-// ---- ucs_config_allow_list_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_allow_list_t>() == 24, "sizeof(ucs_config_allow_list_t)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
+// ---- ucs_config_names_array_t (ucs(dep)) as ucs_config_names_array_t_v1_13
+const _: () = assert!(size_of::<ucs_config_names_array_t_v1_13>() == 16, "sizeof(ucs_config_names_array_t)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, names) == 0, "offsetof(ucs_config_names_array_t, names)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, names) == 8, "sizeof(ucs_config_names_array_t::names)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, count) == 8, "offsetof(ucs_config_names_array_t, count)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, count) == 4, "sizeof(ucs_config_names_array_t::count)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
+// ---- ucs_config_allow_list_t (ucs(dep)) as ucs_config_allow_list_t_v1_13
+const _: () = assert!(size_of::<ucs_config_allow_list_t_v1_13>() == 24, "sizeof(ucs_config_allow_list_t)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
 // ---- ucs_range_spec_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_range_spec_t>() == 8, "sizeof(ucs_range_spec_t)");
 const _: () = assert!(offset_of!(ucs_range_spec_t, first) == 0, "offsetof(ucs_range_spec_t, first)");
@@ -1098,8 +1098,8 @@ const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD as i128 == 32, "UCT_
 const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD as i128 == 64, "UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD");
 const _: () = assert!(UCT_PERF_ATTR_FIELD_RECV_OVERHEAD as i128 == 128, "UCT_PERF_ATTR_FIELD_RECV_OVERHEAD");
 const _: () = assert!(UCT_PERF_ATTR_FIELD_BANDWIDTH as i128 == 256, "UCT_PERF_ATTR_FIELD_BANDWIDTH");
-const _: () = assert!(UCT_PERF_ATTR_FIELD_LATENCY as i128 == 512, "UCT_PERF_ATTR_FIELD_LATENCY");
-const _: () = assert!(UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS as i128 == 1024, "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_LATENCY_v1_13 as i128 == 512, "UCT_PERF_ATTR_FIELD_LATENCY");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS_v1_13 as i128 == 1024, "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS");
 // ---- UCS_CONFIG_BW_AUTO (constants)
 const _: () = assert!(UCS_CONFIG_BW_AUTO as i128 == -2, "UCS_CONFIG_BW_AUTO");
 // ---- UCS_CALLBACKQ_FLAG_FAST/UCS_CALLBACKQ_FLAG_ONESHOT (constants)

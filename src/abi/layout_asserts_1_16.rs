@@ -352,7 +352,7 @@ const _: () = assert!(field_size!(uct_md_attr_t, rkey_packed_size) == 8, "sizeof
 const _: () = assert!(offset_of!(uct_md_attr_t, local_cpus) == 96, "offsetof(uct_md_attr_t, local_cpus)");
 const _: () = assert!(field_size!(uct_md_attr_t, local_cpus) == 128, "sizeof(uct_md_attr_t::local_cpus)");
 // ---- uct_md_mem_attr_t (uct.h)
-const _: () = assert!(size_of::<uct_md_mem_attr_t>() >= 48, "sizeof(uct_md_mem_attr_t)");
+const _: () = assert!(size_of::<uct_md_mem_attr_t>() == 48, "sizeof(uct_md_mem_attr_t)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, field_mask) == 0, "offsetof(uct_md_mem_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, field_mask) == 8, "sizeof(uct_md_mem_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, mem_type) == 8, "offsetof(uct_md_mem_attr_t, mem_type)");
@@ -368,7 +368,7 @@ const _: () = assert!(field_size!(uct_md_mem_attr_t, dmabuf_fd) == 4, "sizeof(uc
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, dmabuf_offset) == 40, "offsetof(uct_md_mem_attr_t, dmabuf_offset)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, dmabuf_offset) == 8, "sizeof(uct_md_mem_attr_t::dmabuf_offset)");
 // ---- uct_allocated_memory_t (uct.h)
-const _: () = assert!(size_of::<uct_allocated_memory_t>() == 40, "sizeof(uct_allocated_memory_t)");
+const _: () = assert!(size_of::<uct_allocated_memory_t>() >= 40, "sizeof(uct_allocated_memory_t)");
 const _: () = assert!(offset_of!(uct_allocated_memory_t, address) == 0, "offsetof(uct_allocated_memory_t, address)");
 const _: () = assert!(field_size!(uct_allocated_memory_t, address) == 8, "sizeof(uct_allocated_memory_t::address)");
 const _: () = assert!(offset_of!(uct_allocated_memory_t, length) == 8, "offsetof(uct_allocated_memory_t, length)");
@@ -414,7 +414,7 @@ const _: () = assert!(field_size!(uct_tag_context_t, rndv_cb) == 8, "sizeof(uct_
 const _: () = assert!(offset_of!(uct_tag_context_t, r#priv) == 24, "offsetof(uct_tag_context_t, priv)");
 const _: () = assert!(field_size!(uct_tag_context_t, r#priv) == 32, "sizeof(uct_tag_context_t::priv)");
 // ---- uct_mem_alloc_params_t (uct.h)
-const _: () = assert!(size_of::<uct_mem_alloc_params_t>() == 56, "sizeof(uct_mem_alloc_params_t)");
+const _: () = assert!(size_of::<uct_mem_alloc_params_t>() >= 56, "sizeof(uct_mem_alloc_params_t)");
 const _: () = assert!(offset_of!(uct_mem_alloc_params_t, field_mask) == 0, "offsetof(uct_mem_alloc_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_mem_alloc_params_t, field_mask) == 8, "sizeof(uct_mem_alloc_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_mem_alloc_params_t, flags) == 8, "offsetof(uct_mem_alloc_params_t, flags)");
@@ -725,42 +725,42 @@ const _: () = assert!(field_size!(uct_listener_t, cm) == 8, "sizeof(uct_listener
 const _: () = assert!(size_of::<uct_recv_desc_t>() == 8, "sizeof(uct_recv_desc_t)");
 const _: () = assert!(offset_of!(uct_recv_desc_t, cb) == 0, "offsetof(uct_recv_desc_t, cb)");
 const _: () = assert!(field_size!(uct_recv_desc_t, cb) == 8, "sizeof(uct_recv_desc_t::cb)");
-// ---- uct_perf_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_perf_attr_t>() >= 88, "sizeof(uct_perf_attr_t)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
-const _: () = assert!(field_size!(uct_perf_attr_t, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
-const _: () = assert!(field_size!(uct_perf_attr_t, operation) == 4, "sizeof(uct_perf_attr_t::operation)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, local_memory_type) == 12, "offsetof(uct_perf_attr_t, local_memory_type)");
-const _: () = assert!(field_size!(uct_perf_attr_t, local_memory_type) == 4, "sizeof(uct_perf_attr_t::local_memory_type)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, remote_memory_type) == 16, "offsetof(uct_perf_attr_t, remote_memory_type)");
-const _: () = assert!(field_size!(uct_perf_attr_t, remote_memory_type) == 4, "sizeof(uct_perf_attr_t::remote_memory_type)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, local_sys_device) == 20, "offsetof(uct_perf_attr_t, local_sys_device)");
-const _: () = assert!(field_size!(uct_perf_attr_t, local_sys_device) == 1, "sizeof(uct_perf_attr_t::local_sys_device)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, remote_sys_device) == 21, "offsetof(uct_perf_attr_t, remote_sys_device)");
-const _: () = assert!(field_size!(uct_perf_attr_t, remote_sys_device) == 1, "sizeof(uct_perf_attr_t::remote_sys_device)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, send_pre_overhead) == 24, "offsetof(uct_perf_attr_t, send_pre_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, send_pre_overhead) == 8, "sizeof(uct_perf_attr_t::send_pre_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, send_post_overhead) == 32, "offsetof(uct_perf_attr_t, send_post_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, send_post_overhead) == 8, "sizeof(uct_perf_attr_t::send_post_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, recv_overhead) == 40, "offsetof(uct_perf_attr_t, recv_overhead)");
-const _: () = assert!(field_size!(uct_perf_attr_t, recv_overhead) == 8, "sizeof(uct_perf_attr_t::recv_overhead)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth) == 48, "offsetof(uct_perf_attr_t, bandwidth)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth) == 16, "sizeof(uct_perf_attr_t::bandwidth)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth.dedicated) == 48, "offsetof(uct_perf_attr_t, bandwidth.dedicated)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth.dedicated) == 8, "sizeof(uct_perf_attr_t::bandwidth.dedicated)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, bandwidth.shared) == 56, "offsetof(uct_perf_attr_t, bandwidth.shared)");
-const _: () = assert!(field_size!(uct_perf_attr_t, bandwidth.shared) == 8, "sizeof(uct_perf_attr_t::bandwidth.shared)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency) == 64, "offsetof(uct_perf_attr_t, latency)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency) == 16, "sizeof(uct_perf_attr_t::latency)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency.c) == 64, "offsetof(uct_perf_attr_t, latency.c)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency.c) == 8, "sizeof(uct_perf_attr_t::latency.c)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, latency.m) == 72, "offsetof(uct_perf_attr_t, latency.m)");
-const _: () = assert!(field_size!(uct_perf_attr_t, latency.m) == 8, "sizeof(uct_perf_attr_t::latency.m)");
-const _: () = assert!(offset_of!(uct_perf_attr_t, max_inflight_eps) == 80, "offsetof(uct_perf_attr_t, max_inflight_eps)");
-const _: () = assert!(field_size!(uct_perf_attr_t, max_inflight_eps) == 8, "sizeof(uct_perf_attr_t::max_inflight_eps)");
+// ---- uct_perf_attr_t (v2/uct_v2.h) as uct_perf_attr_t_v1_13
+const _: () = assert!(size_of::<uct_perf_attr_t_v1_13>() >= 88, "sizeof(uct_perf_attr_t)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, operation) == 4, "sizeof(uct_perf_attr_t::operation)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, local_memory_type) == 12, "offsetof(uct_perf_attr_t, local_memory_type)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, local_memory_type) == 4, "sizeof(uct_perf_attr_t::local_memory_type)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, remote_memory_type) == 16, "offsetof(uct_perf_attr_t, remote_memory_type)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, remote_memory_type) == 4, "sizeof(uct_perf_attr_t::remote_memory_type)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, local_sys_device) == 20, "offsetof(uct_perf_attr_t, local_sys_device)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, local_sys_device) == 1, "sizeof(uct_perf_attr_t::local_sys_device)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, remote_sys_device) == 21, "offsetof(uct_perf_attr_t, remote_sys_device)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, remote_sys_device) == 1, "sizeof(uct_perf_attr_t::remote_sys_device)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, send_pre_overhead) == 24, "offsetof(uct_perf_attr_t, send_pre_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, send_pre_overhead) == 8, "sizeof(uct_perf_attr_t::send_pre_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, send_post_overhead) == 32, "offsetof(uct_perf_attr_t, send_post_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, send_post_overhead) == 8, "sizeof(uct_perf_attr_t::send_post_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, recv_overhead) == 40, "offsetof(uct_perf_attr_t, recv_overhead)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, recv_overhead) == 8, "sizeof(uct_perf_attr_t::recv_overhead)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth) == 48, "offsetof(uct_perf_attr_t, bandwidth)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth) == 16, "sizeof(uct_perf_attr_t::bandwidth)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth.dedicated) == 48, "offsetof(uct_perf_attr_t, bandwidth.dedicated)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth.dedicated) == 8, "sizeof(uct_perf_attr_t::bandwidth.dedicated)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, bandwidth.shared) == 56, "offsetof(uct_perf_attr_t, bandwidth.shared)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, bandwidth.shared) == 8, "sizeof(uct_perf_attr_t::bandwidth.shared)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency) == 64, "offsetof(uct_perf_attr_t, latency)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency) == 16, "sizeof(uct_perf_attr_t::latency)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency.c) == 64, "offsetof(uct_perf_attr_t, latency.c)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency.c) == 8, "sizeof(uct_perf_attr_t::latency.c)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, latency.m) == 72, "offsetof(uct_perf_attr_t, latency.m)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, latency.m) == 8, "sizeof(uct_perf_attr_t::latency.m)");
+const _: () = assert!(offset_of!(uct_perf_attr_t_v1_13, max_inflight_eps) == 80, "offsetof(uct_perf_attr_t, max_inflight_eps)");
+const _: () = assert!(field_size!(uct_perf_attr_t_v1_13, max_inflight_eps) == 8, "sizeof(uct_perf_attr_t::max_inflight_eps)");
 // ---- uct_ep_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_ep_attr_t>() == 264, "sizeof(uct_ep_attr_t)");
+const _: () = assert!(size_of::<uct_ep_attr_t>() >= 264, "sizeof(uct_ep_attr_t)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, field_mask) == 0, "offsetof(uct_ep_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_attr_t, field_mask) == 8, "sizeof(uct_ep_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, local_address) == 8, "offsetof(uct_ep_attr_t, local_address)");
@@ -768,7 +768,7 @@ const _: () = assert!(field_size!(uct_ep_attr_t, local_address) == 128, "sizeof(
 const _: () = assert!(offset_of!(uct_ep_attr_t, remote_address) == 136, "offsetof(uct_ep_attr_t, remote_address)");
 const _: () = assert!(field_size!(uct_ep_attr_t, remote_address) == 128, "sizeof(uct_ep_attr_t::remote_address)");
 // ---- uct_md_mem_reg_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_md_mem_reg_params_t>() == 32, "sizeof(uct_md_mem_reg_params_t)");
+const _: () = assert!(size_of::<uct_md_mem_reg_params_t>() >= 32, "sizeof(uct_md_mem_reg_params_t)");
 const _: () = assert!(offset_of!(uct_md_mem_reg_params_t, field_mask) == 0, "offsetof(uct_md_mem_reg_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_reg_params_t, field_mask) == 8, "sizeof(uct_md_mem_reg_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_reg_params_t, flags) == 8, "offsetof(uct_md_mem_reg_params_t, flags)");
@@ -794,7 +794,7 @@ const _: () = assert!(field_size!(uct_md_mkey_pack_params_t, field_mask) == 8, "
 const _: () = assert!(offset_of!(uct_md_mkey_pack_params_t, flags) == 8, "offsetof(uct_md_mkey_pack_params_t, flags)");
 const _: () = assert!(field_size!(uct_md_mkey_pack_params_t, flags) == 4, "sizeof(uct_md_mkey_pack_params_t::flags)");
 // ---- uct_md_mem_attach_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_md_mem_attach_params_t>() == 16, "sizeof(uct_md_mem_attach_params_t)");
+const _: () = assert!(size_of::<uct_md_mem_attach_params_t>() >= 16, "sizeof(uct_md_mem_attach_params_t)");
 const _: () = assert!(offset_of!(uct_md_mem_attach_params_t, field_mask) == 0, "offsetof(uct_md_mem_attach_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_attach_params_t, field_mask) == 8, "sizeof(uct_md_mem_attach_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_attach_params_t, flags) == 8, "offsetof(uct_md_mem_attach_params_t, flags)");
@@ -835,48 +835,48 @@ const _: () = assert!(field_size!(uct_ep_connect_to_ep_params_t, ep_addr_length)
 const _: () = assert!(size_of::<uct_rkey_compare_params_t>() == 8, "sizeof(uct_rkey_compare_params_t)");
 const _: () = assert!(offset_of!(uct_rkey_compare_params_t, field_mask) == 0, "offsetof(uct_rkey_compare_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_rkey_compare_params_t, field_mask) == 8, "sizeof(uct_rkey_compare_params_t::field_mask)");
-// ---- uct_md_attr_v2_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_md_attr_v2_t>() == 528, "sizeof(uct_md_attr_v2_t)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, field_mask) == 0, "offsetof(uct_md_attr_v2_t, field_mask)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, field_mask) == 8, "sizeof(uct_md_attr_v2_t::field_mask)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, max_alloc) == 8, "offsetof(uct_md_attr_v2_t, max_alloc)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, max_alloc) == 8, "sizeof(uct_md_attr_v2_t::max_alloc)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, max_reg) == 16, "offsetof(uct_md_attr_v2_t, max_reg)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, max_reg) == 8, "sizeof(uct_md_attr_v2_t::max_reg)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, flags) == 24, "offsetof(uct_md_attr_v2_t, flags)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, flags) == 8, "sizeof(uct_md_attr_v2_t::flags)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_mem_types) == 32, "offsetof(uct_md_attr_v2_t, reg_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_mem_types) == 8, "sizeof(uct_md_attr_v2_t::reg_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_nonblock_mem_types) == 40, "offsetof(uct_md_attr_v2_t, reg_nonblock_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_nonblock_mem_types) == 8, "sizeof(uct_md_attr_v2_t::reg_nonblock_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, cache_mem_types) == 48, "offsetof(uct_md_attr_v2_t, cache_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, cache_mem_types) == 8, "sizeof(uct_md_attr_v2_t::cache_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, detect_mem_types) == 56, "offsetof(uct_md_attr_v2_t, detect_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, detect_mem_types) == 8, "sizeof(uct_md_attr_v2_t::detect_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, alloc_mem_types) == 64, "offsetof(uct_md_attr_v2_t, alloc_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, alloc_mem_types) == 8, "sizeof(uct_md_attr_v2_t::alloc_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, access_mem_types) == 72, "offsetof(uct_md_attr_v2_t, access_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, access_mem_types) == 8, "sizeof(uct_md_attr_v2_t::access_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, dmabuf_mem_types) == 80, "offsetof(uct_md_attr_v2_t, dmabuf_mem_types)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, dmabuf_mem_types) == 8, "sizeof(uct_md_attr_v2_t::dmabuf_mem_types)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_cost) == 88, "offsetof(uct_md_attr_v2_t, reg_cost)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_cost) == 16, "sizeof(uct_md_attr_v2_t::reg_cost)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_cost.c) == 88, "offsetof(uct_md_attr_v2_t, reg_cost.c)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_cost.c) == 8, "sizeof(uct_md_attr_v2_t::reg_cost.c)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_cost.m) == 96, "offsetof(uct_md_attr_v2_t, reg_cost.m)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_cost.m) == 8, "sizeof(uct_md_attr_v2_t::reg_cost.m)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, component_name) == 104, "offsetof(uct_md_attr_v2_t, component_name)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, component_name) == 16, "sizeof(uct_md_attr_v2_t::component_name)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, rkey_packed_size) == 120, "offsetof(uct_md_attr_v2_t, rkey_packed_size)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, rkey_packed_size) == 8, "sizeof(uct_md_attr_v2_t::rkey_packed_size)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, local_cpus) == 128, "offsetof(uct_md_attr_v2_t, local_cpus)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, local_cpus) == 128, "sizeof(uct_md_attr_v2_t::local_cpus)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, exported_mkey_packed_size) == 256, "offsetof(uct_md_attr_v2_t, exported_mkey_packed_size)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, exported_mkey_packed_size) == 8, "sizeof(uct_md_attr_v2_t::exported_mkey_packed_size)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, global_id) == 264, "offsetof(uct_md_attr_v2_t, global_id)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, global_id) == 256, "sizeof(uct_md_attr_v2_t::global_id)");
-const _: () = assert!(offset_of!(uct_md_attr_v2_t, reg_alignment) == 520, "offsetof(uct_md_attr_v2_t, reg_alignment)");
-const _: () = assert!(field_size!(uct_md_attr_v2_t, reg_alignment) == 8, "sizeof(uct_md_attr_v2_t::reg_alignment)");
+// ---- uct_md_attr_v2_t (v2/uct_v2.h) as uct_md_attr_v2_t_v1_15
+const _: () = assert!(size_of::<uct_md_attr_v2_t_v1_15>() == 528, "sizeof(uct_md_attr_v2_t)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, field_mask) == 0, "offsetof(uct_md_attr_v2_t, field_mask)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, field_mask) == 8, "sizeof(uct_md_attr_v2_t::field_mask)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, max_alloc) == 8, "offsetof(uct_md_attr_v2_t, max_alloc)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, max_alloc) == 8, "sizeof(uct_md_attr_v2_t::max_alloc)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, max_reg) == 16, "offsetof(uct_md_attr_v2_t, max_reg)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, max_reg) == 8, "sizeof(uct_md_attr_v2_t::max_reg)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, flags) == 24, "offsetof(uct_md_attr_v2_t, flags)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, flags) == 8, "sizeof(uct_md_attr_v2_t::flags)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_mem_types) == 32, "offsetof(uct_md_attr_v2_t, reg_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_mem_types) == 8, "sizeof(uct_md_attr_v2_t::reg_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_nonblock_mem_types) == 40, "offsetof(uct_md_attr_v2_t, reg_nonblock_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_nonblock_mem_types) == 8, "sizeof(uct_md_attr_v2_t::reg_nonblock_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, cache_mem_types) == 48, "offsetof(uct_md_attr_v2_t, cache_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, cache_mem_types) == 8, "sizeof(uct_md_attr_v2_t::cache_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, detect_mem_types) == 56, "offsetof(uct_md_attr_v2_t, detect_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, detect_mem_types) == 8, "sizeof(uct_md_attr_v2_t::detect_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, alloc_mem_types) == 64, "offsetof(uct_md_attr_v2_t, alloc_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, alloc_mem_types) == 8, "sizeof(uct_md_attr_v2_t::alloc_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, access_mem_types) == 72, "offsetof(uct_md_attr_v2_t, access_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, access_mem_types) == 8, "sizeof(uct_md_attr_v2_t::access_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, dmabuf_mem_types) == 80, "offsetof(uct_md_attr_v2_t, dmabuf_mem_types)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, dmabuf_mem_types) == 8, "sizeof(uct_md_attr_v2_t::dmabuf_mem_types)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_cost) == 88, "offsetof(uct_md_attr_v2_t, reg_cost)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_cost) == 16, "sizeof(uct_md_attr_v2_t::reg_cost)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_cost.c) == 88, "offsetof(uct_md_attr_v2_t, reg_cost.c)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_cost.c) == 8, "sizeof(uct_md_attr_v2_t::reg_cost.c)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_cost.m) == 96, "offsetof(uct_md_attr_v2_t, reg_cost.m)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_cost.m) == 8, "sizeof(uct_md_attr_v2_t::reg_cost.m)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, component_name) == 104, "offsetof(uct_md_attr_v2_t, component_name)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, component_name) == 16, "sizeof(uct_md_attr_v2_t::component_name)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, rkey_packed_size) == 120, "offsetof(uct_md_attr_v2_t, rkey_packed_size)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, rkey_packed_size) == 8, "sizeof(uct_md_attr_v2_t::rkey_packed_size)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, local_cpus) == 128, "offsetof(uct_md_attr_v2_t, local_cpus)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, local_cpus) == 128, "sizeof(uct_md_attr_v2_t::local_cpus)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, exported_mkey_packed_size) == 256, "offsetof(uct_md_attr_v2_t, exported_mkey_packed_size)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, exported_mkey_packed_size) == 8, "sizeof(uct_md_attr_v2_t::exported_mkey_packed_size)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, global_id) == 264, "offsetof(uct_md_attr_v2_t, global_id)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, global_id) == 256, "sizeof(uct_md_attr_v2_t::global_id)");
+const _: () = assert!(offset_of!(uct_md_attr_v2_t_v1_15, reg_alignment) == 520, "offsetof(uct_md_attr_v2_t, reg_alignment)");
+const _: () = assert!(field_size!(uct_md_attr_v2_t_v1_15, reg_alignment) == 8, "sizeof(uct_md_attr_v2_t::reg_alignment)");
 // ---- ucs_callbackq_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_callbackq_t>() == 136, "sizeof(ucs_callbackq_t)");
 const _: () = assert!(offset_of!(ucs_callbackq_t, fast_elems) == 0, "offsetof(ucs_callbackq_t, fast_elems)");
@@ -911,26 +911,26 @@ const _: () = assert!(offset_of!(ucs_list_link_t, prev) == 0, "offsetof(ucs_list
 const _: () = assert!(field_size!(ucs_list_link_t, prev) == 8, "sizeof(ucs_list_link_t::prev)");
 const _: () = assert!(offset_of!(ucs_list_link_t, next) == 8, "offsetof(ucs_list_link_t, next)");
 const _: () = assert!(field_size!(ucs_list_link_t, next) == 8, "sizeof(ucs_list_link_t::next)");
-// ---- ucs_config_names_array_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_names_array_t>() == 16, "sizeof(ucs_config_names_array_t)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, names) == 0, "offsetof(ucs_config_names_array_t, names)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, names) == 8, "sizeof(ucs_config_names_array_t::names)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, count) == 8, "offsetof(ucs_config_names_array_t, count)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, count) == 4, "sizeof(ucs_config_names_array_t::count)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
-// ---- ucs_config_allow_list_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_allow_list_t>() == 24, "sizeof(ucs_config_allow_list_t)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
+// ---- ucs_config_names_array_t (ucs(dep)) as ucs_config_names_array_t_v1_13
+const _: () = assert!(size_of::<ucs_config_names_array_t_v1_13>() == 16, "sizeof(ucs_config_names_array_t)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, names) == 0, "offsetof(ucs_config_names_array_t, names)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, names) == 8, "sizeof(ucs_config_names_array_t::names)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, count) == 8, "offsetof(ucs_config_names_array_t, count)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, count) == 4, "sizeof(ucs_config_names_array_t::count)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
+// ---- ucs_config_allow_list_t (ucs(dep)) as ucs_config_allow_list_t_v1_13
+const _: () = assert!(size_of::<ucs_config_allow_list_t_v1_13>() == 24, "sizeof(ucs_config_allow_list_t)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
 // ---- ucs_range_spec_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_range_spec_t>() == 8, "sizeof(ucs_range_spec_t)");
 const _: () = assert!(offset_of!(ucs_range_spec_t, first) == 0, "offsetof(ucs_range_spec_t, first)");
@@ -1008,7 +1008,7 @@ const _: () = assert!(field_size!(ucs_config_field_t_v1_13, parser.help) == 8, "
 const _: () = assert!(offset_of!(ucs_config_field_t_v1_13, parser.arg) == 72, "offsetof(ucs_config_field_t, parser.arg)");
 const _: () = assert!(field_size!(ucs_config_field_t_v1_13, parser.arg) == 8, "sizeof(ucs_config_field_t::parser.arg)");
 // ---- ucs_config_global_list_entry_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() >= 56, "sizeof(ucs_config_global_list_entry_t)");
+const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() == 56, "sizeof(ucs_config_global_list_entry_t)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, name) == 0, "offsetof(ucs_config_global_list_entry_t, name)");
 const _: () = assert!(field_size!(ucs_config_global_list_entry_t, name) == 8, "sizeof(ucs_config_global_list_entry_t::name)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, prefix) == 8, "offsetof(ucs_config_global_list_entry_t, prefix)");
@@ -1190,7 +1190,7 @@ const _: () = assert!(uct_api(release::Release::new(16, 0)) as i128 == 17825792,
 const _: () = assert!(UCS_MEMORY_TYPE_RDMA as i128 == 5, "UCS_MEMORY_TYPE_RDMA");
 // ---- UCS_MEMORY_TYPE_LAST/UCS_MEMORY_TYPE_UNKNOWN (constants)
 const _: () = assert!(UCS_MEMORY_TYPE_LAST_v1_16 as i128 == 6, "UCS_MEMORY_TYPE_LAST");
-const _: () = assert!(UCS_MEMORY_TYPE_UNKNOWN as i128 == 6, "UCS_MEMORY_TYPE_UNKNOWN");
+const _: () = assert!(UCS_MEMORY_TYPE_UNKNOWN_v1_16 as i128 == 6, "UCS_MEMORY_TYPE_UNKNOWN");
 // ---- UCS_MEMORY_TYPES_CPU_ACCESSIBLE (constants) as UCS_MEMORY_TYPES_CPU_ACCESSIBLE_v1_13
 const _: () = assert!(UCS_MEMORY_TYPES_CPU_ACCESSIBLE_v1_13 as i128 == 17, "UCS_MEMORY_TYPES_CPU_ACCESSIBLE");
 // ---- UCT_MD_GLOBAL_ID_MAX (constants)
@@ -1274,8 +1274,8 @@ const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD as i128 == 32, "UCT_
 const _: () = assert!(UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD as i128 == 64, "UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD");
 const _: () = assert!(UCT_PERF_ATTR_FIELD_RECV_OVERHEAD as i128 == 128, "UCT_PERF_ATTR_FIELD_RECV_OVERHEAD");
 const _: () = assert!(UCT_PERF_ATTR_FIELD_BANDWIDTH as i128 == 256, "UCT_PERF_ATTR_FIELD_BANDWIDTH");
-const _: () = assert!(UCT_PERF_ATTR_FIELD_LATENCY as i128 == 512, "UCT_PERF_ATTR_FIELD_LATENCY");
-const _: () = assert!(UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS as i128 == 1024, "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_LATENCY_v1_13 as i128 == 512, "UCT_PERF_ATTR_FIELD_LATENCY");
+const _: () = assert!(UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS_v1_13 as i128 == 1024, "UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS");
 // ---- UCS_CONFIG_DBL_AUTO (constants)
 const _: () = assert!(UCS_CONFIG_DBL_AUTO as i128 == -2, "UCS_CONFIG_DBL_AUTO");
 // ---- UCS_CONFIG_TABLE_FLAG_LOADED (constants)

@@ -254,7 +254,7 @@ const _: () = assert!(field_size!(uct_iface_params_t, am_align_offset) == 8, "si
 const _: () = assert!(offset_of!(uct_iface_params_t, features) == 296, "offsetof(uct_iface_params_t, features)");
 const _: () = assert!(field_size!(uct_iface_params_t, features) == 8, "sizeof(uct_iface_params_t::features)");
 // ---- uct_ep_params_t (uct.h)
-const _: () = assert!(size_of::<uct_ep_params_t>() >= 160, "sizeof(uct_ep_params_t)");
+const _: () = assert!(size_of::<uct_ep_params_t>() == 160, "sizeof(uct_ep_params_t)");
 const _: () = assert!(offset_of!(uct_ep_params_t, field_mask) == 0, "offsetof(uct_ep_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_params_t, field_mask) == 8, "sizeof(uct_ep_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_params_t, iface) == 8, "offsetof(uct_ep_params_t, iface)");
@@ -356,7 +356,7 @@ const _: () = assert!(field_size!(uct_md_attr_t, rkey_packed_size) == 8, "sizeof
 const _: () = assert!(offset_of!(uct_md_attr_t, local_cpus) == 96, "offsetof(uct_md_attr_t, local_cpus)");
 const _: () = assert!(field_size!(uct_md_attr_t, local_cpus) == 128, "sizeof(uct_md_attr_t::local_cpus)");
 // ---- uct_md_mem_attr_t (uct.h)
-const _: () = assert!(size_of::<uct_md_mem_attr_t>() >= 48, "sizeof(uct_md_mem_attr_t)");
+const _: () = assert!(size_of::<uct_md_mem_attr_t>() == 48, "sizeof(uct_md_mem_attr_t)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, field_mask) == 0, "offsetof(uct_md_mem_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, field_mask) == 8, "sizeof(uct_md_mem_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, mem_type) == 8, "offsetof(uct_md_mem_attr_t, mem_type)");
@@ -734,7 +734,7 @@ const _: () = assert!(size_of::<uct_recv_desc_t>() == 8, "sizeof(uct_recv_desc_t
 const _: () = assert!(offset_of!(uct_recv_desc_t, cb) == 0, "offsetof(uct_recv_desc_t, cb)");
 const _: () = assert!(field_size!(uct_recv_desc_t, cb) == 8, "sizeof(uct_recv_desc_t::cb)");
 // ---- uct_perf_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_perf_attr_t>() >= 112, "sizeof(uct_perf_attr_t)");
+const _: () = assert!(size_of::<uct_perf_attr_t>() == 112, "sizeof(uct_perf_attr_t)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_perf_attr_t, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
@@ -776,7 +776,7 @@ const _: () = assert!(field_size!(uct_perf_attr_t, max_inflight_eps) == 8, "size
 const _: () = assert!(offset_of!(uct_perf_attr_t, flags) == 104, "offsetof(uct_perf_attr_t, flags)");
 const _: () = assert!(field_size!(uct_perf_attr_t, flags) == 8, "sizeof(uct_perf_attr_t::flags)");
 // ---- uct_ep_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_ep_attr_t>() == 264, "sizeof(uct_ep_attr_t)");
+const _: () = assert!(size_of::<uct_ep_attr_t>() >= 264, "sizeof(uct_ep_attr_t)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, field_mask) == 0, "offsetof(uct_ep_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_attr_t, field_mask) == 8, "sizeof(uct_ep_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_attr_t, local_address) == 8, "offsetof(uct_ep_attr_t, local_address)");
@@ -784,7 +784,7 @@ const _: () = assert!(field_size!(uct_ep_attr_t, local_address) == 128, "sizeof(
 const _: () = assert!(offset_of!(uct_ep_attr_t, remote_address) == 136, "offsetof(uct_ep_attr_t, remote_address)");
 const _: () = assert!(field_size!(uct_ep_attr_t, remote_address) == 128, "sizeof(uct_ep_attr_t::remote_address)");
 // ---- uct_md_mem_reg_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_md_mem_reg_params_t>() == 32, "sizeof(uct_md_mem_reg_params_t)");
+const _: () = assert!(size_of::<uct_md_mem_reg_params_t>() >= 32, "sizeof(uct_md_mem_reg_params_t)");
 const _: () = assert!(offset_of!(uct_md_mem_reg_params_t, field_mask) == 0, "offsetof(uct_md_mem_reg_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_reg_params_t, field_mask) == 8, "sizeof(uct_md_mem_reg_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_reg_params_t, flags) == 8, "offsetof(uct_md_mem_reg_params_t, flags)");
@@ -818,7 +818,7 @@ const _: () = assert!(field_size!(uct_md_mem_attach_params_t, flags) == 8, "size
 const _: () = assert!(offset_of!(uct_md_mem_attach_params_t, mkey_size) == 16, "offsetof(uct_md_mem_attach_params_t, mkey_size)");
 const _: () = assert!(field_size!(uct_md_mem_attach_params_t, mkey_size) == 8, "sizeof(uct_md_mem_attach_params_t::mkey_size)");
 // ---- uct_iface_is_reachable_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() >= 64, "sizeof(uct_iface_is_reachable_params_t)");
+const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() == 64, "sizeof(uct_iface_is_reachable_params_t)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, field_mask) == 0, "offsetof(uct_iface_is_reachable_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_iface_is_reachable_params_t, field_mask) == 8, "sizeof(uct_iface_is_reachable_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, device_addr) == 8, "offsetof(uct_iface_is_reachable_params_t, device_addr)");
@@ -858,7 +858,7 @@ const _: () = assert!(size_of::<uct_rkey_compare_params_t>() == 8, "sizeof(uct_r
 const _: () = assert!(offset_of!(uct_rkey_compare_params_t, field_mask) == 0, "offsetof(uct_rkey_compare_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_rkey_compare_params_t, field_mask) == 8, "sizeof(uct_rkey_compare_params_t::field_mask)");
 // ---- uct_md_attr_v2_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_md_attr_v2_t>() == 536, "sizeof(uct_md_attr_v2_t)");
+const _: () = assert!(size_of::<uct_md_attr_v2_t>() >= 536, "sizeof(uct_md_attr_v2_t)");
 const _: () = assert!(offset_of!(uct_md_attr_v2_t, field_mask) == 0, "offsetof(uct_md_attr_v2_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_attr_v2_t, field_mask) == 8, "sizeof(uct_md_attr_v2_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_attr_v2_t, max_alloc) == 8, "offsetof(uct_md_attr_v2_t, max_alloc)");
@@ -907,12 +907,12 @@ const _: () = assert!(offset_of!(uct_rkey_unpack_params_t, field_mask) == 0, "of
 const _: () = assert!(field_size!(uct_rkey_unpack_params_t, field_mask) == 8, "sizeof(uct_rkey_unpack_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_rkey_unpack_params_t, sys_device) == 8, "offsetof(uct_rkey_unpack_params_t, sys_device)");
 const _: () = assert!(field_size!(uct_rkey_unpack_params_t, sys_device) == 1, "sizeof(uct_rkey_unpack_params_t::sys_device)");
-// ---- uct_iface_attr_v2_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_iface_attr_v2_t>() == 16, "sizeof(uct_iface_attr_v2_t)");
-const _: () = assert!(offset_of!(uct_iface_attr_v2_t, field_mask) == 0, "offsetof(uct_iface_attr_v2_t, field_mask)");
-const _: () = assert!(field_size!(uct_iface_attr_v2_t, field_mask) == 8, "sizeof(uct_iface_attr_v2_t::field_mask)");
-const _: () = assert!(offset_of!(uct_iface_attr_v2_t, device_mem_element_size) == 8, "offsetof(uct_iface_attr_v2_t, device_mem_element_size)");
-const _: () = assert!(field_size!(uct_iface_attr_v2_t, device_mem_element_size) == 8, "sizeof(uct_iface_attr_v2_t::device_mem_element_size)");
+// ---- uct_iface_attr_v2_t (v2/uct_v2.h) as uct_iface_attr_v2_t_v1_20
+const _: () = assert!(size_of::<uct_iface_attr_v2_t_v1_20>() == 16, "sizeof(uct_iface_attr_v2_t)");
+const _: () = assert!(offset_of!(uct_iface_attr_v2_t_v1_20, field_mask) == 0, "offsetof(uct_iface_attr_v2_t, field_mask)");
+const _: () = assert!(field_size!(uct_iface_attr_v2_t_v1_20, field_mask) == 8, "sizeof(uct_iface_attr_v2_t::field_mask)");
+const _: () = assert!(offset_of!(uct_iface_attr_v2_t_v1_20, device_mem_element_size) == 8, "offsetof(uct_iface_attr_v2_t, device_mem_element_size)");
+const _: () = assert!(field_size!(uct_iface_attr_v2_t_v1_20, device_mem_element_size) == 8, "sizeof(uct_iface_attr_v2_t::device_mem_element_size)");
 // ---- uct_device_ep_t (device/uct_device_types.h)
 const _: () = assert!(size_of::<uct_device_ep_t>() == 1, "sizeof(uct_device_ep_t)");
 const _: () = assert!(offset_of!(uct_device_ep_t, uct_tl_id) == 0, "offsetof(uct_device_ep_t, uct_tl_id)");
@@ -951,26 +951,26 @@ const _: () = assert!(offset_of!(ucs_list_link_t, prev) == 0, "offsetof(ucs_list
 const _: () = assert!(field_size!(ucs_list_link_t, prev) == 8, "sizeof(ucs_list_link_t::prev)");
 const _: () = assert!(offset_of!(ucs_list_link_t, next) == 8, "offsetof(ucs_list_link_t, next)");
 const _: () = assert!(field_size!(ucs_list_link_t, next) == 8, "sizeof(ucs_list_link_t::next)");
-// ---- ucs_config_names_array_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_names_array_t>() == 16, "sizeof(ucs_config_names_array_t)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, names) == 0, "offsetof(ucs_config_names_array_t, names)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, names) == 8, "sizeof(ucs_config_names_array_t::names)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, count) == 8, "offsetof(ucs_config_names_array_t, count)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, count) == 4, "sizeof(ucs_config_names_array_t::count)");
-const _: () = assert!(offset_of!(ucs_config_names_array_t, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
-const _: () = assert!(field_size!(ucs_config_names_array_t, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
-// ---- ucs_config_allow_list_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_allow_list_t>() == 24, "sizeof(ucs_config_allow_list_t)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
-const _: () = assert!(offset_of!(ucs_config_allow_list_t, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
-const _: () = assert!(field_size!(ucs_config_allow_list_t, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
+// ---- ucs_config_names_array_t (ucs(dep)) as ucs_config_names_array_t_v1_13
+const _: () = assert!(size_of::<ucs_config_names_array_t_v1_13>() == 16, "sizeof(ucs_config_names_array_t)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, names) == 0, "offsetof(ucs_config_names_array_t, names)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, names) == 8, "sizeof(ucs_config_names_array_t::names)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, count) == 8, "offsetof(ucs_config_names_array_t, count)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, count) == 4, "sizeof(ucs_config_names_array_t::count)");
+const _: () = assert!(offset_of!(ucs_config_names_array_t_v1_13, pad) == 12, "offsetof(ucs_config_names_array_t, pad)");
+const _: () = assert!(field_size!(ucs_config_names_array_t_v1_13, pad) == 4, "sizeof(ucs_config_names_array_t::pad)");
+// ---- ucs_config_allow_list_t (ucs(dep)) as ucs_config_allow_list_t_v1_13
+const _: () = assert!(size_of::<ucs_config_allow_list_t_v1_13>() == 24, "sizeof(ucs_config_allow_list_t)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array) == 0, "offsetof(ucs_config_allow_list_t, array)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array) == 16, "sizeof(ucs_config_allow_list_t::array)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.names) == 0, "offsetof(ucs_config_allow_list_t, array.names)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.names) == 8, "sizeof(ucs_config_allow_list_t::array.names)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.count) == 8, "offsetof(ucs_config_allow_list_t, array.count)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.count) == 4, "sizeof(ucs_config_allow_list_t::array.count)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, array.pad) == 12, "offsetof(ucs_config_allow_list_t, array.pad)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, array.pad) == 4, "sizeof(ucs_config_allow_list_t::array.pad)");
+const _: () = assert!(offset_of!(ucs_config_allow_list_t_v1_13, mode) == 16, "offsetof(ucs_config_allow_list_t, mode)");
+const _: () = assert!(field_size!(ucs_config_allow_list_t_v1_13, mode) == 4, "sizeof(ucs_config_allow_list_t::mode)");
 // ---- ucs_range_spec_t (ucs(dep))
 const _: () = assert!(size_of::<ucs_range_spec_t>() == 8, "sizeof(ucs_range_spec_t)");
 const _: () = assert!(offset_of!(ucs_range_spec_t, first) == 0, "offsetof(ucs_range_spec_t, first)");
@@ -1054,7 +1054,7 @@ const _: () = assert!(field_size!(ucs_config_field_t, parser.doc) == 8, "sizeof(
 const _: () = assert!(offset_of!(ucs_config_field_t, parser.arg) == 80, "offsetof(ucs_config_field_t, parser.arg)");
 const _: () = assert!(field_size!(ucs_config_field_t, parser.arg) == 8, "sizeof(ucs_config_field_t::parser.arg)");
 // ---- ucs_config_global_list_entry_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() >= 56, "sizeof(ucs_config_global_list_entry_t)");
+const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() == 56, "sizeof(ucs_config_global_list_entry_t)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, name) == 0, "offsetof(ucs_config_global_list_entry_t, name)");
 const _: () = assert!(field_size!(ucs_config_global_list_entry_t, name) == 8, "sizeof(ucs_config_global_list_entry_t::name)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, prefix) == 8, "offsetof(ucs_config_global_list_entry_t, prefix)");
@@ -1245,8 +1245,8 @@ const _: () = assert!(UCS_MEMORY_TYPE_ZE_HOST as i128 == 6, "UCS_MEMORY_TYPE_ZE_
 const _: () = assert!(UCS_MEMORY_TYPE_ZE_DEVICE as i128 == 7, "UCS_MEMORY_TYPE_ZE_DEVICE");
 const _: () = assert!(UCS_MEMORY_TYPE_ZE_MANAGED as i128 == 8, "UCS_MEMORY_TYPE_ZE_MANAGED");
 // ---- UCS_MEMORY_TYPE_LAST/UCS_MEMORY_TYPE_UNKNOWN (constants)
-const _: () = assert!(UCS_MEMORY_TYPE_LAST as i128 == 9, "UCS_MEMORY_TYPE_LAST");
-const _: () = assert!(UCS_MEMORY_TYPE_UNKNOWN as i128 == 9, "UCS_MEMORY_TYPE_UNKNOWN");
+const _: () = assert!(UCS_MEMORY_TYPE_LAST_v1_17 as i128 == 9, "UCS_MEMORY_TYPE_LAST");
+const _: () = assert!(UCS_MEMORY_TYPE_UNKNOWN_v1_17 as i128 == 9, "UCS_MEMORY_TYPE_UNKNOWN");
 // ---- UCS_MEMORY_TYPES_CPU_ACCESSIBLE (constants)
 const _: () = assert!(UCS_MEMORY_TYPES_CPU_ACCESSIBLE as i128 == 337, "UCS_MEMORY_TYPES_CPU_ACCESSIBLE");
 // ---- UCT_MD_GLOBAL_ID_MAX (constants)
@@ -1361,8 +1361,8 @@ const _: () = assert!(UCT_MD_MEM_ATTACH_FIELD_MKEY_SIZE as i128 == 2, "UCT_MD_ME
 const _: () = assert!(UCT_RKEY_UNPACK_FIELD_SYS_DEVICE as i128 == 1, "UCT_RKEY_UNPACK_FIELD_SYS_DEVICE");
 // ---- UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE (constants)
 const _: () = assert!(UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE as i128 == 1, "UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE");
-// ---- UCT_DEVICE_TL_LAST (constants)
-const _: () = assert!(UCT_DEVICE_TL_LAST as i128 == 2, "UCT_DEVICE_TL_LAST");
+// ---- UCT_DEVICE_TL_LAST (constants) as UCT_DEVICE_TL_LAST_v1_20
+const _: () = assert!(UCT_DEVICE_TL_LAST_v1_20 as i128 == 2, "UCT_DEVICE_TL_LAST");
 // ---- UCS_CONFIG_DBL_AUTO (constants)
 const _: () = assert!(UCS_CONFIG_DBL_AUTO as i128 == -2, "UCS_CONFIG_DBL_AUTO");
 // ---- UCS_CONFIG_TABLE_FLAG_LOADED (constants)

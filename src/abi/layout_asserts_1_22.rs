@@ -260,7 +260,7 @@ const _: () = assert!(field_size!(uct_iface_params_t, am_align_offset) == 8, "si
 const _: () = assert!(offset_of!(uct_iface_params_t, features) == 296, "offsetof(uct_iface_params_t, features)");
 const _: () = assert!(field_size!(uct_iface_params_t, features) == 8, "sizeof(uct_iface_params_t::features)");
 // ---- uct_ep_params_t (uct.h)
-const _: () = assert!(size_of::<uct_ep_params_t>() >= 160, "sizeof(uct_ep_params_t)");
+const _: () = assert!(size_of::<uct_ep_params_t>() == 160, "sizeof(uct_ep_params_t)");
 const _: () = assert!(offset_of!(uct_ep_params_t, field_mask) == 0, "offsetof(uct_ep_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_ep_params_t, field_mask) == 8, "sizeof(uct_ep_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_ep_params_t, iface) == 8, "offsetof(uct_ep_params_t, iface)");
@@ -362,7 +362,7 @@ const _: () = assert!(field_size!(uct_md_attr_t, rkey_packed_size) == 8, "sizeof
 const _: () = assert!(offset_of!(uct_md_attr_t, local_cpus) == 96, "offsetof(uct_md_attr_t, local_cpus)");
 const _: () = assert!(field_size!(uct_md_attr_t, local_cpus) == 128, "sizeof(uct_md_attr_t::local_cpus)");
 // ---- uct_md_mem_attr_t (uct.h)
-const _: () = assert!(size_of::<uct_md_mem_attr_t>() >= 48, "sizeof(uct_md_mem_attr_t)");
+const _: () = assert!(size_of::<uct_md_mem_attr_t>() == 48, "sizeof(uct_md_mem_attr_t)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, field_mask) == 0, "offsetof(uct_md_mem_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_md_mem_attr_t, field_mask) == 8, "sizeof(uct_md_mem_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_md_mem_attr_t, mem_type) == 8, "offsetof(uct_md_mem_attr_t, mem_type)");
@@ -740,7 +740,7 @@ const _: () = assert!(size_of::<uct_recv_desc_t>() == 8, "sizeof(uct_recv_desc_t
 const _: () = assert!(offset_of!(uct_recv_desc_t, cb) == 0, "offsetof(uct_recv_desc_t, cb)");
 const _: () = assert!(field_size!(uct_recv_desc_t, cb) == 8, "sizeof(uct_recv_desc_t::cb)");
 // ---- uct_perf_attr_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_perf_attr_t>() >= 112, "sizeof(uct_perf_attr_t)");
+const _: () = assert!(size_of::<uct_perf_attr_t>() == 112, "sizeof(uct_perf_attr_t)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, field_mask) == 0, "offsetof(uct_perf_attr_t, field_mask)");
 const _: () = assert!(field_size!(uct_perf_attr_t, field_mask) == 8, "sizeof(uct_perf_attr_t::field_mask)");
 const _: () = assert!(offset_of!(uct_perf_attr_t, operation) == 8, "offsetof(uct_perf_attr_t, operation)");
@@ -830,7 +830,7 @@ const _: () = assert!(field_size!(uct_md_mem_attach_params_t, flags) == 8, "size
 const _: () = assert!(offset_of!(uct_md_mem_attach_params_t, mkey_size) == 16, "offsetof(uct_md_mem_attach_params_t, mkey_size)");
 const _: () = assert!(field_size!(uct_md_mem_attach_params_t, mkey_size) == 8, "sizeof(uct_md_mem_attach_params_t::mkey_size)");
 // ---- uct_iface_is_reachable_params_t (v2/uct_v2.h)
-const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() >= 64, "sizeof(uct_iface_is_reachable_params_t)");
+const _: () = assert!(size_of::<uct_iface_is_reachable_params_t>() == 64, "sizeof(uct_iface_is_reachable_params_t)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, field_mask) == 0, "offsetof(uct_iface_is_reachable_params_t, field_mask)");
 const _: () = assert!(field_size!(uct_iface_is_reachable_params_t, field_mask) == 8, "sizeof(uct_iface_is_reachable_params_t::field_mask)");
 const _: () = assert!(offset_of!(uct_iface_is_reachable_params_t, device_addr) == 8, "offsetof(uct_iface_is_reachable_params_t, device_addr)");
@@ -1142,7 +1142,7 @@ const _: () = assert!(field_size!(ucs_config_field_t, parser.doc) == 8, "sizeof(
 const _: () = assert!(offset_of!(ucs_config_field_t, parser.arg) == 80, "offsetof(ucs_config_field_t, parser.arg)");
 const _: () = assert!(field_size!(ucs_config_field_t, parser.arg) == 8, "sizeof(ucs_config_field_t::parser.arg)");
 // ---- ucs_config_global_list_entry_t (ucs(dep))
-const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() >= 56, "sizeof(ucs_config_global_list_entry_t)");
+const _: () = assert!(size_of::<ucs_config_global_list_entry_t>() == 56, "sizeof(ucs_config_global_list_entry_t)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, name) == 0, "offsetof(ucs_config_global_list_entry_t, name)");
 const _: () = assert!(field_size!(ucs_config_global_list_entry_t, name) == 8, "sizeof(ucs_config_global_list_entry_t::name)");
 const _: () = assert!(offset_of!(ucs_config_global_list_entry_t, prefix) == 8, "offsetof(ucs_config_global_list_entry_t, prefix)");

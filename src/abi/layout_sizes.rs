@@ -59,7 +59,15 @@ pub trait ReleaseSized: Sized {
 }
 
 impl ReleaseSized for ucs_config_global_list_entry_t {
-    const SIZES: &'static [(u8, usize)] = &[(13, 48), (18, 56)];
+    const SIZES: &'static [(u8, usize)] = &[(13, 48), (15, 56)];
+}
+
+impl ReleaseSized for uct_allocated_memory_t {
+    const SIZES: &'static [(u8, usize)] = &[(13, 40), (19, 48)];
+}
+
+impl ReleaseSized for uct_ep_attr_t {
+    const SIZES: &'static [(u8, usize)] = &[(13, 264), (22, 280)];
 }
 
 impl ReleaseSized for uct_ep_params_t {
@@ -67,13 +75,33 @@ impl ReleaseSized for uct_ep_params_t {
 }
 
 impl ReleaseSized for uct_iface_is_reachable_params_t {
-    const SIZES: &'static [(u8, usize)] = &[(13, 40), (18, 64)];
+    const SIZES: &'static [(u8, usize)] = &[(13, 40), (15, 48), (18, 64)];
+}
+
+impl ReleaseSized for uct_md_attr_v2_t {
+    const SIZES: &'static [(u8, usize)] = &[(18, 536), (22, 544)];
+}
+
+impl ReleaseSized for uct_md_attr_v2_t_v1_15 {
+    const SIZES: &'static [(u8, usize)] = &[(15, 520), (16, 528)];
+}
+
+impl ReleaseSized for uct_md_mem_attach_params_t {
+    const SIZES: &'static [(u8, usize)] = &[(14, 16), (19, 24)];
 }
 
 impl ReleaseSized for uct_md_mem_attr_t {
-    const SIZES: &'static [(u8, usize)] = &[(13, 32), (18, 48)];
+    const SIZES: &'static [(u8, usize)] = &[(13, 32), (14, 48)];
 }
 
-impl ReleaseSized for uct_perf_attr_t {
-    const SIZES: &'static [(u8, usize)] = &[(13, 88), (18, 96)];
+impl ReleaseSized for uct_md_mem_reg_params_t {
+    const SIZES: &'static [(u8, usize)] = &[(14, 32), (22, 40)];
+}
+
+impl ReleaseSized for uct_mem_alloc_params_t {
+    const SIZES: &'static [(u8, usize)] = &[(13, 56), (19, 64)];
+}
+
+impl ReleaseSized for uct_perf_attr_t_v1_13 {
+    const SIZES: &'static [(u8, usize)] = &[(13, 88), (17, 96)];
 }

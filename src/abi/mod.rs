@@ -4,7 +4,7 @@
 //! Everything a C caller of `libuct.so.0` can see is declared here under
 //! its exact C name: structs, unions, typedefs, enum values, flag bits and
 //! limits from `uct/api/uct.h`, `uct_def.h`, `tl.h`, `version.h` and
-//! `v2/uct_v2.h`, plus the libucs types those headers embed. The rest of the
+//! `v2/uct_v2.h`, `device/uct_device_types.h`, plus the libucs types those headers embed. The rest of the
 //! crate imports them with `use crate::abi::*`.
 //!
 //! Releases: one build serves every release of `ucx-releases.txt`, so
@@ -49,6 +49,7 @@
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::unreadable_literal, clippy::zero_ptr)]
 
+pub mod device;
 pub mod tl;
 pub mod ucs;
 pub mod uct;
@@ -66,6 +67,7 @@ mod layout_asserts;
 /// cbindgen:ignore
 pub mod layout_sizes;
 
+pub use device::*;
 pub use tl::*;
 pub use ucs::*;
 pub use uct::*;
@@ -102,6 +104,8 @@ zeroed_default!(
     ucs_sock_addr_t,
     ucs_config_names_array_t,
     ucs_config_allow_list_t,
+    ucs_config_names_array_t_v1_13,
+    ucs_config_allow_list_t_v1_13,
     ucs_list_link_t,
     ucs_config_parser_t,
     ucs_config_array_t,
@@ -134,6 +138,7 @@ zeroed_default!(
     uct_iface_attr_t,
     uct_iface_params_mode_device_t,
     uct_iface_params_mode_sockaddr_t,
+    uct_iface_params_mode_stub_t,
     uct_iface_params_mode_t,
     uct_iface_params_t,
     uct_ep_params_t,
@@ -174,3 +179,24 @@ zeroed_default!(
 );
 
 zeroed_default!(uct_ep_is_connected_params_t, uct_rkey_compare_params_t);
+
+zeroed_default!(
+    uct_perf_attr_t_v1_13,
+    uct_md_attr_v2_t_v1_14,
+    uct_md_attr_v2_t_v1_15,
+    uct_ep_invalidate_params_t,
+    uct_rkey_unpack_params_t,
+    uct_md_mem_attr_v2_t,
+    uct_iface_attr_v2_cap_t,
+    uct_iface_attr_v2_t,
+    uct_iface_attr_v2_t_v1_20,
+    // device
+    uct_device_ep_t,
+    uct_cuda_ipc_md_device_mem_element_t,
+    uct_ib_md_device_mem_element_t,
+    uct_device_mem_elem_t,
+    uct_device_mem_element_t,
+    uct_device_local_mem_list_elem_t,
+    uct_device_remote_mem_list_elem_t,
+    uct_device_remote_tl_elem_t,
+);

@@ -178,13 +178,38 @@ pub const UCS_MEMORY_TYPE_LAST_v1_13: ucs_memory_type_t = 5;
 /// Number of known memory types in 1.16 (RDMA joined).
 /// Releases: 1.16-1.16.
 pub const UCS_MEMORY_TYPE_LAST_v1_16: ucs_memory_type_t = 6;
-/// Number of known memory types (the Level Zero kinds joined in 1.17).
-/// Releases: 1.17+.
-pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 9;
+/// HabanaLabs Gaudi memory (since 1.21).
+/// Releases: 1.21+.
+pub const UCS_MEMORY_TYPE_GAUDI: ucs_memory_type_t = 9;
+/// Number of known memory types in 1.17-1.20 (the Level Zero kinds joined
+/// in 1.17).
+/// Releases: 1.17-1.20.
+pub const UCS_MEMORY_TYPE_LAST_v1_17: ucs_memory_type_t = 9;
+/// Number of known memory types (Gaudi joined in 1.21).
+/// Releases: 1.21+.
+pub const UCS_MEMORY_TYPE_LAST: ucs_memory_type_t = 10;
 /// Memory type could not be determined: the value of `LAST`, so it moves
 /// with it. In Rust this is the newest release's value; code that answers
 /// a caller uses the running release's (`crate::ucs::release`).
+/// Releases: 1.21+.
 pub const UCS_MEMORY_TYPE_UNKNOWN: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST;
+/// `UCS_MEMORY_TYPE_UNKNOWN` in 1.13-1.15.
+/// Releases: 1.13-1.15.
+pub const UCS_MEMORY_TYPE_UNKNOWN_v1_13: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST_v1_13;
+/// `UCS_MEMORY_TYPE_UNKNOWN` in 1.16.
+/// Releases: 1.16-1.16.
+pub const UCS_MEMORY_TYPE_UNKNOWN_v1_16: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST_v1_16;
+/// `UCS_MEMORY_TYPE_UNKNOWN` in 1.17-1.20.
+/// Releases: 1.17-1.20.
+pub const UCS_MEMORY_TYPE_UNKNOWN_v1_17: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST_v1_17;
+
+/// Per-range memory flags (C enum, 4 bytes; the constants are u8 like
+/// `uct_md_mem_attr_v2_t::mem_flags`, since 1.22).
+/// Releases: 1.22+.
+pub type ucs_mem_flags_t = u32;
+/// Memory domains can register the range.
+/// Releases: 1.22+.
+pub const UCS_MEM_FLAG_REGISTRABLE: u8 = 1u8 << 0;
 /// Bit mask (indexed by memory type) of the types the CPU can access, up
 /// to 1.16.
 /// Releases: 1.13-1.16.
@@ -449,10 +474,25 @@ pub const UCS_CONFIG_PRINT_DOC: ucs_config_print_flags_t = 1 << 2;
 pub const UCS_CONFIG_PRINT_HIDDEN: ucs_config_print_flags_t = 1 << 3;
 pub const UCS_CONFIG_PRINT_COMMENT_DEFAULT: ucs_config_print_flags_t = 1 << 4;
 
-/// Array of strings as stored in a parsed configuration.
+/// Array of strings as stored in a parsed configuration (1.13-1.21:
+/// `ucs_config_names_array_t_v1_13`).
+/// Releases: 1.22+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_config_names_array_t {
+    pub names: *mut *mut c_char,
+    pub count: c_uint,
+    /// Nonzero when libucs dropped names that did not fit (since 1.22,
+    /// which named the former padding word; libucs fills it).
+    pub truncated: c_uint,
+}
+
+/// `ucs_config_names_array_t` as 1.13-1.21 spell it: the same layout, the
+/// last word unnamed padding.
+/// Releases: 1.13-1.21.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_config_names_array_t_v1_13 {
     pub names: *mut *mut c_char,
     pub count: c_uint,
     pub pad: c_uint,
@@ -464,11 +504,22 @@ pub const UCS_CONFIG_ALLOW_LIST_ALLOW_ALL: ucs_config_allow_list_mode_t = 0;
 pub const UCS_CONFIG_ALLOW_LIST_ALLOW: ucs_config_allow_list_mode_t = 1;
 pub const UCS_CONFIG_ALLOW_LIST_NEGATE: ucs_config_allow_list_mode_t = 2;
 
-/// Parsed allow-list (names plus mode).
+/// Parsed allow-list (names plus mode; 1.13-1.21:
+/// `ucs_config_allow_list_t_v1_13`).
+/// Releases: 1.22+.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucs_config_allow_list_t {
     pub array: ucs_config_names_array_t,
+    pub mode: ucs_config_allow_list_mode_t,
+}
+
+/// `ucs_config_allow_list_t` as 1.13-1.21 spell it (their names array).
+/// Releases: 1.13-1.21.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ucs_config_allow_list_t_v1_13 {
+    pub array: ucs_config_names_array_t_v1_13,
     pub mode: ucs_config_allow_list_mode_t,
 }
 

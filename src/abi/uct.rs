@@ -145,6 +145,10 @@ pub const UCT_IFACE_FLAG_AM_DUP: u64 = 1u64 << 43;
 pub const UCT_IFACE_FLAG_CB_SYNC: u64 = 1u64 << 44;
 pub const UCT_IFACE_FLAG_CB_ASYNC: u64 = 1u64 << 45;
 pub const UCT_IFACE_FLAG_EP_KEEPALIVE: u64 = 1u64 << 46;
+/// An active message is delivered only after the puts posted before it on
+/// the same endpoint (since 1.22).
+/// Releases: 1.22+.
+pub const UCT_IFACE_FLAG_PUT_AM_ORDER: u64 = 1u64 << 47;
 pub const UCT_IFACE_FLAG_TAG_EAGER_SHORT: u64 = 1u64 << 50;
 pub const UCT_IFACE_FLAG_TAG_EAGER_BCOPY: u64 = 1u64 << 51;
 pub const UCT_IFACE_FLAG_TAG_EAGER_ZCOPY: u64 = 1u64 << 52;
@@ -152,6 +156,12 @@ pub const UCT_IFACE_FLAG_TAG_RNDV_ZCOPY: u64 = 1u64 << 53;
 /// The interface can reach peers on other hosts (since 1.18).
 /// Releases: 1.18+.
 pub const UCT_IFACE_FLAG_INTER_NODE: u64 = 1u64 << 54;
+/// The interface has device endpoints (`uct_ep_get_device_ep`, since 1.20).
+/// Releases: 1.20+.
+pub const UCT_IFACE_FLAG_DEVICE_EP: u64 = 1u64 << 55;
+/// Device operations need the local key of the memory (since 1.22).
+/// Releases: 1.22+.
+pub const UCT_IFACE_FLAG_DEVICE_LKEY: u64 = 1u64 << 56;
 
 // Event capability flags (uct_iface_attr_t::cap.event_flags, u64).
 pub const UCT_IFACE_FLAG_EVENT_SEND_COMP: u64 = 1u64 << 0;
@@ -184,6 +194,9 @@ pub type uct_iface_event_types = u32;
 pub const UCT_EVENT_SEND_COMP: u32 = 1u32 << 0;
 pub const UCT_EVENT_RECV: u32 = 1u32 << 1;
 pub const UCT_EVENT_RECV_SIG: u32 = 1u32 << 2;
+/// The link speed changed (since 1.21).
+/// Releases: 1.21+.
+pub const UCT_EVENT_SPEED_CHANGE: u32 = 1u32 << 3;
 
 /// Flags of the flush operations (`unsigned flags`).
 pub type uct_flush_flags = u32;
@@ -217,6 +230,10 @@ pub type uct_iface_open_mode = u32;
 pub const UCT_IFACE_OPEN_MODE_DEVICE: u64 = 1u64 << 0;
 pub const UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER: u64 = 1u64 << 1;
 pub const UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT: u64 = 1u64 << 2;
+/// Open a stub interface bound to no transport, whose operations answer
+/// `mode.stub.status` (since 1.22).
+/// Releases: 1.22+.
+pub const UCT_IFACE_OPEN_MODE_STUB: u64 = 1u64 << 3;
 
 /// Valid-field bits of `uct_iface_params_t::field_mask` (u64).
 /// (C enum tag, 4 bytes; the constants are u64 like the field they fill.)
@@ -459,6 +476,10 @@ pub struct uct_iface_attr_t {
     pub priority: u8,
     pub max_num_eps: usize,
     pub dev_num_paths: c_uint,
+    /// System device that controls the interface (since 1.22, in what was
+    /// padding before; no field-mask bit guards it).
+    /// Releases: 1.22+.
+    pub ctl_device: ucs_sys_device_t,
 }
 /// Alias for the C tag `struct uct_iface_attr`.
 pub type uct_iface_attr = uct_iface_attr_t;
@@ -486,12 +507,23 @@ pub struct uct_iface_params_mode_sockaddr_t {
     pub cb_flags: u32,
 }
 
+/// Stub-mode parameters (`uct_iface_params_t::mode.stub`, since 1.22).
+/// Releases: 1.22+.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct uct_iface_params_mode_stub_t {
+    /// What the stub's operations return.
+    pub status: ucs_status_t,
+}
+
 /// Mode-specific part of `uct_iface_params_t`, selected by `open_mode`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union uct_iface_params_mode_t {
     pub device: uct_iface_params_mode_device_t,
     pub sockaddr: uct_iface_params_mode_sockaddr_t,
+    /// Releases: 1.22+.
+    pub stub: uct_iface_params_mode_stub_t,
 }
 
 /// Parameters of `uct_iface_open` (304 bytes). Only the members whose bit
@@ -692,6 +724,9 @@ pub const UCT_MEM_ALLOC_PARAM_FIELD_ADDRESS: u64 = 1u64 << 1;
 pub const UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE: u64 = 1u64 << 2;
 pub const UCT_MEM_ALLOC_PARAM_FIELD_MDS: u64 = 1u64 << 3;
 pub const UCT_MEM_ALLOC_PARAM_FIELD_NAME: u64 = 1u64 << 4;
+/// `sys_device` is set (since 1.19).
+/// Releases: 1.19+.
+pub const UCT_MEM_ALLOC_PARAM_FIELD_SYS_DEVICE: u64 = 1u64 << 5;
 
 /// Memory domains `uct_mem_alloc` may use (`uct_mem_alloc_params_t::mds`).
 #[repr(C)]
@@ -714,4 +749,8 @@ pub struct uct_mem_alloc_params_t {
     pub mds: uct_mem_alloc_params_mds_t,
     /// Name for debugging.
     pub name: *const c_char,
+    /// Device the memory should be allocated on, or
+    /// `UCS_SYS_DEVICE_ID_UNKNOWN` for any (since 1.19).
+    /// Releases: 1.19+.
+    pub sys_device: ucs_sys_device_t,
 }

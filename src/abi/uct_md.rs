@@ -151,6 +151,10 @@ pub struct uct_allocated_memory_t {
     /// MD that allocated the memory (method `UCT_ALLOC_METHOD_MD`).
     pub md: uct_md_h,
     pub memh: uct_mem_h,
+    /// Device the memory was allocated on (since 1.19; no field mask: a
+    /// caller of an older release has no room for it).
+    /// Releases: 1.19+.
+    pub sys_device: ucs_sys_device_t,
 }
 /// Alias for the C tag `struct uct_allocated_memory`.
 pub type uct_allocated_memory = uct_allocated_memory_t;

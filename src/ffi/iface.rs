@@ -323,16 +323,32 @@ entry! {
         need!(perf_attr, "perf_attr");
         let hdr = iface_or_fail!(iface);
         let release = crate::ucs::release::running();
-        // SAFETY: checked non-NULL: the caller's struct, in its release's
-        // layout, copied in and (what the release has of it) out again.
-        let mut perf = unsafe { uct_perf_attr_t::read_in(perf_attr, release) };
-        // SAFETY: our interface, a local struct of the newest layout.
-        let status = unsafe { (hdr.internal.estimate_perf)(iface, &mut perf) };
-        if status == UCS_OK {
-            crate::core::release::perf_fill_extra(&mut perf);
+        let estimate = |perf: &mut uct_perf_attr_t| {
+            // SAFETY: our interface, a local struct of the newest layout.
+            let status = unsafe { (hdr.internal.estimate_perf)(iface, perf) };
+            if status == UCS_OK {
+                crate::core::release::perf_fill_extra(perf);
+            }
+            status
+        };
+        if release.since(19) {
+            // SAFETY: checked non-NULL: the caller's struct, in the newest
+            // layout, copied in and out again.
+            let mut perf = unsafe { perf_attr.read_unaligned() };
+            let status = estimate(&mut perf);
+            // SAFETY: as above.
+            unsafe { perf_attr.write_unaligned(perf) };
+            return status;
         }
+        let old_attr = perf_attr as *mut uct_perf_attr_t_v1_13;
+        // SAFETY: checked non-NULL: the caller's struct, in its release's
+        // (pre-1.19) layout, copied in and (what the release has of it) out.
+        let mut old = unsafe { uct_perf_attr_t_v1_13::read_in(old_attr, release) };
+        let mut perf = old.to_newest();
+        let status = estimate(&mut perf);
+        old.update_from(&perf);
         // SAFETY: as above.
-        unsafe { perf.write_in(perf_attr, release) };
+        unsafe { old.write_in(old_attr, release) };
         status
     }
 }

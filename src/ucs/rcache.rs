@@ -304,6 +304,7 @@ pub unsafe fn write_c_text(buf: *mut c_char, max: usize, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use libc::size_t;
 
     #[test]
     fn defaults_are_the_ib_md_ones() {
