@@ -64,7 +64,10 @@ def describe(t, depth, by_value=True):
         return q + "ptr(" + describe(t.target(), depth + 1, by_value=False) + ")"
     if code == gdb.TYPE_CODE_ARRAY:
         lo, hi = t.range()
-        return q + "arr%d(%s)" % (hi - lo + 1, describe(t.target(), depth + 1, by_value))
+        n = hi - lo + 1
+        if t.sizeof == 0:
+            n = 0  # a flexible (or zero-length) array member
+        return q + "arr%d(%s)" % (n, describe(t.target(), depth + 1, by_value))
     if code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
         kind = "struct" if code == gdb.TYPE_CODE_STRUCT else "union"
         try:

@@ -28,6 +28,9 @@
 #  include <ucs/datastruct/callbackq.h>
 #  include <ucs/config/parser.h>
 #  include <ucs/sys/topo/base/topo.h>
+#  if __has_include(<uct/api/device/uct_device_types.h>)
+#    include <uct/api/device/uct_device_types.h>
+#  endif
 #  ifdef PROBE_HAVE_V2
 #    include <uct/api/v2/uct_v2.h>
 #    define PROBE_V2 1

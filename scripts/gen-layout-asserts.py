@@ -347,7 +347,10 @@ def probe_items(rows, minor):
                 add(f"P_SIGNED({ty})", v2)
         elif ty not in awaiting:
             add(f"P_OFF({ty}, {field})", v2)
-            add(f"P_FSIZE({ty}, {field})", v2)
+            # A zero-length last member is a flexible array member in our
+            # header: it has no size to print.
+            if parse_int(size) != 0:
+                add(f"P_FSIZE({ty}, {field})", v2)
     return items
 
 

@@ -13,6 +13,7 @@ against one release, chosen with UCT_RS_UCX_ABI_MINOR, so this script:
   with its body, or a struct member) in #if on UCT_RS_UCX_ABI_MINOR;
 * gives every <C name>_v1_<N> its C name (only one of them is visible in a
   release);
+* writes a trailing zero-length array member as C's flexible array member;
 * replaces the line "/* @RELEASES@ */" (cbindgen.toml, after_includes) with
   the release selection and the version numbers of every row of
   ucx-releases.txt.
@@ -132,6 +133,8 @@ def main():
     lines[p:p + 1] = release_block(releases())
     text = "\n".join(lines)
     text = re.sub(r"\b([A-Za-z_][A-Za-z0-9_]*?)_v1_\d+\b", r"\1", text)
+    # A Rust `[T; 0]` last member is C's flexible array member.
+    text = re.sub(r"^(\s+[^;()]*\b[A-Za-z_][A-Za-z0-9_]*)\[0\];$", r"\1[];", text, flags=re.M)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     print("header-releases: %d items guarded by release" % n, file=sys.stderr)

@@ -118,6 +118,14 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_VERSION(_major, _minor) (((_major) << UCT_MAJOR_BIT) | ((_minor) << UCT_MINOR_BIT))
 
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Memory domains can register the range.
+ * Releases: 1.22+.
+ */
+#define UCS_MEM_FLAG_REGISTRABLE (1 << 0)
+#endif
+
 #if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 16
 /**
  * Bit mask (indexed by memory type) of the types the CPU can access, up
@@ -319,6 +327,15 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_IFACE_FLAG_EP_KEEPALIVE (1ull << 46)
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * An active message is delivered only after the puts posted before it on
+ * the same endpoint (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_FLAG_PUT_AM_ORDER (1ull << 47)
+#endif
+
 #define UCT_IFACE_FLAG_TAG_EAGER_SHORT (1ull << 50)
 
 #define UCT_IFACE_FLAG_TAG_EAGER_BCOPY (1ull << 51)
@@ -333,6 +350,22 @@ typedef struct uct_iface_t *uct_iface_h;
  * Releases: 1.18+.
  */
 #define UCT_IFACE_FLAG_INTER_NODE (1ull << 54)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * The interface has device endpoints (`uct_ep_get_device_ep`, since 1.20).
+ * Releases: 1.20+.
+ */
+#define UCT_IFACE_FLAG_DEVICE_EP (1ull << 55)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Device operations need the local key of the memory (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_FLAG_DEVICE_LKEY (1ull << 56)
 #endif
 
 #define UCT_IFACE_FLAG_EVENT_SEND_COMP (1ull << 0)
@@ -350,6 +383,14 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_EVENT_RECV (1u << 1)
 
 #define UCT_EVENT_RECV_SIG (1u << 2)
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * The link speed changed (since 1.21).
+ * Releases: 1.21+.
+ */
+#define UCT_EVENT_SPEED_CHANGE (1u << 3)
+#endif
 
 #define UCT_FLUSH_FLAG_LOCAL 0
 
@@ -383,6 +424,15 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_IFACE_OPEN_MODE_SOCKADDR_SERVER (1ull << 1)
 
 #define UCT_IFACE_OPEN_MODE_SOCKADDR_CLIENT (1ull << 2)
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Open a stub interface bound to no transport, whose operations answer
+ * `mode.stub.status` (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_OPEN_MODE_STUB (1ull << 3)
+#endif
 
 #define UCT_IFACE_PARAM_FIELD_CPU_MASK (1ull << 0)
 
@@ -536,6 +586,14 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MEM_ALLOC_PARAM_FIELD_MDS (1ull << 3)
 
 #define UCT_MEM_ALLOC_PARAM_FIELD_NAME (1ull << 4)
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * `sys_device` is set (since 1.19).
+ * Releases: 1.19+.
+ */
+#define UCT_MEM_ALLOC_PARAM_FIELD_SYS_DEVICE (1ull << 5)
+#endif
 
 /**
  * Size of a component name buffer (including the terminating NUL).
@@ -769,16 +827,57 @@ typedef struct uct_iface_t *uct_iface_h;
 
 #define UCT_PERF_ATTR_FIELD_BANDWIDTH (1ull << 8)
 
-#define UCT_PERF_ATTR_FIELD_LATENCY (1ull << 9)
-
-#define UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (1ull << 10)
-
-#if UCT_RS_UCX_ABI_MINOR >= 17
+#if UCT_RS_UCX_ABI_MINOR >= 19
 /**
- * `uct_perf_attr_t::flags` is requested (since 1.17).
- * Releases: 1.17+.
+ * `path_bandwidth` is requested (since 1.19; the bits after it moved up
+ * by one then).
+ * Releases: 1.19+.
+ */
+#define UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH (1ull << 9)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 18
+/**
+ * Releases: 1.13-1.18.
+ */
+#define UCT_PERF_ATTR_FIELD_LATENCY (1ull << 9)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Releases: 1.19+.
+ */
+#define UCT_PERF_ATTR_FIELD_LATENCY (1ull << 10)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 18
+/**
+ * Releases: 1.13-1.18.
+ */
+#define UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (1ull << 10)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Releases: 1.19+.
+ */
+#define UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS (1ull << 11)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17 && UCT_RS_UCX_ABI_MINOR <= 18
+/**
+ * `flags` is requested (1.17 and 1.18: bit 11).
+ * Releases: 1.17-1.18.
  */
 #define UCT_PERF_ATTR_FIELD_FLAGS (1ull << 11)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * `flags` is requested (bit 12 from 1.19).
+ * Releases: 1.19+.
+ */
+#define UCT_PERF_ATTR_FIELD_FLAGS (1ull << 12)
 #endif
 
 #if UCT_RS_UCX_ABI_MINOR >= 17
@@ -810,6 +909,14 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET (1ull << 2)
 #endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * `mem_type` is set (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_REG_FIELD_MEM_TYPE (1ull << 3)
+#endif
+
 #define UCT_MD_MEM_DEREG_FIELD_MEMH (1ull << 0)
 
 #define UCT_MD_MEM_DEREG_FIELD_FLAGS (1ull << 1)
@@ -825,9 +932,33 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MD_MEM_ATTACH_FIELD_FLAGS (1ull << 0)
 #endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * `mkey_size` is set (since 1.19).
+ * Releases: 1.19+.
+ */
+#define UCT_MD_MEM_ATTACH_FIELD_MKEY_SIZE (1ull << 1)
+#endif
+
 #define UCT_EP_ATTR_FIELD_LOCAL_SOCKADDR (1ull << 0)
 
 #define UCT_EP_ATTR_FIELD_REMOTE_SOCKADDR (1ull << 1)
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * `tx_token` is requested (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_EP_ATTR_FIELD_TX_TOKEN (1ull << 2)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * `rx_token` is requested (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_EP_ATTR_FIELD_RX_TOKEN (1ull << 3)
+#endif
 
 #define UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR (1ull << 0)
 
@@ -1152,6 +1283,13 @@ typedef struct uct_iface_t *uct_iface_h;
 #define UCT_MD_ATTR_FIELD_GVA_MEM_TYPES (1ull << 17)
 #endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_ATTR_FIELD_REQUIRED_MEM_FLAGS (1ull << 18)
+#endif
+
 #if UCT_RS_UCX_ABI_MINOR >= 15
 /**
  * First bit of the v2-only flags.
@@ -1174,6 +1312,137 @@ typedef struct uct_iface_t *uct_iface_h;
  * Releases: 1.15+.
  */
 #define UCT_MD_FLAG_INVALIDATE_AMO (1ull << 12)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Memory can be copied by the MD between memory types (since 1.19).
+ * Releases: 1.19+.
+ */
+#define UCT_MD_FLAG_MEMTYPE_COPY (1ull << 13)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * `sys_device` is set.
+ * Releases: 1.19+.
+ */
+#define UCT_RKEY_UNPACK_FIELD_SYS_DEVICE (1ull << 0)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_MEM_TYPE (1ull << 0)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_SYS_DEV (1ull << 1)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_BASE_ADDRESS (1ull << 2)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_ALLOC_LENGTH (1ull << 3)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_DMABUF_FD (1ull << 4)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_DMABUF_OFFSET (1ull << 5)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_MD_MEM_ATTR_V2_FIELD_MEM_FLAGS (1ull << 6)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 20
+/**
+ * `device_mem_element_size` is requested (1.20 only).
+ * Releases: 1.20-1.20.
+ */
+#define UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE (1ull << 0)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_MAX_PUT_SGL_ZCOPY_COUNT (1ull << 0)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_CAP_FLAGS (1ull << 1)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_TX_TOKEN_LENGTH (1ull << 2)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_RX_TOKEN_LENGTH (1ull << 3)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_TX_TOKEN (1ull << 4)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_ATTR_FIELD_RX_TOKEN (1ull << 5)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * The interface puts a scatter-gather list with zero copy.
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_FLAG_V2_PUT_SGL_ZCOPY (1ull << 0)
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * The interface answers token queries.
+ * Releases: 1.22+.
+ */
+#define UCT_IFACE_FLAG_V2_QUERY_TOKEN (1ull << 1)
 #endif
 
 /**
@@ -1228,6 +1497,15 @@ typedef struct uct_component uct_component;
  */
 typedef struct uct_device_addr uct_device_addr;
 
+#if UCT_RS_UCX_ABI_MINOR == 20
+/**
+ * 1.20's memory element for device code: an empty struct that only
+ * appears behind pointers.
+ * Releases: 1.20-1.20.
+ */
+typedef struct uct_device_mem_element_t uct_device_mem_element_t;
+#endif
+
 /**
  * Packed endpoint address (opaque bytes of `ep_addr_len`).
  */
@@ -1257,6 +1535,23 @@ typedef struct uct_md_config uct_md_config;
  * Memory-domain operation table (opaque in the public API).
  */
 typedef struct uct_md_ops uct_md_ops;
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Which device transport an endpoint belongs to (C enum, 4 bytes, since
+ * 1.20; for the library's own use).
+ * Releases: 1.20+.
+ */
+typedef uint32_t uct_device_tl_id_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Flags of device operations (C enum, 4 bytes, since 1.20).
+ * Releases: 1.20+.
+ */
+typedef uint32_t uct_device_flags_t;
+#endif
 
 /**
  * Completion / error code of nearly every UCX call.
@@ -1609,22 +1904,34 @@ typedef ucs_ternary_auto_value_t ucs_ternary_auto_value;
  */
 typedef ucs_on_off_auto_value_t ucs_on_off_auto_value;
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
 /**
- * Array of strings as stored in a parsed configuration.
+ * Array of strings as stored in a parsed configuration (1.13-1.21:
+ * `ucs_config_names_array_t`).
+ * Releases: 1.22+.
  */
 typedef struct ucs_config_names_array_t {
     char **names;
     unsigned int count;
-    unsigned int pad;
+    /**
+     * Nonzero when libucs dropped names that did not fit (since 1.22,
+     * which named the former padding word; libucs fills it).
+     */
+    unsigned int truncated;
 } ucs_config_names_array_t;
+#endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
 /**
- * Parsed allow-list (names plus mode).
+ * Parsed allow-list (names plus mode; 1.13-1.21:
+ * `ucs_config_allow_list_t`).
+ * Releases: 1.22+.
  */
 typedef struct ucs_config_allow_list_t {
     struct ucs_config_names_array_t array;
     ucs_config_allow_list_mode_t mode;
 } ucs_config_allow_list_t;
+#endif
 
 /**
  * Link of libucs's intrusive doubly linked list.
@@ -2502,6 +2809,14 @@ typedef struct uct_iface_attr_t {
     uint8_t priority;
     size_t max_num_eps;
     unsigned int dev_num_paths;
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * System device that controls the interface (since 1.22, in what was
+     * padding before; no field-mask bit guards it).
+     * Releases: 1.22+.
+     */
+    ucs_sys_device_t ctl_device;
+#endif
 } uct_iface_attr_t;
 
 /**
@@ -2530,12 +2845,31 @@ typedef struct uct_iface_params_mode_sockaddr_t {
     uint32_t cb_flags;
 } uct_iface_params_mode_sockaddr_t;
 
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Stub-mode parameters (`uct_iface_params_t::mode.stub`, since 1.22).
+ * Releases: 1.22+.
+ */
+typedef struct uct_iface_params_mode_stub_t {
+    /**
+     * What the stub's operations return.
+     */
+    ucs_status_t status;
+} uct_iface_params_mode_stub_t;
+#endif
+
 /**
  * Mode-specific part of `uct_iface_params_t`, selected by `open_mode`.
  */
 typedef union uct_iface_params_mode_t {
     struct uct_iface_params_mode_device_t device;
     struct uct_iface_params_mode_sockaddr_t sockaddr;
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * Releases: 1.22+.
+     */
+    struct uct_iface_params_mode_stub_t stub;
+#endif
 } uct_iface_params_mode_t;
 
 /**
@@ -2781,6 +3115,14 @@ typedef struct uct_allocated_memory_t {
      */
     uct_md_h md;
     uct_mem_h memh;
+#if UCT_RS_UCX_ABI_MINOR >= 19
+    /**
+     * Device the memory was allocated on (since 1.19; no field mask: a
+     * caller of an older release has no room for it).
+     * Releases: 1.19+.
+     */
+    ucs_sys_device_t sys_device;
+#endif
 } uct_allocated_memory_t;
 
 /**
@@ -2882,6 +3224,14 @@ typedef struct uct_mem_alloc_params_t {
      * Name for debugging.
      */
     const char *name;
+#if UCT_RS_UCX_ABI_MINOR >= 19
+    /**
+     * Device the memory should be allocated on, or
+     * `UCS_SYS_DEVICE_ID_UNKNOWN` for any (since 1.19).
+     * Releases: 1.19+.
+     */
+    ucs_sys_device_t sys_device;
+#endif
 } uct_mem_alloc_params_t;
 
 typedef ucs_status_t (*uct_ep_put_short_func_t)(uct_ep_h ep,
@@ -3247,10 +3597,13 @@ typedef uct_ep_operation_t uct_ep_operation;
  */
 typedef uint32_t uct_perf_attr_field;
 
+#if UCT_RS_UCX_ABI_MINOR >= 19
 /**
- * In/out argument of `uct_iface_estimate_perf` (88 bytes; 96 from 1.17,
- * which appends `flags`). The first members select the scenario, the rest
- * receive the estimate.
+ * In/out argument of `uct_iface_estimate_perf` (112 bytes, the layout
+ * since 1.19, which inserted `path_bandwidth` after `bandwidth`; older
+ * releases: `uct_perf_attr_t`). The first members select the
+ * scenario, the rest receive the estimate.
+ * Releases: 1.19+.
  */
 typedef struct uct_perf_attr_t {
     uint64_t field_mask;
@@ -3272,16 +3625,19 @@ typedef struct uct_perf_attr_t {
      */
     double recv_overhead;
     struct uct_ppn_bandwidth_t bandwidth;
+    /**
+     * Bandwidth of the whole path to the peer, which may be below the
+     * interface's own.
+     */
+    struct uct_ppn_bandwidth_t path_bandwidth;
     struct ucs_linear_func_t latency;
     size_t max_inflight_eps;
-#if UCT_RS_UCX_ABI_MINOR >= 17
     /**
-     * `UCT_PERF_ATTR_FLAGS_*` bits (since 1.17).
-     * Releases: 1.17+.
+     * `UCT_PERF_ATTR_FLAGS_*` bits.
      */
     uint64_t flags;
-#endif
 } uct_perf_attr_t;
+#endif
 
 /**
  * Valid-field bits of `uct_md_mem_dereg_params_t::field_mask`. The C enum
@@ -3318,12 +3674,29 @@ typedef uint32_t uct_md_mem_dereg_flags_t;
 typedef uint32_t uct_md_mkey_pack_flags_t;
 
 /**
- * Endpoint attributes, filled by `uct_ep_query` (264 bytes).
+ * Endpoint attributes, filled by `uct_ep_query` (264 bytes; 280 from
+ * 1.22, which appends the token buffers).
  */
 typedef struct uct_ep_attr_t {
     uint64_t field_mask;
     struct sockaddr_storage local_address;
     struct sockaddr_storage remote_address;
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * Caller's buffer (`uct_iface_attr_v2_t::tx_token_length` bytes) that
+     * receives the endpoint's send-side token (since 1.22).
+     * Releases: 1.22+.
+     */
+    void *tx_token;
+#endif
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * Caller's buffer (`uct_iface_attr_v2_t::rx_token_length` bytes) that
+     * receives the endpoint's receive-side token (since 1.22).
+     * Releases: 1.22+.
+     */
+    void *rx_token;
+#endif
 } uct_ep_attr_t;
 
 /**
@@ -3488,6 +3861,13 @@ typedef struct uct_md_mem_reg_params_t {
      * Offset of the range inside that dma-buf.
      */
     size_t dmabuf_offset;
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * Memory type of the range, when the caller knows it (since 1.22).
+     * Releases: 1.22+.
+     */
+    ucs_memory_type_t mem_type;
+#endif
 } uct_md_mem_reg_params_t;
 #endif
 
@@ -3510,6 +3890,13 @@ typedef struct uct_md_mem_attach_params_t {
      * `UCT_MD_MEM_ATTACH_FLAG_*` bits.
      */
     uint64_t flags;
+#if UCT_RS_UCX_ABI_MINOR >= 19
+    /**
+     * Length of the exported key being attached (since 1.19).
+     * Releases: 1.19+.
+     */
+    size_t mkey_size;
+#endif
 } uct_md_mem_attach_params_t;
 #endif
 
@@ -3599,11 +3986,14 @@ typedef uint32_t uct_md_attr_field_t;
 typedef uct_md_attr_field_t uct_md_attr_field;
 #endif
 
-#if UCT_RS_UCX_ABI_MINOR >= 14
+#if UCT_RS_UCX_ABI_MINOR >= 18
 /**
- * Memory-domain attributes, filled by `uct_md_query_v2` (since 1.14). The
- * members a caller asks for are selected by `field_mask`.
- * Releases: 1.14+.
+ * Memory-domain attributes, filled by `uct_md_query_v2`, in the layout
+ * since 1.18 (which inserted `gva_mem_types`; 1.22 appends
+ * `required_mem_flags`). Older layouts: `uct_md_attr_v2_t`,
+ * `uct_md_attr_v2_t`. The members a caller asks for are selected by
+ * `field_mask`.
+ * Releases: 1.18+.
  */
 typedef struct uct_md_attr_v2_t {
     /**
@@ -3613,26 +4003,19 @@ typedef struct uct_md_attr_v2_t {
     uint64_t max_alloc;
     size_t max_reg;
     /**
-     * `UCT_MD_FLAG_*` bits (and `uct_md_flags_v2_t` from 1.15).
+     * `UCT_MD_FLAG_*` bits and `uct_md_flags_v2_t` bits.
      */
     uint64_t flags;
     uint64_t reg_mem_types;
-#if UCT_RS_UCX_ABI_MINOR >= 15
     /**
-     * Memory types registered without blocking (since 1.15).
-     * Releases: 1.15+.
+     * Memory types registered without blocking.
      */
     uint64_t reg_nonblock_mem_types;
-#endif
     uint64_t cache_mem_types;
-#if UCT_RS_UCX_ABI_MINOR >= 18
     /**
-     * Memory types registered through the global virtual address space
-     * (since 1.18).
-     * Releases: 1.18+.
+     * Memory types registered through the global virtual address space.
      */
     uint64_t gva_mem_types;
-#endif
     uint64_t detect_mem_types;
     uint64_t alloc_mem_types;
     uint64_t access_mem_types;
@@ -3646,12 +4029,17 @@ typedef struct uct_md_attr_v2_t {
      * Identifier of the MD that is the same in every process of the host.
      */
     char global_id[UCT_MD_GLOBAL_ID_MAX];
-#if UCT_RS_UCX_ABI_MINOR >= 16
     /**
-     * Alignment required for registered ranges (since 1.16).
-     * Releases: 1.16+.
+     * Alignment required for registered ranges.
      */
     size_t reg_alignment;
+#if UCT_RS_UCX_ABI_MINOR >= 22
+    /**
+     * `ucs_mem_flags_t` bits a range must have to be registered here
+     * (since 1.22).
+     * Releases: 1.22+.
+     */
+    uint8_t required_mem_flags;
 #endif
 } uct_md_attr_v2_t;
 #endif
@@ -3663,6 +4051,546 @@ typedef struct uct_md_attr_v2_t {
  * Releases: 1.15+.
  */
 typedef uint32_t uct_md_flags_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Per-range memory flags (C enum, 4 bytes; the constants are u8 like
+ * `uct_md_mem_attr_v2_t::mem_flags`, since 1.22).
+ * Releases: 1.22+.
+ */
+typedef uint32_t ucs_mem_flags_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 21
+/**
+ * `ucs_config_names_array_t` as 1.13-1.21 spell it: the same layout, the
+ * last word unnamed padding.
+ * Releases: 1.13-1.21.
+ */
+typedef struct ucs_config_names_array_t {
+    char **names;
+    unsigned int count;
+    unsigned int pad;
+} ucs_config_names_array_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 21
+/**
+ * `ucs_config_allow_list_t` as 1.13-1.21 spell it (their names array).
+ * Releases: 1.13-1.21.
+ */
+typedef struct ucs_config_allow_list_t {
+    struct ucs_config_names_array_t array;
+    ucs_config_allow_list_mode_t mode;
+} ucs_config_allow_list_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 18
+/**
+ * `uct_perf_attr_t` as 1.13-1.18 lay it out (88 bytes; 96 from 1.17,
+ * which appends `flags`), with the field-mask bits `_v1_13`/`_v1_17`.
+ * Releases: 1.13-1.18.
+ */
+typedef struct uct_perf_attr_t {
+    uint64_t field_mask;
+    uct_ep_operation_t operation;
+    ucs_memory_type_t local_memory_type;
+    ucs_memory_type_t remote_memory_type;
+    ucs_sys_device_t local_sys_device;
+    ucs_sys_device_t remote_sys_device;
+    double send_pre_overhead;
+    double send_post_overhead;
+    double recv_overhead;
+    struct uct_ppn_bandwidth_t bandwidth;
+    struct ucs_linear_func_t latency;
+    size_t max_inflight_eps;
+#if UCT_RS_UCX_ABI_MINOR >= 17
+    /**
+     * `UCT_PERF_ATTR_FLAGS_*` bits (since 1.17).
+     * Releases: 1.17+.
+     */
+    uint64_t flags;
+#endif
+} uct_perf_attr_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 15 && UCT_RS_UCX_ABI_MINOR <= 17
+/**
+ * `uct_md_attr_v2_t` as 1.15-1.17 lay it out (520 bytes; 528 from 1.16,
+ * which appends `reg_alignment`): no `gva_mem_types`.
+ * Releases: 1.15-1.17.
+ */
+typedef struct uct_md_attr_v2_t {
+    uint64_t field_mask;
+    uint64_t max_alloc;
+    size_t max_reg;
+    uint64_t flags;
+    uint64_t reg_mem_types;
+    uint64_t reg_nonblock_mem_types;
+    uint64_t cache_mem_types;
+    uint64_t detect_mem_types;
+    uint64_t alloc_mem_types;
+    uint64_t access_mem_types;
+    uint64_t dmabuf_mem_types;
+    struct ucs_linear_func_t reg_cost;
+    char component_name[UCT_COMPONENT_NAME_MAX];
+    size_t rkey_packed_size;
+    struct ucs_cpu_set_t local_cpus;
+    size_t exported_mkey_packed_size;
+    char global_id[UCT_MD_GLOBAL_ID_MAX];
+#if UCT_RS_UCX_ABI_MINOR >= 16
+    /**
+     * Alignment required for registered ranges (since 1.16).
+     * Releases: 1.16+.
+     */
+    size_t reg_alignment;
+#endif
+} uct_md_attr_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 14
+/**
+ * `uct_md_attr_v2_t` as 1.14 lays it out (512 bytes): neither
+ * `reg_nonblock_mem_types` nor `gva_mem_types`, field bits `_v1_14`.
+ * Releases: 1.14-1.14.
+ */
+typedef struct uct_md_attr_v2_t {
+    uint64_t field_mask;
+    uint64_t max_alloc;
+    size_t max_reg;
+    uint64_t flags;
+    uint64_t reg_mem_types;
+    uint64_t cache_mem_types;
+    uint64_t detect_mem_types;
+    uint64_t alloc_mem_types;
+    uint64_t access_mem_types;
+    uint64_t dmabuf_mem_types;
+    struct ucs_linear_func_t reg_cost;
+    char component_name[UCT_COMPONENT_NAME_MAX];
+    size_t rkey_packed_size;
+    struct ucs_cpu_set_t local_cpus;
+    size_t exported_mkey_packed_size;
+    char global_id[UCT_MD_GLOBAL_ID_MAX];
+} uct_md_attr_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * Parameters of `uct_ep_invalidate` (no optional members yet, since 1.21;
+ * earlier releases take `unsigned flags` instead).
+ * Releases: 1.21+.
+ */
+typedef struct uct_ep_invalidate_params_t {
+    uint64_t field_mask;
+} uct_ep_invalidate_params_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Valid-field bits of `uct_rkey_unpack_params_t::field_mask` (constants
+ * typed u64 to match the mask, since 1.19).
+ * Releases: 1.19+.
+ */
+typedef uint32_t uct_rkey_unpack_field_mask_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Parameters of `uct_rkey_unpack_v2` (since 1.19).
+ * Releases: 1.19+.
+ */
+typedef struct uct_rkey_unpack_params_t {
+    uint64_t field_mask;
+    /**
+     * Device that will access the remote memory through the key.
+     */
+    ucs_sys_device_t sys_device;
+} uct_rkey_unpack_params_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 19
+/**
+ * Alias for the C tag `struct uct_rkey_unpack_params`.
+ * Releases: 1.19+.
+ */
+typedef struct uct_rkey_unpack_params_t uct_rkey_unpack_params;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Valid-field bits of `uct_md_mem_attr_v2_t::field_mask` (C enum, 4 bytes;
+ * the constants are u64 like the mask, since 1.22).
+ * Releases: 1.22+.
+ */
+typedef uint32_t uct_md_mem_attr_v2_field_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Attributes of a memory range, filled by `uct_md_mem_query_v2` (since
+ * 1.22): `uct_md_mem_attr_t`'s members plus per-range memory flags.
+ * Releases: 1.22+.
+ */
+typedef struct uct_md_mem_attr_v2_t {
+    /**
+     * `UCT_MD_MEM_ATTR_V2_FIELD_*` bits.
+     */
+    uint64_t field_mask;
+    ucs_memory_type_t mem_type;
+    ucs_sys_device_t sys_dev;
+    /**
+     * Start of the allocation holding the queried range.
+     */
+    void *base_address;
+    /**
+     * Length of that allocation.
+     */
+    size_t alloc_length;
+    /**
+     * dma-buf of the range, or `UCT_DMABUF_FD_INVALID`.
+     */
+    int dmabuf_fd;
+    size_t dmabuf_offset;
+    /**
+     * `ucs_mem_flags_t` bits of the range.
+     */
+    uint8_t mem_flags;
+} uct_md_mem_attr_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Alias for the C tag `struct uct_md_mem_attr_v2`.
+ * Releases: 1.22+.
+ */
+typedef struct uct_md_mem_attr_v2_t uct_md_mem_attr_v2;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Valid-field bits of `uct_iface_attr_v2_t::field_mask` (C enum tag
+ * `uct_iface_attr_field`, 4 bytes; the constants are u64 like the mask).
+ * 1.20 and 1.22 give bit 0 unrelated meanings; 1.21 has no such struct
+ * (nor any of these bits).
+ * Releases: 1.20+.
+ */
+typedef uint32_t uct_iface_attr_field;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Capabilities part of `uct_iface_attr_v2_t` (`cap`, since 1.22).
+ * Releases: 1.22+.
+ */
+typedef struct uct_iface_attr_v2_cap_t {
+    /**
+     * `UCT_IFACE_FLAG_V2_*` bits.
+     */
+    uint64_t flags;
+} uct_iface_attr_v2_cap_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * More interface attributes, filled by `uct_iface_query_v2` (the 1.22
+ * layout, 56 bytes; 1.20's unrelated one is `uct_iface_attr_v2_t`).
+ * Releases: 1.22+.
+ */
+typedef struct uct_iface_attr_v2_t {
+    /**
+     * `UCT_IFACE_ATTR_FIELD_*` bits.
+     */
+    uint64_t field_mask;
+    /**
+     * Most entries a scatter-gather zero-copy put takes.
+     */
+    size_t max_put_sgl_zcopy_count;
+    struct uct_iface_attr_v2_cap_t cap;
+    /**
+     * Length of an endpoint's send-side token.
+     */
+    size_t tx_token_length;
+    /**
+     * Length of an endpoint's receive-side token.
+     */
+    size_t rx_token_length;
+    /**
+     * The interface's send-side token.
+     */
+    const void *tx_token;
+    /**
+     * Caller's buffer that receives the interface's receive-side token.
+     */
+    void *rx_token;
+} uct_iface_attr_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 20
+/**
+ * `uct_iface_attr_v2_t` as 1.20 lays it out (16 bytes).
+ * Releases: 1.20-1.20.
+ */
+typedef struct uct_iface_attr_v2_t {
+    /**
+     * `UCT_IFACE_ATTR_FIELD_DEVICE_MEM_ELEMENT_SIZE`.
+     */
+    uint64_t field_mask;
+    /**
+     * Size of the memory element a device needs for this interface.
+     */
+    size_t device_mem_element_size;
+} uct_iface_attr_v2_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Head of every device endpoint: the transport it belongs to (since 1.20).
+ * Releases: 1.20+.
+ */
+typedef struct uct_device_ep_t {
+    /**
+     * A `uct_device_tl_id_t` value.
+     */
+    uint8_t uct_tl_id;
+} uct_device_ep_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Alias for the C tag `struct uct_device_ep`.
+ * Releases: 1.20+.
+ */
+typedef struct uct_device_ep_t uct_device_ep;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Handle of a device endpoint (since 1.20).
+ * Releases: 1.20+.
+ */
+typedef struct uct_device_ep_t *uct_device_ep_h;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * What the CUDA IPC transport keeps about a memory range for device code
+ * (since 1.21).
+ * Releases: 1.21+.
+ */
+typedef struct uct_cuda_ipc_md_device_mem_element_t {
+    /**
+     * Distance from the local address to the peer's mapping.
+     */
+    ptrdiff_t mapped_offset;
+} uct_cuda_ipc_md_device_mem_element_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * What the IB transport keeps about a memory range for device code (since
+ * 1.21).
+ * Releases: 1.21+.
+ */
+typedef struct uct_ib_md_device_mem_element_t {
+    uint32_t lkey;
+    uint32_t rkey;
+} uct_ib_md_device_mem_element_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * Alias for the C tag `struct uct_ib_md_device_mem_element`.
+ * Releases: 1.21+.
+ */
+typedef struct uct_ib_md_device_mem_element_t uct_ib_md_device_mem_element;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * A transport's memory element for device code, in the transport's own
+ * form (named `uct_device_mem_elem_t` since 1.22; 1.21:
+ * `uct_device_mem_element_t`, the same 8 bytes).
+ * Releases: 1.22+.
+ */
+typedef union uct_device_mem_elem_t {
+    struct uct_ib_md_device_mem_element_t ib_md_mem_element;
+    struct uct_cuda_ipc_md_device_mem_element_t cuda_ipc_md_mem_element;
+} uct_device_mem_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Alias for the C tag `union uct_device_mem_elem`.
+ * Releases: 1.22+.
+ */
+typedef union uct_device_mem_elem_t uct_device_mem_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * A transport's memory element for device code, as 1.21 names it (the
+ * union renamed `uct_device_mem_elem_t` in 1.22).
+ * Releases: 1.21-1.21.
+ */
+typedef union uct_device_mem_element_t {
+    struct uct_ib_md_device_mem_element_t ib_md_mem_element;
+    struct uct_cuda_ipc_md_device_mem_element_t cuda_ipc_md_mem_element;
+} uct_device_mem_element_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * Alias for the C tag `union uct_device_mem_element`.
+ * Releases: 1.21-1.21.
+ */
+typedef union uct_device_mem_element_t uct_device_mem_element;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * A local memory range and its memory element (1.21).
+ * Releases: 1.21-1.21.
+ */
+typedef struct uct_device_local_mem_list_elem_t {
+    void *addr;
+    union uct_device_mem_element_t uct_mem_element;
+} uct_device_local_mem_list_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * Alias for the C tag `struct uct_device_local_mem_list_elem`.
+ * Releases: 1.21-1.21.
+ */
+typedef struct uct_device_local_mem_list_elem_t uct_device_local_mem_list_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * A remote memory range, the device endpoint that reaches it and its
+ * memory element (1.21).
+ * Releases: 1.21-1.21.
+ */
+typedef struct uct_device_remote_mem_list_elem_t {
+    uct_device_ep_h device_ep;
+    uint64_t addr;
+    union uct_device_mem_element_t uct_mem_element;
+} uct_device_remote_mem_list_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 21
+/**
+ * Alias for the C tag `struct uct_device_remote_mem_list_elem`.
+ * Releases: 1.21-1.21.
+ */
+typedef struct uct_device_remote_mem_list_elem_t uct_device_remote_mem_list_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * A local memory range followed by one memory element per transport
+ * (since 1.22; the elements follow the 8-byte head).
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_local_mem_elem_t {
+    void *addr;
+    union uct_device_mem_elem_t tl[];
+} uct_device_local_mem_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Alias for the C tag `struct uct_device_local_mem_elem`.
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_local_mem_elem_t uct_device_local_mem_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * One transport's way to a remote memory range: its device endpoint and
+ * memory element (since 1.22).
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_remote_tl_elem_t {
+    uct_device_ep_h ep;
+    union uct_device_mem_elem_t uct;
+} uct_device_remote_tl_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Alias for the C tag `struct uct_device_remote_tl_elem`.
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_remote_tl_elem_t uct_device_remote_tl_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * A remote memory range followed by one `uct_device_remote_tl_elem_t` per
+ * transport (since 1.22; the elements follow the 8-byte head).
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_remote_mem_elem_t {
+    uint64_t addr;
+    struct uct_device_remote_tl_elem_t tl[];
+} uct_device_remote_mem_elem_t;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Alias for the C tag `struct uct_device_remote_mem_elem`.
+ * Releases: 1.22+.
+ */
+typedef struct uct_device_remote_mem_elem_t uct_device_remote_mem_elem;
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Releases: 1.20+.
+ */
+#define UCT_DEVICE_TL_RC_MLX5_GDA 0
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * Releases: 1.20+.
+ */
+#define UCT_DEVICE_TL_CUDA_IPC 1
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Device-to-peer transport (since 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_DEVICE_TL_D2P 2
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20 && UCT_RS_UCX_ABI_MINOR <= 21
+/**
+ * Number of device transports in 1.20-1.21.
+ * Releases: 1.20-1.21.
+ */
+#define UCT_DEVICE_TL_LAST 2
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 22
+/**
+ * Number of device transports (`D2P` joined in 1.22).
+ * Releases: 1.22+.
+ */
+#define UCT_DEVICE_TL_LAST 3
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 20
+/**
+ * The operation completes before it returns.
+ * Releases: 1.20+.
+ */
+#define UCT_DEVICE_FLAG_NODELAY (1 << 0)
 #endif
 
 /**
@@ -3903,20 +4831,64 @@ typedef uint32_t uct_md_flags_v2_t;
 #define UCS_MEMORY_TYPE_LAST 6
 #endif
 
-#if UCT_RS_UCX_ABI_MINOR >= 17
+#if UCT_RS_UCX_ABI_MINOR >= 21
 /**
- * Number of known memory types (the Level Zero kinds joined in 1.17).
- * Releases: 1.17+.
+ * HabanaLabs Gaudi memory (since 1.21).
+ * Releases: 1.21+.
+ */
+#define UCS_MEMORY_TYPE_GAUDI 9
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17 && UCT_RS_UCX_ABI_MINOR <= 20
+/**
+ * Number of known memory types in 1.17-1.20 (the Level Zero kinds joined
+ * in 1.17).
+ * Releases: 1.17-1.20.
  */
 #define UCS_MEMORY_TYPE_LAST 9
 #endif
 
+#if UCT_RS_UCX_ABI_MINOR >= 21
+/**
+ * Number of known memory types (Gaudi joined in 1.21).
+ * Releases: 1.21+.
+ */
+#define UCS_MEMORY_TYPE_LAST 10
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 21
 /**
  * Memory type could not be determined: the value of `LAST`, so it moves
  * with it. In Rust this is the newest release's value; code that answers
  * a caller uses the running release's (`crate::ucs::release`).
+ * Releases: 1.21+.
  */
 #define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 13 && UCT_RS_UCX_ABI_MINOR <= 15
+/**
+ * `UCS_MEMORY_TYPE_UNKNOWN` in 1.13-1.15.
+ * Releases: 1.13-1.15.
+ */
+#define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR == 16
+/**
+ * `UCS_MEMORY_TYPE_UNKNOWN` in 1.16.
+ * Releases: 1.16-1.16.
+ */
+#define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
+#endif
+
+#if UCT_RS_UCX_ABI_MINOR >= 17 && UCT_RS_UCX_ABI_MINOR <= 20
+/**
+ * `UCS_MEMORY_TYPE_UNKNOWN` in 1.17-1.20.
+ * Releases: 1.17-1.20.
+ */
+#define UCS_MEMORY_TYPE_UNKNOWN UCS_MEMORY_TYPE_LAST
+#endif
 
 /**
  * Largest valid device index.
