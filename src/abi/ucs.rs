@@ -6,6 +6,7 @@
 //! the release the build serves (Debian 12's `/usr/include/ucs` for 1.13). Only the pieces that UCT's headers (and
 //! our use of the libucs config parser) need are mirrored here.
 
+use super::release::Release;
 use ::core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 // ---------------------------------------------------------------------------
@@ -202,6 +203,19 @@ pub const UCS_MEMORY_TYPE_UNKNOWN_v1_16: ucs_memory_type_t = UCS_MEMORY_TYPE_LAS
 /// `UCS_MEMORY_TYPE_UNKNOWN` in 1.17-1.20.
 /// Releases: 1.17-1.20.
 pub const UCS_MEMORY_TYPE_UNKNOWN_v1_17: ucs_memory_type_t = UCS_MEMORY_TYPE_LAST_v1_17;
+
+/// `UCS_MEMORY_TYPE_LAST` (and `UNKNOWN`, the same value) of a release.
+pub const fn memory_type_last(release: Release) -> ucs_memory_type_t {
+    if release.since(21) {
+        UCS_MEMORY_TYPE_LAST
+    } else if release.since(17) {
+        UCS_MEMORY_TYPE_LAST_v1_17
+    } else if release.since(16) {
+        UCS_MEMORY_TYPE_LAST_v1_16
+    } else {
+        UCS_MEMORY_TYPE_LAST_v1_13
+    }
+}
 
 /// Per-range memory flags (C enum, 4 bytes; the constants are u8 like
 /// `uct_md_mem_attr_v2_t::mem_flags`, since 1.22).

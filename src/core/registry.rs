@@ -40,6 +40,8 @@ pub enum Kind {
     Worker,
     /// An interface opened with `uct_iface_open`.
     Iface,
+    /// A stub interface (1.22 `UCT_IFACE_OPEN_MODE_STUB`): no transport.
+    StubIface,
     /// The interface behind a connection manager's endpoints (internal:
     /// endpoint queries reach it, `uct_iface_*` functions do not).
     CmIface,
@@ -62,6 +64,7 @@ impl Kind {
             Kind::Md => "a memory domain",
             Kind::Worker => "a worker",
             Kind::Iface => "an interface",
+            Kind::StubIface => "a stub interface",
             Kind::CmIface => "a connection manager's internal interface",
             Kind::Cm => "a connection manager",
             Kind::Listener => "a listener",

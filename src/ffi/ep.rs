@@ -4,6 +4,7 @@
 use super::{entry, need};
 use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
+use crate::core::iface::stub_iface;
 use crate::core::iface::IfaceHeader;
 use libc::c_uint;
 
@@ -129,12 +130,24 @@ entry! {
         need!(ep, "ep");
         need!(ep_attr, "ep_attr");
         // SAFETY: the UCT object model (an endpoint begins with its
-        // interface pointer); the interface is looked up in the registry.
+        // interface pointer).
+        if let Some(status) = unsafe { stub_iface::status_of_ep(ep) } {
+            return status;
+        }
+        // SAFETY: as above; the interface is looked up in the registry.
         let Some(hdr) = (unsafe { IfaceHeader::of_ep((*ep).iface) }) else {
             crate::error!("{}: endpoint {:p} does not belong to a live interface of this library", FN, ep);
             return UCS_ERR_INVALID_PARAM;
         };
-        // SAFETY: the interface is ours, so the endpoint is one of its own.
-        unsafe { (hdr.internal.ep_query)(ep, ep_attr) }
+        let release = crate::ucs::release::running();
+        // SAFETY: checked non-NULL: the caller's struct, in its release's
+        // layout, copied in and (what the release has of it) out again.
+        let mut attr = unsafe { uct_ep_attr_t::read_in(ep_attr, release) };
+        // SAFETY: the interface is ours, so the endpoint is one of its own;
+        // a local struct of the newest layout.
+        let status = unsafe { (hdr.internal.ep_query)(ep, &mut attr) };
+        // SAFETY: as above.
+        unsafe { attr.write_in(ep_attr, release) };
+        status
     }
 }

@@ -7,6 +7,7 @@
 use super::{entry, iface_or_fail, known_fields, md_or_fail, need, opt_str, worker_or_fail};
 use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
+use crate::core::iface::stub_iface;
 use crate::core::config;
 use crate::core::iface::IfaceParams;
 use crate::core::registry::{self, Kind};
@@ -83,10 +84,21 @@ entry! {
                       config: *const uct_iface_config_t, iface_p: *mut uct_iface_h) -> ucs_status_t {
         need!(params, "params");
         need!(iface_p, "iface_p");
-        let m = md_or_fail!(md);
-        let w = worker_or_fail!(worker);
         // SAFETY: checked non-NULL.
         let p = unsafe { &*params };
+        if p.field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE != 0 && p.open_mode & UCT_IFACE_OPEN_MODE_STUB != 0
+            && crate::ucs::release::running().since(22)
+        {
+            // A stub needs no md, worker or config (1.22's libucp passes
+            // NULL for them).
+            // SAFETY: in STUB mode the union holds the stub's status.
+            let status = unsafe { p.mode.stub.status };
+            // SAFETY: out-pointer checked above.
+            unsafe { *iface_p = crate::core::iface::stub_iface::open(status) };
+            return UCS_OK;
+        }
+        let m = md_or_fail!(md);
+        let w = worker_or_fail!(worker);
         known_fields!(p.field_mask, IFACE_PARAM_FIELDS, "iface params");
         if p.field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE == 0 {
             crate::error!("UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
@@ -132,7 +144,7 @@ entry! {
         // (two threads, or a close from a callback racing another), one
         // reaches the destructor; the registry lock is not held while it
         // runs (it may call back into this library).
-        if !registry::take(iface, Kind::Iface) {
+        if !registry::take(iface, Kind::Iface) && !registry::take(iface, Kind::StubIface) {
             crate::error!("{}: iface {:p} {}", FN, iface, registry::why_not(iface, Kind::Iface));
             return;
         }
@@ -183,6 +195,9 @@ entry! {
     fn uct_iface_is_reachable_v2(iface: uct_iface_h, params: *const uct_iface_is_reachable_params_t) -> c_int {
         if params.is_null() {
             crate::error!("{}: params must not be NULL", FN);
+            return 0;
+        }
+        if stub_iface::status_of(iface).is_some() {
             return 0;
         }
         let hdr = iface_or_fail!(iface, 0);
@@ -321,6 +336,9 @@ entry! {
 entry! {
     fn uct_iface_estimate_perf(iface: uct_iface_h, perf_attr: *mut uct_perf_attr_t) -> ucs_status_t {
         need!(perf_attr, "perf_attr");
+        if let Some(status) = stub_iface::status_of(iface) {
+            return status;
+        }
         let hdr = iface_or_fail!(iface);
         let release = crate::ucs::release::running();
         let estimate = |perf: &mut uct_perf_attr_t| {

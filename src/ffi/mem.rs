@@ -1,18 +1,40 @@
 //! `uct_mem_alloc`/`uct_mem_free` and the interface allocation helpers.
 
 use super::{entry, iface_or_fail, known_fields, need, opt_str};
+use crate::abi::layout_sizes::ReleaseSized;
 use crate::abi::*;
 use crate::core::md::MdObj;
 use crate::core::mem::{self, AllocRequest, Allocated};
 use libc::{c_char, c_uint};
 
-fn fill(mem: &mut uct_allocated_memory_t, a: Allocated) {
-    mem.address = a.address;
-    mem.length = a.length;
-    mem.method = a.method;
-    mem.mem_type = a.mem_type;
-    mem.md = a.md;
-    mem.memh = a.memh;
+/// Write an allocation to the caller's struct, in its release's layout
+/// (1.19 appended `sys_device`: an older caller's struct is shorter).
+///
+/// # Safety
+/// `mem` points to a writable `uct_allocated_memory_t` of the running
+/// release.
+unsafe fn fill(mem: *mut uct_allocated_memory_t, a: Allocated) {
+    let out = uct_allocated_memory_t {
+        address: a.address,
+        length: a.length,
+        method: a.method,
+        mem_type: a.mem_type,
+        md: a.md,
+        memh: a.memh,
+        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN,
+    };
+    // SAFETY: see the function contract.
+    unsafe { out.write_in(mem, crate::ucs::release::running()) };
+}
+
+/// The caller's allocation record, read in its release's layout.
+///
+/// # Safety
+/// `mem` points to a readable `uct_allocated_memory_t` of the running
+/// release.
+unsafe fn record(mem: *const uct_allocated_memory_t) -> uct_allocated_memory_t {
+    // SAFETY: see the function contract.
+    unsafe { uct_allocated_memory_t::read_in(mem, crate::ucs::release::running()) }
 }
 
 entry! {
@@ -23,8 +45,9 @@ entry! {
         if num_methods > 0 {
             need!(methods, "methods");
         }
-        // SAFETY: checked non-NULL.
-        let p = unsafe { &*params };
+        // SAFETY: checked non-NULL: the caller's parameters, in its
+        // release's layout (1.19 appended `sys_device`), copied for the call.
+        let p = &unsafe { uct_mem_alloc_params_t::read_in(params, crate::ucs::release::running()) };
         known_fields!(p.field_mask, UCT_MEM_ALLOC_PARAM_FIELD_FLAGS | UCT_MEM_ALLOC_PARAM_FIELD_ADDRESS
                       | UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE | UCT_MEM_ALLOC_PARAM_FIELD_MDS
                       | UCT_MEM_ALLOC_PARAM_FIELD_NAME, "mem alloc params");
@@ -52,7 +75,7 @@ entry! {
             return UCS_ERR_INVALID_PARAM;
         }
         let mem_type = if has(UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE) { p.mem_type } else { UCS_MEMORY_TYPE_HOST };
-        if mem_type >= UCS_MEMORY_TYPE_LAST {
+        if mem_type >= memory_type_last(crate::ucs::release::running()) {
             crate::error!("{}: invalid memory type {}", FN, mem_type);
             return UCS_ERR_INVALID_PARAM;
         }
@@ -78,7 +101,7 @@ entry! {
         match mem::alloc(methods, &req) {
             Ok(a) => {
                 // SAFETY: checked non-NULL.
-                fill(unsafe { &mut *mem }, a);
+                unsafe { fill(mem, a) };
                 UCS_OK
             }
             Err(s) => s,
@@ -90,7 +113,7 @@ entry! {
     fn uct_mem_free(mem: *const uct_allocated_memory_t) -> ucs_status_t {
         need!(mem, "mem");
         // SAFETY: checked non-NULL.
-        mem::free(unsafe { &*mem })
+        mem::free(&unsafe { record(mem) })
     }
 }
 
@@ -133,9 +156,9 @@ entry! {
                     Err(s) => {
                         let tmp = Allocated { ..a };
                         // SAFETY: checked non-NULL.
-                        fill(unsafe { &mut *mem }, tmp);
+                        unsafe { fill(mem, tmp) };
                         // SAFETY: as above; undo the allocation.
-                        mem::free(unsafe { &*mem });
+                        mem::free(&unsafe { record(mem) });
                         return s;
                     }
                 }
@@ -145,7 +168,7 @@ entry! {
             a.md = md.handle();
         }
         // SAFETY: checked non-NULL.
-        fill(unsafe { &mut *mem }, a);
+        unsafe { fill(mem, a) };
         UCS_OK
     }
 }
@@ -157,7 +180,7 @@ entry! {
             return;
         }
         // SAFETY: checked non-NULL.
-        let m = unsafe { &*mem };
+        let m = &unsafe { record(mem) };
         if m.method != UCT_ALLOC_METHOD_MD && !m.memh.is_null() {
             // SAFETY: looked up in the registry; the caller keeps the md
             // open until its memory is freed.

@@ -20,6 +20,7 @@
 
 pub mod checks;
 mod header;
+pub mod stub_iface;
 pub mod stubs;
 mod trampolines;
 mod transport;

@@ -376,6 +376,8 @@ pub fn query_attr<T: Transport>(iface: &Iface<T>) -> uct_iface_attr_t {
     let mut a: uct_iface_attr_t = unsafe { std::mem::zeroed() };
     a.max_num_eps = iface.hdr.max_num_eps;
     a.dev_num_paths = 1;
+    // 1.22's control-path device (padding before): no particular one.
+    a.ctl_device = UCS_SYS_DEVICE_ID_UNKNOWN;
     T::query(iface, &mut a);
     a.cap.flags = honest_flags(a.cap.flags, T::OPS);
     if T::OPS & op(slot::EP_ATOMIC32_POST) == 0 {
