@@ -76,7 +76,7 @@ static TLS: [TlDesc; 2] = [
 
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: 0,
+    flags: || 0,
     md: MdDesc::new::<IbOpen>(config::MD_CONFIG_NAME, config::MD_CONFIG_PREFIX, &config::IB_MD_TABLE),
     cm: None,
     md_resources,

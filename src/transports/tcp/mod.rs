@@ -360,7 +360,7 @@ static TLS: [TlDesc; 1] = [TlDesc::new::<TcpOpen>(NAME, c"TCP transport", c"TCP_
 /// connection manager.
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: UCT_COMPONENT_FLAG_CM,
+    flags: || UCT_COMPONENT_FLAG_CM,
     md: MdDesc::new::<TcpMd>(c"TCP memory domain", c"TCP_", &MD_TABLE),
     cm: Some(sockcm::CM),
     md_resources,
