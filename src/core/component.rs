@@ -157,7 +157,9 @@ impl CmDesc {
 /// A component, as `uct_component_h` designates it.
 pub struct Component {
     pub name: &'static str,
-    pub flags: u64,
+    /// Its `UCT_COMPONENT_FLAG_*` bits in the running release (read through
+    /// [`Component::flags`]).
+    pub flags: fn() -> u64,
     pub md: MdDesc,
     /// Present for components with `UCT_COMPONENT_FLAG_CM`.
     pub cm: Option<CmDesc>,
@@ -171,6 +173,10 @@ pub struct Component {
 impl Component {
     pub fn handle(&'static self) -> uct_component_h {
         self as *const Component as uct_component_h
+    }
+    /// The `UCT_COMPONENT_FLAG_*` bits the component reports.
+    pub fn flags(&self) -> u64 {
+        (self.flags)()
     }
     pub fn find_tl(&self, name: &str) -> Option<&'static TlDesc> {
         self.tls.iter().find(|t| t.name == name)

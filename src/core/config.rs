@@ -202,10 +202,10 @@ pub mod parser {
             ucs_config_release_nop, ucs_config_help_generic,
             c"bandwidth value: <number>[T|G|M|K]B|b[[p|/]s] or \"auto\"");
     scalar!(time, ucs_config_sscanf_time, ucs_config_sprintf_time, ucs_config_clone_double,
-            ucs_config_release_nop, ucs_config_help_generic, crate::core::release::TIME_SYNTAX);
+            ucs_config_release_nop, ucs_config_help_generic, crate::core::release::time_syntax());
     scalar!(time_units, ucs_config_sscanf_time_units, ucs_config_sprintf_time_units, ucs_config_clone_ulong,
             ucs_config_release_nop, ucs_config_help_generic,
-            crate::core::release::TIME_UNITS_SYNTAX);
+            crate::core::release::time_units_syntax());
 
     scalar!(on_off_auto, ucs_config_sscanf_on_off_auto, ucs_config_sprintf_on_off_auto, ucs_config_clone_int,
             ucs_config_release_nop, ucs_config_help_generic, c"<on|off|auto>");
@@ -250,10 +250,10 @@ pub mod parser {
     /// A key-value field (1.17+): a value for all keys, or `key:value`
     /// pairs, each stored at its key's offset (the field's own offset is 0).
     /// Only releases with libucs's key-value parser have such fields: where
-    /// it is missing, the members are NULL and the field must not be used.
-    pub fn key_value(param: &'static KeyValueParam) -> ucs_config_parser_t {
+    /// it is missing, the answer is None and the row must be left out.
+    pub fn key_value(param: &'static KeyValueParam) -> Option<ucs_config_parser_t> {
         use ucs::optional as o;
-        ucs_config_parser_t {
+        let p = ucs_config_parser_t {
             read: o::config_sscanf_key_value(),
             write: o::config_sprintf_key_value(),
             clone: o::config_clone_key_value(),
@@ -261,7 +261,10 @@ pub mod parser {
             help: o::config_help_key_value(),
             doc: o::config_doc_key_value(),
             arg: param as *const KeyValueParam as *const c_void,
-        }
+        };
+        let complete = p.read.is_some() && p.write.is_some() && p.clone.is_some() && p.release.is_some()
+                       && p.help.is_some() && p.doc.is_some();
+        complete.then_some(p)
     }
 
     pub fn array(a: &'static ArrayDesc) -> ucs_config_parser_t {

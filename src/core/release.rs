@@ -3,92 +3,86 @@
 //! `crate::ucs`; transports keep theirs in `transports/<family>/release.rs`.)
 
 use crate::abi::*;
+use crate::ucs::release::running;
 use std::ffi::CStr;
 
 /// The reason an `is_reachable` check failed, as `uct_iface_is_reachable_v2`
 /// hands it back (1.18+; before, no reason is given). `text` is only
 /// evaluated when the release reports it.
 pub fn reason(text: impl FnOnce() -> String) -> String {
-    #[cfg(ucx_since_1_18)]
-    {
-        text()
-    }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        let _ = text;
-        String::new()
-    }
+    if running().since(18) { text() } else { String::new() }
 }
 
-/// Memory registration and allocation must ask for some access (a
-/// `UCT_MD_MEM_ACCESS_*` flag) up to 1.14; from 1.15 no flag is needed.
-pub const ACCESS_FLAG_REQUIRED: bool = cfg!(not(ucx_since_1_15));
+/// Whether memory registration and allocation must ask for some access (a
+/// `UCT_MD_MEM_ACCESS_*` flag): up to 1.14; from 1.15 no flag is needed.
+pub fn access_flag_required() -> bool {
+    !running().since(15)
+}
 
 /// The peer address lengths a caller may pass in `uct_ep_params_t`
 /// (1.18+: `dev_addr_length`, `iface_addr_length`); None when not given.
+/// Older callers' structs end before those members: they are read only
+/// where the release has them.
 pub fn ep_param_addr_lens(p: &uct_ep_params_t) -> (Option<usize>, Option<usize>) {
-    #[cfg(ucx_since_1_18)]
-    {
-        let m = p.field_mask;
-        ((m & UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH != 0).then_some(p.dev_addr_length),
-         (m & UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH != 0).then_some(p.iface_addr_length))
+    if !running().since(18) {
+        return (None, None);
     }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        let _ = p;
-        (None, None)
-    }
+    let m = p.field_mask;
+    ((m & UCT_EP_PARAM_FIELD_DEV_ADDR_LENGTH != 0).then_some(p.dev_addr_length),
+     (m & UCT_EP_PARAM_FIELD_IFACE_ADDR_LENGTH != 0).then_some(p.iface_addr_length))
 }
 
-/// The `uct_ep_params_t` field bits this release defines.
-pub const EP_PARAM_FIELDS: u64 = if cfg!(ucx_since_1_18) { (1u64 << 19) - 1 } else { (1u64 << 17) - 1 };
+/// The `uct_ep_params_t` field bits the running release defines.
+pub fn ep_param_fields() -> u64 {
+    if running().since(18) { (1u64 << 19) - 1 } else { (1u64 << 17) - 1 }
+}
 
-/// `uct_md_mem_attr_t` bits this release defines beyond the 1.13 ones, and
-/// what a memory domain without dma-buf support answers for them.
+/// `uct_md_mem_attr_t` bits the running release defines beyond the 1.13
+/// ones (1.14+), and what a memory domain without dma-buf support answers
+/// for them.
 pub fn mem_attr_fill_extra(attr: &mut uct_md_mem_attr_t) {
-    #[cfg(ucx_since_1_14)]
-    {
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD != 0 {
-            attr.dmabuf_fd = UCT_DMABUF_FD_INVALID;
-        }
-        if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET != 0 {
-            attr.dmabuf_offset = 0;
-        }
+    if !running().since(14) {
+        return;
     }
-    #[cfg(not(ucx_since_1_14))]
-    {
-        let _ = attr;
+    if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD != 0 {
+        attr.dmabuf_fd = UCT_DMABUF_FD_INVALID;
+    }
+    if attr.field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET != 0 {
+        attr.dmabuf_offset = 0;
     }
 }
 
-/// All `uct_md_mem_attr_t` field bits of this release.
-pub const MEM_ATTR_FIELDS: u64 = if cfg!(ucx_since_1_14) { (1u64 << 6) - 1 } else { (1u64 << 4) - 1 };
+/// All `uct_md_mem_attr_t` field bits of the running release.
+pub fn mem_attr_fields() -> u64 {
+    if running().since(14) { (1u64 << 6) - 1 } else { (1u64 << 4) - 1 }
+}
 
 /// Performance flags an estimate reports (1.17+ `uct_perf_attr_t::flags`):
 /// none of our transports shares one resource between send and receive.
 pub fn perf_fill_extra(perf: &mut uct_perf_attr_t) {
-    #[cfg(ucx_since_1_17)]
-    {
-        if perf.field_mask & UCT_PERF_ATTR_FIELD_FLAGS != 0 {
-            perf.flags = 0;
-        }
-    }
-    #[cfg(not(ucx_since_1_17))]
-    {
-        let _ = perf;
+    if running().since(17) && perf.field_mask & UCT_PERF_ATTR_FIELD_FLAGS != 0 {
+        perf.flags = 0;
     }
 }
 
 /// The syntax line of time values, as libucs's own types print it
 /// (1.18 added minutes).
-#[cfg(not(ucx_since_1_18))]
-pub const TIME_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns]";
-#[cfg(ucx_since_1_18)]
-pub const TIME_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns]";
-#[cfg(not(ucx_since_1_18))]
-pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\"";
-#[cfg(ucx_since_1_18)]
-pub const TIME_UNITS_SYNTAX: &CStr = c"time value: <number>[m|s|ms|us|ns], \"inf\", or \"auto\"";
+pub fn time_syntax() -> &'static CStr {
+    if running().since(18) {
+        c"time value: <number>[m|s|ms|us|ns]"
+    } else {
+        c"time value: <number>[s|us|ms|ns]"
+    }
+}
+
+/// The syntax line of time values that also take "inf" and "auto".
+pub fn time_units_syntax() -> &'static CStr {
+    if running().since(18) {
+        c"time value: <number>[m|s|ms|us|ns], \"inf\", or \"auto\""
+    } else {
+        c"time value: <number>[s|us|ms|ns], \"inf\", or \"auto\""
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -97,9 +91,10 @@ mod tests {
     #[test]
     fn reasons_only_where_reported() {
         let r = reason(|| "iface address is empty".to_string());
-        #[cfg(ucx_since_1_18)]
-        assert_eq!(r, "iface address is empty");
-        #[cfg(not(ucx_since_1_18))]
-        assert!(r.is_empty());
+        if running().since(18) {
+            assert_eq!(r, "iface address is empty");
+        } else {
+            assert!(r.is_empty());
+        }
     }
 }

@@ -81,7 +81,7 @@ entry! {
             }
         }
         if attr.field_mask & UCT_COMPONENT_ATTR_FIELD_FLAGS != 0 {
-            attr.flags = c.flags;
+            attr.flags = c.flags();
         }
         UCS_OK
     }

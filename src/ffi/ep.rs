@@ -28,7 +28,7 @@ entry! {
         // SAFETY: checked non-NULL: the caller's parameters, in its
         // release's layout, copied for the call.
         let p = &unsafe { uct_ep_params_t::read_in(params, crate::ucs::release::running()) };
-        if p.field_mask & !crate::core::release::EP_PARAM_FIELDS != 0 {
+        if p.field_mask & !crate::core::release::ep_param_fields() != 0 {
             crate::error!("{}: field_mask {:#x} has unknown bits", FN, p.field_mask);
             return UCS_ERR_INVALID_PARAM;
         }

@@ -23,7 +23,7 @@ pub(super) fn mem_reg(fname: &str, m: &crate::core::md::MdObj, address: *mut c_v
         crate::error!("uct_md_mem_reg(address={:p} length={}): invalid parameters", address, length);
         return UCS_ERR_INVALID_PARAM;
     }
-    if crate::core::release::ACCESS_FLAG_REQUIRED && flags & UCT_MD_MEM_ACCESS_ALL as u64 == 0 {
+    if crate::core::release::access_flag_required() && flags & UCT_MD_MEM_ACCESS_ALL as u64 == 0 {
         crate::error!("uct_md_mem_reg(flags={:#x}): invalid flags", flags);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -113,7 +113,7 @@ entry! {
         // SAFETY: checked non-NULL: the caller's struct, in its release's
         // layout, copied in and (what the release has of it) out again.
         let mut attr = unsafe { uct_md_mem_attr_t::read_in(mem_attr, release) };
-        known_fields!(attr.field_mask, crate::core::release::MEM_ATTR_FIELDS, "mem attr");
+        known_fields!(attr.field_mask, crate::core::release::mem_attr_fields(), "mem attr");
         let status = m.imp.mem_query(address, length, &mut attr);
         if status == UCS_OK {
             crate::core::release::mem_attr_fill_extra(&mut attr);

@@ -53,7 +53,7 @@ entry! {
                       | UCT_MEM_ALLOC_PARAM_FIELD_NAME, "mem alloc params");
         let has = |f: u64| p.field_mask & f != 0;
         let flags = if has(UCT_MEM_ALLOC_PARAM_FIELD_FLAGS) {
-            if crate::core::release::ACCESS_FLAG_REQUIRED && p.flags & UCT_MD_MEM_ACCESS_ALL == 0 {
+            if crate::core::release::access_flag_required() && p.flags & UCT_MD_MEM_ACCESS_ALL == 0 {
                 crate::error!("{}: flags {:#x} grant no access", FN, p.flags);
                 return UCS_ERR_INVALID_PARAM;
             }

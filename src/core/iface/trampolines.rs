@@ -709,7 +709,8 @@ impl<T: Transport> Internal<T> {
 /// The vtable of transport `T`.
 pub fn build_ops<T: Transport>() -> uct_iface_ops_t {
     let mut o = unsupported_ops();
-    let has = |s: u32| T::OPS & op(s) != 0;
+    let ops = T::ops();
+    let has = |s: u32| ops & op(s) != 0;
     if has(slot::EP_PUT_SHORT) { o.ep_put_short = Some(t_put_short::<T>); }
     if has(slot::EP_PUT_BCOPY) { o.ep_put_bcopy = Some(t_put_bcopy::<T>); }
     if has(slot::EP_GET_BCOPY) { o.ep_get_bcopy = Some(t_get_bcopy::<T>); }

@@ -74,14 +74,19 @@ pub const fn atomic_fetch_ops(bits: u32) -> u64 {
 /// - `atomics: [32, 64];` the operand widths `atomic_post` and
 ///   `atomic_fetch` serve (needed when either is written);
 /// - `offered_if(COND): [method, ...];` methods whose slots are left out
-///   (a stub answers) when `COND` is false: the method exists for every
-///   release, the operation only for some.
+///   (a stub answers) when `COND`, evaluated when an interface opens, is
+///   false: the method exists for every release, the operation only for
+///   some (`OPS` has them, [`Transport::ops`] only where `COND` holds).
 #[macro_export]
 macro_rules! transport_ops {
     (@go $ws:tt [$($cond:expr => [$($dn:ident),*])?]
      $( $(#[$m:meta])* fn $name:ident ($($args:tt)*) $(-> $ret:ty)? $body:block )*) => {
-        const OPS: u64 = (0 $(| $crate::__transport_op_bits!($name, $ws))*)
-            $(& !(if $cond { 0 } else { 0 $(| $crate::__transport_op_bits!($dn, $ws))* }))?;
+        const OPS: u64 = 0 $(| $crate::__transport_op_bits!($name, $ws))*;
+        $(
+            fn ops() -> u64 {
+                Self::OPS & !(if $cond { 0 } else { 0 $(| $crate::__transport_op_bits!($dn, $ws))* })
+            }
+        )?
         $( $(#[$m])* fn $name ($($args)*) $(-> $ret)? $body )*
     };
     (atomics: [$($w:literal),*]; offered_if($c:expr): [$($dn:ident),* $(,)?]; $($rest:tt)*) => {
@@ -242,6 +247,12 @@ pub trait Transport: Sized + 'static {
     /// Bitmask of implemented slots (see [`op`]); written by
     /// [`transport_ops!`], never by hand.
     const OPS: u64;
+    /// The slots the running release is offered: [`Transport::OPS`] less
+    /// those of an `offered_if` clause whose condition is false (written
+    /// by [`transport_ops!`] when it has such a clause).
+    fn ops() -> u64 {
+        Self::OPS
+    }
     /// Whether [`Transport::progress`] has work to do.
     const HAS_PROGRESS: bool = true;
 
@@ -379,17 +390,18 @@ pub fn query_attr<T: Transport>(iface: &Iface<T>) -> uct_iface_attr_t {
     // 1.22's control-path device (padding before): no particular one.
     a.ctl_device = UCS_SYS_DEVICE_ID_UNKNOWN;
     T::query(iface, &mut a);
-    a.cap.flags = honest_flags(a.cap.flags, T::OPS);
-    if T::OPS & op(slot::EP_ATOMIC32_POST) == 0 {
+    let ops = T::ops();
+    a.cap.flags = honest_flags(a.cap.flags, ops);
+    if ops & op(slot::EP_ATOMIC32_POST) == 0 {
         a.cap.atomic32.op_flags = 0;
     }
-    if T::OPS & op(slot::EP_ATOMIC64_POST) == 0 {
+    if ops & op(slot::EP_ATOMIC64_POST) == 0 {
         a.cap.atomic64.op_flags = 0;
     }
-    if T::OPS & op(slot::EP_ATOMIC32_FETCH) == 0 {
+    if ops & op(slot::EP_ATOMIC32_FETCH) == 0 {
         a.cap.atomic32.fop_flags = 0;
     }
-    if T::OPS & op(slot::EP_ATOMIC64_FETCH) == 0 {
+    if ops & op(slot::EP_ATOMIC64_FETCH) == 0 {
         a.cap.atomic64.fop_flags = 0;
     }
     a
@@ -465,9 +477,10 @@ mod tests {
     #[test]
     fn ops_follow_the_methods_written() {
         let want = op(slot::EP_AM_SHORT) | op(slot::EP_ATOMIC_CSWAP64) | op(slot::EP_ATOMIC64_FETCH);
-        assert_eq!(Probe::OPS, want);
+        assert_eq!(Probe::OPS, want | op(slot::EP_AM_BCOPY));
+        assert_eq!(Probe::ops(), want);
         let flags = honest_flags(UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_ATOMIC_CPU,
-                                 Probe::OPS);
+                                 Probe::ops());
         assert_eq!(flags, UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_ATOMIC_CPU);
     }
 }

@@ -24,11 +24,12 @@
 //! * `direct`: one `ibv_reg_mr` per registration and `ibv_dereg_mr` per
 //!   deregistration, reported as 16 us + 0.06 ns/B (`UCX_IB_MEM_REG_*`).
 //!
-//! UCX 1.13.1 defaults to `rcache,odp,direct`. From 1.17 on, UCX's `ib` md
-//! registers directly (the cache moved to libucp, which caches the
+//! UCX 1.13.1 defaults to `rcache,odp,direct`. From 1.16 on (the release
+//! whose md table lost `REG_METHODS` and the `RCACHE_*` rows), UCX's `ib` md
+//! registers directly (the cache moved out of the md, libucp caches the
 //! registrations of every md reporting host memory in `cache_mem_types`),
-//! so [`MdParams::default`] of a 1.17+ build is `direct` alone; the cache
-//! still works there when asked for.
+//! so [`MdParams::default`] there is `direct` alone; the cache still works
+//! when asked for.
 //!
 //! A memory handle is the address of an [`IbMemh`]: a box of ours
 //! (direct), or the part of a cache region descriptor that follows libucs's
@@ -39,12 +40,14 @@
 //! The packed remote key is 8 bytes, one host-order 64-bit value: the
 //! region's rkey in the low half, the "atomic" rkey in the high half, which
 //! is `0xffffffff` (none: atomics use the low key) for every region of
-//! this md, as on a UCX 1.13.1 peer without relaxed ordering (1.18.1 packs
-//! the same rkey in both halves instead; either form reads the same).
+//! this md up to 1.15, as on a UCX 1.13.1 peer without relaxed ordering
+//! (from 1.16 the same rkey goes in both halves, as UCX's verbs md packs
+//! its atomic MR's key; either form reads the same).
 //! Unpacking takes the 8 bytes as the `uct_rkey_t` unchanged.
 
 use crate::abi::*;
 use crate::core::md::MdImpl;
+use super::release;
 use crate::core::handles::Completion;
 use crate::sys::verbs::{self, access, Context, Mr, Pd, PortInfo};
 pub use crate::ucs::rcache::RcacheParams;
@@ -106,7 +109,7 @@ impl RegMethod {
 /// | `rcache.purge_on_fork` | `UCX_IB_RCACHE_PURGE_ON_FORK` |
 /// | `direct_cost` | `UCX_IB_MEM_REG_OVERHEAD`, `UCX_IB_MEM_REG_GROWTH` (seconds, seconds/byte) |
 ///
-/// 1.17+ has no `REG_METHODS`/`RCACHE_*` settings for this md: keep the
+/// 1.16+ has no `REG_METHODS`/`RCACHE_*` settings for this md: keep the
 /// default `reg_methods` (direct) and map the `MEM_REG_*` pair.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MdParams {
@@ -118,10 +121,10 @@ pub struct MdParams {
 impl Default for MdParams {
     /// The release's defaults (see the module notes).
     fn default() -> MdParams {
-        let reg_methods = if cfg!(ucx_since_1_17) {
-            vec![RegMethod::Direct]
-        } else {
+        let reg_methods = if release::md_table_has_reg_methods() {
             vec![RegMethod::Rcache, RegMethod::Odp, RegMethod::Direct]
+        } else {
+            vec![RegMethod::Direct]
         };
         MdParams { reg_methods, rcache: RcacheParams::default(), direct_cost: DIRECT_REG_COST }
     }
@@ -546,7 +549,7 @@ impl MdImpl for IbMd {
     // The trait's contract: the caller's pointers are valid (UCT's API).
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn mkey_pack(&self, memh: uct_mem_h, flags: u32, buf: *mut u8) -> ucs_status_t {
-        if flags & UNSUPPORTED_PACK_FLAGS != 0 {
+        if flags & release::unsupported_pack_flags() != 0 {
             crate::debug!("{}: keys that can be invalidated or exported are not supported", self.name);
             return UCS_ERR_UNSUPPORTED;
         }
@@ -563,19 +566,11 @@ impl MdImpl for IbMd {
     }
 }
 
-/// The `mkey_pack` flags this md cannot honour (invalidatable keys, and
-/// from 1.14 on exported keys).
-#[cfg(not(ucx_since_1_15))]
-const UNSUPPORTED_PACK_FLAGS: u32 = UCT_MD_MKEY_PACK_FLAG_INVALIDATE;
-#[cfg(ucx_since_1_15)]
-const UNSUPPORTED_PACK_FLAGS: u32 =
-    UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO | UCT_MD_MKEY_PACK_FLAG_EXPORT;
-
 /// The packed key of a region whose rkey is `rkey`: the atomic half is
-/// "none" in 1.13.1; 1.18.1 always packs the key of the MR atomics use,
-/// here the same MR.
+/// "none" up to 1.15; later releases pack the key of the MR atomics use,
+/// here the same MR (see [`release::packs_atomic_key`]).
 fn pack_rkey(rkey: u32) -> u64 {
-    let atomic = if cfg!(ucx_since_1_18) { rkey } else { INVALID_KEY };
+    let atomic = if release::packs_atomic_key() { rkey } else { INVALID_KEY };
     ((atomic as u64) << 32) | rkey as u64
 }
 

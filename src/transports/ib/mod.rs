@@ -44,9 +44,9 @@ impl MdOpen for IbOpen {
 /// The registration settings of the md configuration.
 fn md_params(cfg: &IbMdConfig) -> md::MdParams {
     let mut p = md::MdParams { direct_cost: cfg.reg_cost(), ..md::MdParams::default() };
-    // Releases with the cache settings in the md table (up to 1.16) also
+    // Releases with the cache settings in the md table (up to 1.15) also
     // choose the registration methods there.
-    if cfg!(not(ucx_since_1_17)) {
+    if release::md_table_has_reg_methods() {
         p.reg_methods = cfg.reg_methods().iter().filter_map(|m| md::RegMethod::parse(m)).collect();
         let r = &cfg.rcache;
         p.rcache.event_prio = r.mem_prio;
@@ -76,7 +76,7 @@ static TLS: [TlDesc; 2] = [
 
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: 0,
+    flags: || 0,
     md: MdDesc::new::<IbOpen>(config::MD_CONFIG_NAME, config::MD_CONFIG_PREFIX, &config::IB_MD_TABLE),
     cm: None,
     md_resources,

@@ -66,7 +66,7 @@ fn rkey_unpack(_buf: *const u8) -> Result<(uct_rkey_t, *mut libc::c_void), ucs_s
 
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: UCT_COMPONENT_FLAG_CM,
+    flags: || UCT_COMPONENT_FLAG_CM,
     md: MdDesc::new::<RdmacmOpen>(c"", c"", &EMPTY_TABLE),
     cm: Some(CmDesc::new::<RdmacmOpen>(c"RDMA-CM connection manager", c"RDMACM_", &EMPTY_TABLE)),
     md_resources,

@@ -1,8 +1,10 @@
 //! What the ib family's configuration does differently from one UCX
-//! release to the next, in one place: each item is written for the release
-//! that introduced the change (`ucx_since_1_NN`), with UCX 1.13.1's form
-//! next to it. The tables in [`super::config`] take their rows from here and
-//! have no `cfg` of their own.
+//! release to the next, in one place: each item asks the release the
+//! process runs (`crate::ucs::release::running`) whether it has the change of
+//! release 1.N, with UCX 1.13.1's form next to it. The tables in
+//! [`super::config`] take their rows from here (built for the running
+//! release) and ask no release questions of their own; so do the md's
+//! registration and key packing.
 //!
 //! From 1.13 to 1.18 (read from UCX's sources at each release tag):
 //! - md (`UCX_IB_*`): the DEVX object list gains `cq` (1.14);
@@ -20,170 +22,137 @@
 //!   `SEND_OVERHEAD` holds seconds with explicit per-step defaults, which
 //!   rc_verbs sets for its own interface overhead (75 ns) (1.18);
 //! - RC common: `ECE` comes (1.14).
+//! - md behaviour: the registration methods and cache settings of the md
+//!   table are read up to 1.15 (later the md registers directly); a packed
+//!   key carries the atomic key (the same MR) from 1.16; `mkey_pack` refuses
+//!   invalidatable keys, and exported keys from 1.14.
 //! - UD (`UCX_UD_*`): no row changes from 1.13 to 1.18; its IB part changes
 //!   as above, and ud_verbs sets its own interface overhead (105 ns) in
 //!   `SEND_OVERHEAD` (1.18).
 
 use super::config::parsers::{self, Names};
-#[cfg(not(ucx_since_1_16))]
 use super::config::MD_RCACHE_TABLE;
 use crate::abi::*;
-#[cfg(not(ucx_since_1_16))]
-use crate::core::config::embed_with_defaults;
-use crate::core::config::{field, parser};
-use libc::c_int;
+use crate::core::config::{embed_with_defaults, field, parser, TIME_AUTO};
+use crate::ucs::release::running;
+use libc::{c_char, c_int};
 use std::ffi::CStr;
 
 // ---------------------------------------------------------------------------
 // md
 
+/// Whether the md table has `REG_METHODS` and the registration-cache rows
+/// (up to 1.15), so that the md takes its registration methods and cache
+/// settings from there; later releases register directly.
+pub fn md_table_has_reg_methods() -> bool {
+    !running().since(16)
+}
+
 /// The `REG_METHODS` row and the embedded registration-cache rows (up to
 /// 1.15; the IB md aligns cached regions to 16 bytes instead of the generic
 /// cache-line default).
-#[allow(unused_variables)]
 pub fn md_reg_method_rows(reg_methods: usize, rcache: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(not(ucx_since_1_16))]
-    {
-        #[cfg(ucx_since_1_15)]
-        const DFL: &CStr = c"rcache,direct";
-        #[cfg(not(ucx_since_1_15))]
-        const DFL: &CStr = c"rcache,odp,direct";
-        vec![
-            field(c"REG_METHODS", DFL,
-                  c"Registration methods to try, in this order:\n\
-                    \x20 rcache - a cache of registrations in user space\n\
-                    \x20 odp    - implicit on-demand paging (the whole address space)\n\
-                    \x20 direct - one registration per request\n",
-                  reg_methods, parsers::string_array()),
-            embed_with_defaults(c"", c"RCACHE_ADDR_ALIGN=16", &MD_RCACHE_TABLE, rcache),
-        ]
+    if !md_table_has_reg_methods() {
+        return Vec::new();
     }
-    #[cfg(ucx_since_1_16)]
-    {
-        Vec::new()
-    }
+    let dfl = if running().since(15) { c"rcache,direct" } else { c"rcache,odp,direct" };
+    vec![
+        field(c"REG_METHODS", dfl,
+              c"Registration methods to try, in this order:\n\
+                \x20 rcache - a cache of registrations in user space\n\
+                \x20 odp    - implicit on-demand paging (the whole address space)\n\
+                \x20 direct - one registration per request\n",
+              reg_methods, parsers::string_array()),
+        embed_with_defaults(c"", c"RCACHE_ADDR_ALIGN=16", &MD_RCACHE_TABLE, rcache),
+    ]
 }
 
-/// `ODP_NUMA_POLICY` (up to 1.14).
-#[allow(unused_variables)]
+/// `ODP_NUMA_POLICY` (up to 1.14, whose libucs has the policy names).
 pub fn md_odp_numa_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(not(ucx_since_1_15))]
-    {
-        let names = crate::ucs::optional::numa_policy_names().unwrap_or(std::ptr::null());
-        vec![field(c"ODP_NUMA_POLICY", c"preferred",
-                   c"NUMA policy given to on-demand-paging regions, to avoid page migrations:\n\
-                     \x20default   - leave the policy as it is\n\
-                     \x20preferred - prefer the nodes of the thread (its policy, else its CPUs),\n\
-                     \x20bind      - bind to them; neither when the thread's policy is bind already",
-                   offset, parser::enumeration(names))]
+    if running().since(15) {
+        return Vec::new();
     }
-    #[cfg(ucx_since_1_15)]
-    {
-        Vec::new()
-    }
+    let Some(names) = crate::ucs::optional::numa_policy_names() else { return Vec::new() };
+    vec![field(c"ODP_NUMA_POLICY", c"preferred",
+               c"NUMA policy given to on-demand-paging regions, to avoid page migrations:\n\
+                 \x20default   - leave the policy as it is\n\
+                 \x20preferred - prefer the nodes of the thread (its policy, else its CPUs),\n\
+                 \x20bind      - bind to them; neither when the thread's policy is bind already",
+               offset, parser::enumeration(names))]
 }
 
 /// `ODP_MAX_SIZE` (up to 1.14).
-#[allow(unused_variables)]
 pub fn md_odp_max_size_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(not(ucx_since_1_15))]
-    {
-        vec![field(c"ODP_MAX_SIZE", c"auto", c"Longest region registered with on-demand paging (0: never)",
-                   offset, parser::memunits())]
+    if running().since(15) {
+        return Vec::new();
     }
-    #[cfg(ucx_since_1_15)]
-    {
-        Vec::new()
-    }
+    vec![field(c"ODP_MAX_SIZE", c"auto", c"Longest region registered with on-demand paging (0: never)",
+               offset, parser::memunits())]
 }
 
 /// `MLX5_DV` (1.16+).
-#[allow(unused_variables)]
 pub fn md_mlx5_dv_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(ucx_since_1_16)]
-    {
-        vec![field(c"MLX5_DV", c"try", c"Use the direct-verbs interface of mlx5 devices", offset, parser::ternary())]
+    if !running().since(16) {
+        return Vec::new();
     }
-    #[cfg(not(ucx_since_1_16))]
-    {
-        Vec::new()
-    }
+    vec![field(c"MLX5_DV", c"try", c"Use the direct-verbs interface of mlx5 devices", offset, parser::ternary())]
 }
 
 /// The objects DEVX may create (`MLX5_DEVX_OBJECTS`), `cq` from 1.14.
-#[cfg(ucx_since_1_14)]
-pub static DEVX_OBJECT_NAMES: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
-                                              c"dcsrq".as_ptr(), c"dci".as_ptr(), c"cq".as_ptr(),
-                                              std::ptr::null()]);
-#[cfg(not(ucx_since_1_14))]
-pub static DEVX_OBJECT_NAMES: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
-                                              c"dcsrq".as_ptr(), c"dci".as_ptr(), std::ptr::null()]);
-#[cfg(ucx_since_1_14)]
-pub const DEVX_OBJECTS_DEFAULT: &CStr = c"rcqp,rcsrq,dct,dcsrq,dci,cq";
-#[cfg(not(ucx_since_1_14))]
-pub const DEVX_OBJECTS_DEFAULT: &CStr = c"rcqp,rcsrq,dct,dcsrq,dci";
+static DEVX_OBJECT_NAMES: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(), c"dcsrq".as_ptr(),
+                                          c"dci".as_ptr(), c"cq".as_ptr(), std::ptr::null()]);
+static DEVX_OBJECT_NAMES_V1_13: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
+                                                c"dcsrq".as_ptr(), c"dci".as_ptr(), std::ptr::null()]);
+
+/// The names of `MLX5_DEVX_OBJECTS` (NULL-terminated).
+pub fn devx_object_names() -> *const *const c_char {
+    if running().since(14) { DEVX_OBJECT_NAMES.ptr() } else { DEVX_OBJECT_NAMES_V1_13.ptr() }
+}
+
+/// Default `MLX5_DEVX_OBJECTS`.
+pub fn devx_objects_default() -> &'static CStr {
+    if running().since(14) { c"rcqp,rcsrq,dct,dcsrq,dci,cq" } else { c"rcqp,rcsrq,dct,dcsrq,dci" }
+}
 
 /// Default `REG_MT_THRESH`: inf in 1.16 only, 4G before and after.
-#[cfg(all(ucx_since_1_16, not(ucx_since_1_17)))]
-pub const REG_MT_THRESH_DEFAULT: &CStr = c"inf";
-#[cfg(not(all(ucx_since_1_16, not(ucx_since_1_17))))]
-pub const REG_MT_THRESH_DEFAULT: &CStr = c"4G";
+pub fn reg_mt_thresh_default() -> &'static CStr {
+    let r = running();
+    if r.since(16) && !r.since(17) { c"inf" } else { c"4G" }
+}
 
 /// The parser of `PCI_RELAXED_ORDERING`: `<on|off|auto>` up to 1.14,
 /// `<yes|no|try|auto>` from 1.15.
 pub fn relaxed_order_parser() -> ucs_config_parser_t {
-    #[cfg(ucx_since_1_15)]
-    {
-        parser::ternary_auto()
-    }
-    #[cfg(not(ucx_since_1_15))]
-    {
-        parser::on_off_auto()
-    }
+    if running().since(15) { parser::ternary_auto() } else { parser::on_off_auto() }
 }
 
 /// The stored `PCI_RELAXED_ORDERING` value as a setting: libucs stores
-/// off/on/auto as 0/1/2, and no/yes/try/auto as 0/1/2/3.
+/// off/on/auto as 0/1/2 (up to 1.14), and no/yes/try/auto as 0/1/2/3.
 pub fn relaxed_order(v: c_int) -> super::config::RelaxedOrder {
     use super::config::RelaxedOrder::*;
-    #[cfg(ucx_since_1_15)]
-    {
-        match v {
-            0 => Off,
-            1 => On,
-            2 => Try,
-            _ => Auto,
-        }
-    }
-    #[cfg(not(ucx_since_1_15))]
-    {
-        match v {
-            0 => Off,
-            1 => On,
-            _ => Auto,
-        }
+    match (v, running().since(15)) {
+        (0, _) => Off,
+        (1, _) => On,
+        (2, true) => Try,
+        _ => Auto,
     }
 }
 
 /// The md rows after `MAX_IDLE_RKEY_COUNT`: `REG_RETRY_CNT` and
 /// `SMKEY_BLOCK_SIZE` (1.16+), `XGVMI_UMR_ENABLE` and `ODP_MEM_TYPES` (1.18+).
-#[allow(unused_variables, unused_mut)]
 pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usize) -> Vec<ucs_config_field_t> {
+    let r = running();
     let mut v = Vec::new();
-    #[cfg(ucx_since_1_16)]
-    {
-        #[cfg(ucx_since_1_18)]
-        const RETRY_DFL: &CStr = c"inf";
-        #[cfg(not(ucx_since_1_18))]
-        const RETRY_DFL: &CStr = c"7";
-        v.push(field(c"REG_RETRY_CNT", RETRY_DFL, c"Attempts of a memory registration that fails for lack of resources",
-                     retry, parser::ulunits()));
+    if r.since(16) {
+        let retry_dfl = if r.since(18) { c"inf" } else { c"7" };
+        v.push(field(c"REG_RETRY_CNT", retry_dfl,
+                     c"Attempts of a memory registration that fails for lack of resources", retry,
+                     parser::ulunits()));
         v.push(field(c"SMKEY_BLOCK_SIZE", c"8",
                      c"Indexes per block of symmetric memory keys (larger blocks: less contention)",
                      smkey, parser::uint()));
     }
-    #[cfg(ucx_since_1_18)]
-    {
+    if r.since(18) {
         v.push(field(c"XGVMI_UMR_ENABLE", c"y", c"Use UMR to speed up exporting and importing cross-host keys",
                      xgvmi, parser::boolean()));
         let names = crate::ucs::optional::memory_type_names().unwrap_or(std::ptr::null());
@@ -197,15 +166,26 @@ pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usi
 /// How many times a registration is tried (`REG_RETRY_CNT`, 1.16+): once
 /// before (`c_ulong::MAX` stands for "inf").
 pub fn reg_attempts(configured: libc::c_ulong) -> libc::c_ulong {
-    #[cfg(ucx_since_1_16)]
-    {
-        configured
+    if running().since(16) { configured } else { 1 }
+}
+
+/// The `mkey_pack` flags this md cannot honour: keys that can be
+/// invalidated, and from 1.14 exported keys (whose bit moved in 1.15).
+pub fn unsupported_pack_flags() -> u32 {
+    let r = running();
+    if r.since(15) {
+        UCT_MD_MKEY_PACK_FLAG_INVALIDATE_RMA | UCT_MD_MKEY_PACK_FLAG_INVALIDATE_AMO | UCT_MD_MKEY_PACK_FLAG_EXPORT
+    } else if r.since(14) {
+        UCT_MD_MKEY_PACK_FLAG_INVALIDATE | UCT_MD_MKEY_PACK_FLAG_EXPORT_v1_14
+    } else {
+        UCT_MD_MKEY_PACK_FLAG_INVALIDATE
     }
-    #[cfg(not(ucx_since_1_16))]
-    {
-        let _ = configured;
-        1
-    }
+}
+
+/// Whether a packed key carries the atomic key in its upper half (1.16+:
+/// the key of the MR atomics use, here the same MR); before, "none".
+pub fn packs_atomic_key() -> bool {
+    running().since(16)
 }
 
 // ---------------------------------------------------------------------------
@@ -213,147 +193,130 @@ pub fn reg_attempts(configured: libc::c_ulong) -> libc::c_ulong {
 
 /// Defaults the IB interface table sets in the generic interface table
 /// (1.16+: no huge pages and no md allocation for bounce buffers).
-#[cfg(ucx_since_1_16)]
-pub const IB_IFACE_BASE_DEFAULTS: &CStr = c"ALLOC=thp,mmap,heap";
-#[cfg(not(ucx_since_1_16))]
-pub const IB_IFACE_BASE_DEFAULTS: &CStr = c"";
+pub fn ib_iface_base_defaults() -> &'static CStr {
+    if running().since(16) { c"ALLOC=thp,mmap,heap" } else { c"" }
+}
 
 /// The `*_MAX_CHUNK_SIZE` and `*_GROW_FACTOR` rows of a buffer pool (1.14+).
-#[allow(unused_variables)]
 pub fn mpool_growth_rows(pool: super::config::Pool, chunk: usize, factor: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(ucx_since_1_14)]
-    {
-        use super::config::Pool;
-        let (c, f, cdoc, fdoc) = match pool {
-            Pool::Tx => (c"TX_MAX_CHUNK_SIZE", c"TX_GROW_FACTOR",
-                         c"Largest chunk the send buffer pool allocates at once\n",
-                         c"Each new chunk of the send buffer pool is this many times the previous one"),
-            Pool::Rx => (c"RX_MAX_CHUNK_SIZE", c"RX_GROW_FACTOR",
-                         c"Largest chunk the receive buffer pool allocates at once\n",
-                         c"Each new chunk of the receive buffer pool is this many times the previous one"),
-        };
-        vec![field(c, c"128m", cdoc, chunk, parser::memunits()), field(f, c"1.0", fdoc, factor, parser::double())]
+    use super::config::Pool;
+    if !running().since(14) {
+        return Vec::new();
     }
-    #[cfg(not(ucx_since_1_14))]
-    {
-        Vec::new()
-    }
+    let (c, f, cdoc, fdoc) = match pool {
+        Pool::Tx => (c"TX_MAX_CHUNK_SIZE", c"TX_GROW_FACTOR",
+                     c"Largest chunk the send buffer pool allocates at once\n",
+                     c"Each new chunk of the send buffer pool is this many times the previous one"),
+        Pool::Rx => (c"RX_MAX_CHUNK_SIZE", c"RX_GROW_FACTOR",
+                     c"Largest chunk the receive buffer pool allocates at once\n",
+                     c"Each new chunk of the receive buffer pool is this many times the previous one"),
+    };
+    vec![field(c, c"128m", cdoc, chunk, parser::memunits()), field(f, c"1.0", fdoc, factor, parser::double())]
 }
 
 /// The growth of a buffer pool: (largest chunk, growth factor) from the
 /// settings (1.14+), or fixed steps (no chunk limit, factor 1) before.
 pub fn pool_growth(pool: &super::config::MpoolConfig) -> (usize, f64) {
-    #[cfg(ucx_since_1_14)]
-    {
-        (pool.max_chunk_size, pool.grow_factor)
-    }
-    #[cfg(not(ucx_since_1_14))]
-    {
-        let _ = pool;
-        (usize::MAX, 1.0)
-    }
+    if running().since(14) { (pool.max_chunk_size, pool.grow_factor) } else { (usize::MAX, 1.0) }
 }
 
 /// `FLID_ROUTE` (1.16+).
-#[allow(unused_variables)]
 pub fn flid_route_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(ucx_since_1_16)]
-    {
-        vec![field(c"FLID_ROUTE", c"y", c"Route by FLID when GIDs are site-local", offset, parser::boolean())]
+    if !running().since(16) {
+        return Vec::new();
     }
-    #[cfg(not(ucx_since_1_16))]
-    {
-        Vec::new()
-    }
+    vec![field(c"FLID_ROUTE", c"y", c"Route by FLID when GIDs are site-local", offset, parser::boolean())]
 }
 
-/// `ROCE_SUBNETS` (1.18+): an allow/deny list of `address/bits` subnets.
-#[allow(unused_variables)]
+/// `ROCE_SUBNETS` (1.18+, with libucs's allow-list parser): an allow/deny
+/// list of `address/bits` subnets.
 pub fn roce_subnets_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(ucx_since_1_18)]
-    {
-        let arg = std::ptr::addr_of!(crate::ucs::ucs_config_array_string) as *const libc::c_void;
-        use crate::ucs::optional as o;
-        let (Some(clone), Some(release), Some(help)) =
-            (o::config_clone_allow_list(), o::config_release_allow_list(), o::config_help_allow_list())
-        else {
-            return Vec::new();
-        };
-        let p = crate::ucs::parser::value_parser(o::config_sscanf_allow_list(), o::config_sprintf_allow_list(),
-                                                 clone, release, help, arg);
-        vec![field(c"ROCE_SUBNETS", c"all",
-                   c"Subnets (x.x.x.x/y) whose RoCE GID entries may be used, or with a leading '^'\n\
-                     may not; not together with UCX_IB_GID_INDEX.",
-                   offset, p)]
+    use crate::ucs::optional as o;
+    if !running().since(18) {
+        return Vec::new();
     }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        Vec::new()
-    }
+    let arg = std::ptr::addr_of!(crate::ucs::ucs_config_array_string) as *const libc::c_void;
+    let (Some(read), Some(write), Some(clone), Some(release), Some(help)) =
+        (o::config_sscanf_allow_list(), o::config_sprintf_allow_list(), o::config_clone_allow_list(),
+         o::config_release_allow_list(), o::config_help_allow_list())
+    else {
+        return Vec::new();
+    };
+    let p = crate::ucs::parser::value_parser(Some(read), Some(write), clone, release, help, arg);
+    vec![field(c"ROCE_SUBNETS", c"all",
+               c"Subnets (x.x.x.x/y) whose RoCE GID entries may be used, or with a leading '^'\n\
+                 may not; not together with UCX_IB_GID_INDEX.",
+               offset, p)]
 }
 
-/// One value of `SEND_OVERHEAD`: seconds (1.18+) or libucs time units
+/// One value of `SEND_OVERHEAD` (1.17+) as libucs stores it: 8 bytes
+/// holding seconds as an `f64` (1.18+) or libucs time units as a `u64`
 /// (1.17, where the key holds "auto" by default).
-#[cfg(all(ucx_since_1_17, not(ucx_since_1_18)))]
-pub type SendOverheadValue = u64;
-#[cfg(not(all(ucx_since_1_17, not(ucx_since_1_18))))]
-pub type SendOverheadValue = f64;
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SendOverheadValue(pub u64);
+
+impl SendOverheadValue {
+    /// The value in seconds; None for "auto" (1.17).
+    pub fn secs(self) -> Option<f64> {
+        if running().since(18) {
+            Some(f64::from_bits(self.0))
+        } else if self.0 == TIME_AUTO {
+            None
+        } else {
+            Some(crate::ucs::clocks_to_secs(self.0))
+        }
+    }
+}
 
 /// The rows after `PATH_MTU`: `COUNTER_SET_ID` (1.14+), `REVERSE_SL` and
-/// `SEND_OVERHEAD` (1.17+).
-#[allow(unused_variables, unused_mut)]
+/// `SEND_OVERHEAD` (1.17+; the latter only with libucs's key-value parser).
 pub fn ib_iface_tail_rows(counter_set_id: usize, reverse_sl: usize, send_overhead: usize)
                           -> Vec<ucs_config_field_t> {
+    let r = running();
     let mut v = Vec::new();
-    #[cfg(ucx_since_1_14)]
-    v.push(field(c"COUNTER_SET_ID", c"auto",
-                 c"Performance counter set of the QPs; auto finds the default one with a probe QP",
-                 counter_set_id, parser::ulunits()));
-    #[cfg(ucx_since_1_17)]
-    {
+    if r.since(14) {
+        v.push(field(c"COUNTER_SET_ID", c"auto",
+                     c"Performance counter set of the QPs; auto finds the default one with a probe QP",
+                     counter_set_id, parser::ulunits()));
+    }
+    if r.since(17) {
         v.push(field(c"REVERSE_SL", c"auto", c"Service level of the peer's replies; auto: the same as SL\n",
                      reverse_sl, parser::ulunits()));
-        v.push(send_overhead::row(send_overhead));
+        v.extend(send_overhead_row(send_overhead));
     }
     v
 }
 
-#[cfg(ucx_since_1_17)]
-mod send_overhead {
-    use super::*;
+/// The `SEND_OVERHEAD` row (1.17+), storing a `SendOverhead` at `base`.
+fn send_overhead_row(base: usize) -> Option<ucs_config_field_t> {
     use crate::core::config::parser::{KeyField, KeyValueParam};
     use crate::transports::ib::config::SendOverhead;
     use std::mem::offset_of;
 
-    #[cfg(ucx_since_1_18)]
-    const DFL: &CStr = c"bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:0";
-    #[cfg(not(ucx_since_1_18))]
-    const DFL: &CStr = c"auto";
-
-    pub fn row(base: usize) -> ucs_config_field_t {
-        let k = |name: &'static CStr, doc: &'static CStr, off: usize| KeyField {
-            name: name.as_ptr(),
-            doc: doc.as_ptr(),
-            offset: base + off,
-        };
-        let keys: &'static [KeyField; 6] = Box::leak(Box::new([
-            k(c"bcopy", c"time to take a send buffer", offset_of!(SendOverhead, bcopy)),
-            k(c"cqe", c"time to handle a completion", offset_of!(SendOverhead, cqe)),
-            k(c"db", c"time to ring the doorbell over PCI", offset_of!(SendOverhead, db)),
-            k(c"wqe_fetch", c"time the device takes to fetch a work request", offset_of!(SendOverhead, wqe_fetch)),
-            k(c"wqe_post", c"time to write a work request", offset_of!(SendOverhead, wqe_post)),
-            KeyField { name: std::ptr::null(), doc: std::ptr::null(), offset: 0 },
-        ]));
-        #[cfg(ucx_since_1_18)]
-        let value = parser::time();
-        #[cfg(not(ucx_since_1_18))]
-        let value = parser::time_units();
-        let param: &'static KeyValueParam = Box::leak(Box::new(KeyValueParam { value, keys: keys.as_ptr() }));
-        field(c"SEND_OVERHEAD", DFL,
-              c"Estimated time spent on a send: preparing the work request, handing it to the\n\
-                device and completing the operation",
-              0, parser::key_value(param))
-    }
+    let k = |name: &'static CStr, doc: &'static CStr, off: usize| KeyField {
+        name: name.as_ptr(),
+        doc: doc.as_ptr(),
+        offset: base + off,
+    };
+    let keys: &'static [KeyField; 6] = Box::leak(Box::new([
+        k(c"bcopy", c"time to take a send buffer", offset_of!(SendOverhead, bcopy)),
+        k(c"cqe", c"time to handle a completion", offset_of!(SendOverhead, cqe)),
+        k(c"db", c"time to ring the doorbell over PCI", offset_of!(SendOverhead, db)),
+        k(c"wqe_fetch", c"time the device takes to fetch a work request", offset_of!(SendOverhead, wqe_fetch)),
+        k(c"wqe_post", c"time to write a work request", offset_of!(SendOverhead, wqe_post)),
+        KeyField { name: std::ptr::null(), doc: std::ptr::null(), offset: 0 },
+    ]));
+    let (value, dfl) = if running().since(18) {
+        (parser::time(), c"bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:0")
+    } else {
+        (parser::time_units(), c"auto")
+    };
+    let param: &'static KeyValueParam = Box::leak(Box::new(KeyValueParam { value, keys: keys.as_ptr() }));
+    Some(field(c"SEND_OVERHEAD", dfl,
+               c"Estimated time spent on a send: preparing the work request, handing it to the\n\
+                 device and completing the operation",
+               0, parser::key_value(param)?))
 }
 
 // ---------------------------------------------------------------------------
@@ -361,36 +324,35 @@ mod send_overhead {
 
 /// `ECE` (1.14+): the enhanced connection establishment value (0: the
 /// device's default, auto: the most it supports).
-#[allow(unused_variables)]
 pub fn ece_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    #[cfg(ucx_since_1_14)]
-    {
-        vec![field(c"ECE", c"0",
-                   c"Enhanced connection establishment: 0 uses the default, auto the most the device\n\
-                     supports, another number that 32-bit value (a hint the transport may adjust)\n",
-                   offset, parser::ulunits())]
+    if !running().since(14) {
+        return Vec::new();
     }
-    #[cfg(not(ucx_since_1_14))]
-    {
-        Vec::new()
-    }
+    vec![field(c"ECE", c"0",
+               c"Enhanced connection establishment: 0 uses the default, auto the most the device\n\
+                 supports, another number that 32-bit value (a hint the transport may adjust)\n",
+               offset, parser::ulunits())]
 }
 
 /// Defaults rc_verbs sets on the RC table: 1.18+ its send overhead
 /// (`wqe_post` = the interface overhead, 75 ns).
-#[cfg(ucx_since_1_18)]
-pub const RC_VERBS_RC_DEFAULTS: &CStr =
-    c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:75e-9";
-#[cfg(not(ucx_since_1_18))]
-pub const RC_VERBS_RC_DEFAULTS: &CStr = c"";
+pub fn rc_verbs_rc_defaults() -> &'static CStr {
+    if running().since(18) {
+        c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:75e-9"
+    } else {
+        c""
+    }
+}
 
 // ---------------------------------------------------------------------------
 // UD
 
 /// Defaults ud_verbs sets on the UD table: 1.18+ its send overhead
 /// (`wqe_post` = the interface overhead, 105 ns).
-#[cfg(ucx_since_1_18)]
-pub const UD_VERBS_UD_DEFAULTS: &CStr =
-    c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:105e-9";
-#[cfg(not(ucx_since_1_18))]
-pub const UD_VERBS_UD_DEFAULTS: &CStr = c"";
+pub fn ud_verbs_ud_defaults() -> &'static CStr {
+    if running().since(18) {
+        c"IB_SEND_OVERHEAD=bcopy:5ns,cqe:20ns,db:40ns,wqe_fetch:350ns,wqe_post:105e-9"
+    } else {
+        c""
+    }
+}

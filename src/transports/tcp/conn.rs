@@ -550,7 +550,7 @@ impl TcpIface {
             conn.clear(F_PUT_RX_SENDING_ACK | F_PUT_TX_WAITING_ACK);
             self.purge(conn, status);
         }
-        self.set_failed(iface, conn, super::release::PEER_CLOSED_STATUS);
+        self.set_failed(iface, conn, super::release::peer_closed_status());
     }
 
     /// UCX's triage of an I/O error. `Ok(())`: recovered (reconnecting);

@@ -214,7 +214,7 @@ impl Transport for TcpIface {
         };
         attr.cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_AM_SHORT
             | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK
-            | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | release::INTER_NODE_FLAG;
+            | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | release::inter_node_flag();
         attr.cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
         attr.cap.am.max_short = am_buf;
         attr.cap.am.max_bcopy = am_buf;
@@ -576,7 +576,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
          time_seconds(c.keepintvl, KEEPALIVE_INTVL_DEFAULT, i16::MAX as i32))
     });
     let Some(mut ifaddr) =
-        af_prio.iter().find_map(|&af| netif::netif_addr(&params.dev_name, af, release::INET6_LOOPBACK))
+        af_prio.iter().find_map(|&af| netif::netif_addr(&params.dev_name, af, release::inet6_loopback()))
     else {
         crate::error!("tcp: no usable address on device '{}'", params.dev_name);
         return Err(UCS_ERR_NO_DEVICE);

@@ -155,14 +155,14 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(TcpIfaceConfig, syn_cnt), parser::ulunits()),
         field(c"TX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least TX_BUFS_GROW); send buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, tx_max_bufs), parser::int()),
-        field(c"TX_BUFS_GROW", c"8", release::TX_BUFS_GROW_DOC, offset_of!(TcpIfaceConfig, tx_bufs_grow),
+        field(c"TX_BUFS_GROW", c"8", release::tx_bufs_grow_doc(), offset_of!(TcpIfaceConfig, tx_bufs_grow),
               parser::uint()),
     ];
     t.extend(release::tx_pool_fields(rel));
     t.extend([
         field(c"RX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least RX_BUFS_GROW); receive buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, rx_max_bufs), parser::int()),
-        field(c"RX_BUFS_GROW", c"8", release::RX_BUFS_GROW_DOC, offset_of!(TcpIfaceConfig, rx_bufs_grow),
+        field(c"RX_BUFS_GROW", c"8", release::rx_bufs_grow_doc(), offset_of!(TcpIfaceConfig, rx_bufs_grow),
               parser::uint()),
     ]);
     t.extend(release::rx_pool_fields(rel));
@@ -317,8 +317,8 @@ fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     let Some(m) = tcp_md(md) else {
         return Err(UCS_ERR_INVALID_PARAM);
     };
-    let mut names = crate::sys::netif::active_devices(&m.af_prio, release::INET6_LOOPBACK)?;
-    if release::DEVICES_SORTED {
+    let mut names = crate::sys::netif::active_devices(&m.af_prio, release::inet6_loopback())?;
+    if release::devices_sorted() {
         crate::sys::netif::sort_names(&mut names);
     }
     if !m.bridges {
@@ -360,7 +360,7 @@ static TLS: [TlDesc; 1] = [TlDesc::new::<TcpOpen>(NAME, c"TCP transport", c"TCP_
 /// connection manager.
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: UCT_COMPONENT_FLAG_CM,
+    flags: || UCT_COMPONENT_FLAG_CM,
     md: MdDesc::new::<TcpMd>(c"TCP memory domain", c"TCP_", &MD_TABLE),
     cm: Some(sockcm::CM),
     md_resources,

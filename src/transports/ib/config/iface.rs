@@ -207,7 +207,7 @@ pub enum Pool {
 /// `UCX_IB_*` of an interface: the IB interface table.
 pub static IB_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     let mut t = vec![
-        embed_with_defaults(c"", release::IB_IFACE_BASE_DEFAULTS, &config::BASE_IFACE_TABLE,
+        embed_with_defaults(c"", release::ib_iface_base_defaults(), &config::BASE_IFACE_TABLE,
                             offset_of!(IbIfaceConfig, base)),
         field(c"SEG_SIZE", c"8192", c"Size of the bounce buffers of sends and receives",
               offset_of!(IbIfaceConfig, seg_size), parser::memunits()),
@@ -351,7 +351,7 @@ pub static RC_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 /// `UCX_RC_VERBS_*`: the rc_verbs interface table.
 pub static RC_VERBS_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     Table::new(vec![
-        embed_with_defaults(c"RC_", release::RC_VERBS_RC_DEFAULTS, &RC_IFACE_TABLE,
+        embed_with_defaults(c"RC_", release::rc_verbs_rc_defaults(), &RC_IFACE_TABLE,
                             offset_of!(RcVerbsIfaceConfig, rc)),
         field(c"MAX_AM_HDR", c"128", c"Space kept for active-message headers; 0 disables am_zcopy",
               offset_of!(RcVerbsIfaceConfig, max_am_hdr), parser::memunits()),

@@ -405,9 +405,9 @@ pub static IB_MD_TABLE: Lazy<Table> = Lazy::new(|| {
     t.extend([
         field(c"MLX5_DEVX", c"try", c"Use the DEVX interface of mlx5 devices",
               offset_of!(IbMdConfig, mlx5_devx), parser::ternary()),
-        field(c"MLX5_DEVX_OBJECTS", release::DEVX_OBJECTS_DEFAULT, c"Objects created through DEVX",
-              offset_of!(IbMdConfig, mlx5_devx_objects), parsers::bitmap(release::DEVX_OBJECT_NAMES.ptr())),
-        field(c"REG_MT_THRESH", release::REG_MT_THRESH_DEFAULT,
+        field(c"MLX5_DEVX_OBJECTS", release::devx_objects_default(), c"Objects created through DEVX",
+              offset_of!(IbMdConfig, mlx5_devx_objects), parsers::bitmap(release::devx_object_names())),
+        field(c"REG_MT_THRESH", release::reg_mt_thresh_default(),
               c"Regions at least this long are registered by several threads, one per CPU\n\
                 the registering thread may run on",
               offset_of!(IbMdConfig, reg_mt_thresh), parser::memunits()),

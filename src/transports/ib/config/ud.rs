@@ -5,7 +5,7 @@
 //! `ud_iface_common.c`, `ud_verbs.c`):
 //! - `UD_VERBS_`: [`UdVerbsIfaceConfig`], whose only row embeds the UD table
 //!   under `UD_` (1.18+: with ud_verbs' own send overhead, see
-//!   [`release::UD_VERBS_UD_DEFAULTS`]);
+//!   [`release::ud_verbs_ud_defaults()`]);
 //! - [`UdIfaceConfig`]: the IB interface table under `IB_` (no overridden
 //!   defaults: UD keeps `MAX_NUM_EPS=inf`, `SEG_SIZE=8K`,
 //!   `RX_QUEUE_LEN=4096`), then [`UdIfaceCommonConfig`] under `UD_`, then
@@ -122,7 +122,7 @@ pub static UD_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 
 /// `UCX_UD_VERBS_*`: the ud_verbs interface table.
 pub static UD_VERBS_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![embed_with_defaults(c"UD_", release::UD_VERBS_UD_DEFAULTS, &UD_IFACE_TABLE,
+    Table::new(vec![embed_with_defaults(c"UD_", release::ud_verbs_ud_defaults(), &UD_IFACE_TABLE,
                                         offset_of!(UdVerbsIfaceConfig, ud))])
 });
 
@@ -284,7 +284,6 @@ mod tests {
     /// (`ucx_info -c | grep ^UCX_UD_VERBS_`).
     const UCX_1_13_LINES: &str = include_str!("../../../../tests/data/ucx-1.13.1-ud-verbs-config.txt");
     /// The keys of UCX 1.18.1's ud_verbs table, in order (from its sources).
-    #[cfg(ucx_since_1_18)]
     const UCX_1_18_KEYS: &str = include_str!("../../../../tests/data/ucx-1.18.1-ud-verbs-keys.txt");
 
     /// `opts` printed by libucs as `ucx_info -c` prints it.
@@ -304,10 +303,11 @@ mod tests {
         let opts = config::read(&DESC, None).expect("ud_verbs table parses");
         let text = print(opts);
         let ours = key_lines(&text);
-        #[cfg(not(ucx_since_1_14))]
-        assert_eq!(ours, key_lines(UCX_1_13_LINES));
-        #[cfg(ucx_since_1_18)]
-        {
+        let r = crate::ucs::release::running();
+        if !r.since(14) {
+            assert_eq!(ours, key_lines(UCX_1_13_LINES));
+        }
+        if r.since(18) {
             let names: Vec<&str> = ours.iter().map(|l| l.split('=').next().unwrap_or("")).collect();
             let want: Vec<&str> = UCX_1_18_KEYS.lines().filter(|l| !l.is_empty()).collect();
             assert_eq!(names, want);
@@ -337,8 +337,10 @@ mod tests {
         assert!(!c.ud().warn_small_rx_batch());
         assert_eq!(c.ib().check_pools(), Ok(()));
         // 1.18: ud_verbs' own interface overhead, 105 ns.
-        #[cfg(ucx_since_1_18)]
-        assert_eq!((c.ib().send_overhead.wqe_post, c.ib().send_overhead.wqe_fetch), (105e-9, 350e-9));
+        if crate::ucs::release::running().since(18) {
+            let o = &c.ib().send_overhead;
+            assert_eq!((o.wqe_post.secs(), o.wqe_fetch.secs()), (Some(105e-9), Some(350e-9)));
+        }
         // SAFETY: read above, not used after this.
         assert_eq!(unsafe { config::release(opts) }, UCS_OK);
     }

@@ -7,8 +7,8 @@
 
 use super::neth::{GRH_LEN, NETH_LEN};
 use super::open::ZCOPY_DESC_LEN;
-#[cfg(ucx_since_1_18)]
 use crate::abi::*;
+use crate::ucs::release::running;
 
 /// Our bounce buffer size (without the GRH area) from the configured one.
 pub fn seg_size(seg: usize) -> usize {
@@ -20,32 +20,27 @@ pub fn payload_max(seg: usize) -> usize {
     seg - NETH_LEN
 }
 
-/// Largest am_zcopy header.
+/// Largest am_zcopy header (1.18+: the GRH area counts).
 pub fn max_hdr(seg: usize) -> usize {
-    #[cfg(ucx_since_1_18)]
-    {
-        seg + GRH_LEN - NETH_LEN - ZCOPY_DESC_LEN
-    }
-    #[cfg(not(ucx_since_1_18))]
-    {
-        let _ = GRH_LEN;
-        seg - NETH_LEN - ZCOPY_DESC_LEN
-    }
+    let grh = if running().since(18) { GRH_LEN } else { 0 };
+    seg + grh - NETH_LEN - ZCOPY_DESC_LEN
 }
 
-#[cfg(ucx_since_1_18)]
-pub const EXTRA_CAP_FLAGS: u64 = UCT_IFACE_FLAG_INTER_NODE;
-#[cfg(not(ucx_since_1_18))]
-pub const EXTRA_CAP_FLAGS: u64 = 0;
+/// Extra capability flags of a ud_verbs interface (1.18+: it reaches
+/// other hosts).
+pub fn extra_cap_flags() -> u64 {
+    if running().since(18) { UCT_IFACE_FLAG_INTER_NODE } else { 0 }
+}
 
 pub use crate::core::release::reason;
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn limits() {
-        assert_eq!(super::payload_max(4096), 4088);
-        #[cfg(not(ucx_since_1_18))]
-        assert_eq!(super::max_hdr(4096), 3952);
+        assert_eq!(payload_max(4096), 4088);
+        assert_eq!(max_hdr(4096), if running().since(18) { 3992 } else { 3952 });
     }
 }

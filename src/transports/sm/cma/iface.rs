@@ -502,7 +502,7 @@ impl Transport for CmaIface {
                 None => format!("namespace {} is not the host's default namespace", pid_ns()),
             }));
         }
-        if release::CMA_REACH_PROBES_PEER && !probe_peer(a.pid) {
+        if release::cma_reach_probes_peer() && !probe_peer(a.pid) {
             return Err(release::reason(|| "no permissions to read from remote peer".into()));
         }
         Ok(())

@@ -172,7 +172,7 @@ fn rkey_unpack(_buf: *const u8) -> Result<(uct_rkey_t, *mut c_void), ucs_status_
 
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: 0,
+    flags: || 0,
     md: MdDesc::new::<CmaOpen>(c"CMA memory domain", c"CMA_", &MD_TABLE),
     cm: None,
     md_resources,

@@ -136,7 +136,7 @@ impl<M: Mapper> Transport for MmIface<M> {
         attr.latency.c = LATENCY;
         attr.latency.m = 0.0;
         attr.bandwidth.dedicated = s.bandwidth;
-        if !release::MM_ZERO_COPY {
+        if !release::mm_zero_copy() {
             // No zero-copy operations: the limits UCX's mm reports then.
             attr.cap.put.max_iov = 1;
             attr.cap.get.max_iov = 1;
@@ -330,7 +330,7 @@ impl<M: Mapper> Transport for MmIface<M> {
     }
 
     crate::mapped_rma_ops! {
-        offered_if(release::MM_ZERO_COPY): [put_zcopy, get_zcopy, am_zcopy];
+        offered_if(release::mm_zero_copy()): [put_zcopy, get_zcopy, am_zcopy];
 
         fn event_fd_get(iface: &Iface<Self>) -> Result<c_int, ucs_status_t> {
             Ok(iface.tl.signal.fd())

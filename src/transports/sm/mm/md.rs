@@ -72,7 +72,7 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         // Host memory can be registered for local zero-copy use (where the
         // release has the zero-copy operations, see `release`).
-        attr.cap.reg_mem_types = if release::MM_ZERO_COPY { 1 << UCS_MEMORY_TYPE_HOST } else { 0 };
+        attr.cap.reg_mem_types = if release::mm_zero_copy() { 1 << UCS_MEMORY_TYPE_HOST } else { 0 };
         attr.cap.detect_mem_types = 0;
         // A zero-copy operation of this transport copies the payload
         // (into the peer's FIFO or a mapped segment): using the memory
@@ -86,7 +86,7 @@ impl<M: Mapper> MdImpl for MmMd<M> {
         // quotient is -0.0, which libucp reads as "zero-copy from 0 bytes".
         // (Only releases with these operations: up to 1.15, where libucs
         // still gives its memcpy estimate.)
-        if release::MM_ZERO_COPY {
+        if release::mm_zero_copy() {
             let memcpy_bw = crate::ucs::memcpy_bw().unwrap_or(0.0);
             attr.reg_cost.c = 1e-9;
             attr.reg_cost.m = if memcpy_bw > 0.0 { 1.0 / memcpy_bw } else { 0.0 };
@@ -119,7 +119,7 @@ impl<M: Mapper> MdImpl for MmMd<M> {
     }
 
     fn mem_reg(&self, _address: *mut c_void, _length: usize, _flags: u32) -> Result<uct_mem_h, ucs_status_t> {
-        if !release::MM_ZERO_COPY {
+        if !release::mm_zero_copy() {
             // Registrations serve only our zero-copy operations.
             return Err(UCS_ERR_UNSUPPORTED);
         }

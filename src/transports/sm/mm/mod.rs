@@ -30,7 +30,7 @@ mod util;
 use crate::abi::*;
 use crate::core::component::{Component, IfaceOpen, MdDesc, MdOpen, TlDesc, TlDevice};
 use crate::core::config::{self, embed_with_defaults, field, parser, Table};
-use crate::transports::sm::release::{self, MmOverheads};
+use crate::transports::sm::release::{self, MmOverheadConfig};
 use crate::transports::sm::{SmIfaceConfig, SM_IFACE_TABLE};
 use crate::core::iface::IfaceParams;
 use crate::core::md::{MdImpl, MdObj};
@@ -61,13 +61,13 @@ pub struct MmIfaceConfig {
     pub fifo_max_poll: c_ulong,
     pub error_handling: c_int,
     /// `SEND_OVERHEAD` / `RECV_OVERHEAD` (see [`release::mm_overheads`]).
-    pub overhead: MmOverheads,
+    pub overhead: MmOverheadConfig,
 }
 
 pub static MM_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
     let mut rows = vec![
-        embed_with_defaults(c"SM_", release::MM_SM_DEFAULTS, &SM_IFACE_TABLE, offset_of!(MmIfaceConfig, sm)),
-        field(c"FIFO_SIZE", release::MM_FIFO_SIZE_DEFAULT, c"Number of elements in the receive FIFO (a power of 2)",
+        embed_with_defaults(c"SM_", release::mm_sm_defaults(), &SM_IFACE_TABLE, offset_of!(MmIfaceConfig, sm)),
+        field(c"FIFO_SIZE", release::mm_fifo_size_default(), c"Number of elements in the receive FIFO (a power of 2)",
               offset_of!(MmIfaceConfig, fifo_size), parser::uint()),
         field(c"SEG_SIZE", c"8256", c"Size of the buffers of copy-out (bcopy) sends",
               offset_of!(MmIfaceConfig, seg_size), parser::memunits()),
@@ -108,11 +108,11 @@ pub static TL_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
 /// The transport table of sysv: the mm settings under `MM_`, with sysv's
 /// own defaults.
 pub static SYSV_TL_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![embed_with_defaults(c"MM_", release::SYSV_MM_DEFAULTS, &MM_IFACE_TABLE, 0)])
+    Table::new(vec![embed_with_defaults(c"MM_", release::sysv_mm_defaults(), &MM_IFACE_TABLE, 0)])
 });
 
 fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
-    if release::MM_DEVICE_NEEDS_ALLOC {
+    if release::mm_device_needs_alloc() {
         // SAFETY: all-zero is a valid uct_md_attr_t (numbers only).
         let mut attr: uct_md_attr_t = unsafe { std::mem::zeroed() };
         md.query(&mut attr);
@@ -168,7 +168,7 @@ static POSIX_TLS: [TlDesc; 1] =
 
 pub static POSIX_COMPONENT: Component = Component {
     name: "posix",
-    flags: release::MM_COMPONENT_FLAGS,
+    flags: release::mm_component_flags,
     md: MdDesc::new::<MmOpen<posix::Posix>>(c"posix memory domain", c"POSIX_", &posix::POSIX_MD_TABLE),
     cm: None,
     md_resources: posix_md_resources,
@@ -189,7 +189,7 @@ static SYSV_TLS: [TlDesc; 1] =
 
 pub static SYSV_COMPONENT: Component = Component {
     name: "sysv",
-    flags: release::MM_COMPONENT_FLAGS,
+    flags: release::mm_component_flags,
     md: MdDesc::new::<MmOpen<sysv::Sysv>>(c"sysv memory domain", c"SYSV_", &sysv::SYSV_MD_TABLE),
     cm: None,
     md_resources: sysv_md_resources,

@@ -195,7 +195,7 @@ fn rkey_release(rkey: uct_rkey_t, handle: *mut c_void) -> ucs_status_t {
 
 pub static COMPONENT: Component = Component {
     name: NAME,
-    flags: 0,
+    flags: || 0,
     md: MdDesc::new::<GetOpen>(c"posix_get memory domain", c"POSIX_GET_", &MD_TABLE),
     cm: None,
     md_resources,

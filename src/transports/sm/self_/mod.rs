@@ -21,8 +21,6 @@ use std::cell::{Cell, RefCell};
 use std::mem::offset_of;
 
 const DEVICE_PREFIX: &str = "memory";
-/// Bandwidth reported for self (MiB/s as the release says, in bytes/s).
-const BANDWIDTH: f64 = release::SELF_BANDWIDTH_MBS * 1024.0 * 1024.0;
 const OVERHEAD: f64 = 10e-9;
 
 #[repr(C)]
@@ -60,7 +58,7 @@ static TLS: [TlDesc; 1] = [TlDesc::new::<SelfIface>("self", c"Self transport", c
 
 pub static COMPONENT: Component = Component {
     name: "self",
-    flags: release::SELF_COMPONENT_FLAGS,
+    flags: release::self_component_flags,
     md: MdDesc::new::<SelfMd>(c"Self memory domain", c"SELF_", &MD_TABLE),
     cm: None,
     md_resources: component::single_md_resource_self,
@@ -267,7 +265,8 @@ impl Transport for SelfIface {
 
         attr.latency.c = 0.0;
         attr.latency.m = 0.0;
-        attr.bandwidth.dedicated = BANDWIDTH;
+        // MiB/s as the release says, in bytes/s.
+        attr.bandwidth.dedicated = release::self_bandwidth_mbs() * 1024.0 * 1024.0;
         attr.bandwidth.shared = 0.0;
         attr.overhead = OVERHEAD;
         attr.priority = 0;

@@ -292,7 +292,7 @@ impl Mapper for Posix {
         };
         // Where the release says so, the peer's FIFO file must open too
         // (it is closed again at once).
-        same_ns && (!release::POSIX_REACH_OPENS_SEGMENT || file::open_peer(seg_id, c_prefix(extra)).is_ok())
+        same_ns && (!release::posix_reach_opens_segment() || file::open_peer(seg_id, c_prefix(extra)).is_ok())
     }
 
     fn attach(&self, seg_id: u64, length: usize, extra: &[u8]) -> Result<RemoteSeg, ucs_status_t> {

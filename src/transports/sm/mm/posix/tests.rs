@@ -112,7 +112,7 @@ fn reachability() {
     let own = m.pid_ns.to_ne_bytes();
     // Where the release opens the peer's file to decide, these made-up
     // ids name no file and are unreachable.
-    let opens = release::POSIX_REACH_OPENS_SEGMENT;
+    let opens = release::posix_reach_opens_segment();
     assert_eq!(m.is_reachable(FLAG_PROCFS | 1234, &[]), m.pid_ns_default && !opens);
     assert_eq!(m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &own), !opens);
     assert!(!m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &(m.pid_ns ^ 1).to_ne_bytes()));
