@@ -1,30 +1,13 @@
 //! Build settings of the shared library.
 //!
 //! * Link: the SONAME of the C original, and libucs, whose callback queue,
-//!   config parser and logger we reuse.
-//! * ABI: which UCX release the library is binary-compatible with. UCX keeps
-//!   the SONAME `libuct.so.0` across releases while the UCT ABI changes, so
-//!   the release is chosen at build time with a cargo feature (`ucx-1-18`;
-//!   none means 1.13, Debian 12's). The choice becomes cfg flags named after
-//!   the release that introduced a change: building for 1.18 sets
-//!   `ucx_since_1_14` ... `ucx_since_1_18`, so code written for "changed in
-//!   1.16" needs no edit when a later release is added. Adding a release is
-//!   one row in RELEASES (and a feature in Cargo.toml), plus whatever really
-//!   changed in it.
-//! * `UCT_RS_UCS_LIBDIR`: where to find the libucs.so to link against (the
-//!   one of the chosen release, e.g. an unpacked UCX wheel); by default the
-//!   linker's search path (the system libucs).
-
-/// Releases we build for: (cargo feature, major, minor, patch of the
-/// reference release whose headers and binaries the tests use).
-const RELEASES: &[(&str, u32, u32, u32)] = &[
-    ("", 1, 13, 1),          // the default: Debian 12 (bookworm)
-    ("ucx-1-18", 1, 18, 1),  // Debian 13, Fedora 43, conda-forge, PyPI
-];
-
-/// cfg names `ucx_since_1_N` exist for every minor up to this one (so that
-/// `check-cfg` accepts them all, also for releases not in the table yet).
-const LAST_KNOWN_MINOR: u32 = 22;
+//!   config parser and logger we reuse. Only functions every served release
+//!   of libucs exports are linked; the others are looked up at load.
+//! * Releases: the rows of `ucx-releases.txt` become the library's table of
+//!   served releases (`$OUT_DIR/releases.rs`, included by
+//!   `src/abi/release.rs`). Which one a process runs is found at run time.
+//! * `UCT_RS_UCS_LIBDIR`: where to find the libucs.so to link against; by
+//!   default the linker's search path (the system libucs).
 
 fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libuct.so.0");
@@ -37,33 +20,6 @@ fn main() {
         }
     }
     println!("cargo:rustc-link-lib=dylib=ucs");
-
-    let chosen: Vec<_> = RELEASES
-        .iter()
-        .filter(|r| !r.0.is_empty())
-        .filter(|r| std::env::var_os(feature_env(r.0)).is_some())
-        .collect();
-    let release = match chosen.as_slice() {
-        [] => RELEASES[0],
-        [one] => **one,
-        many => {
-            let names: Vec<_> = many.iter().map(|r| r.0).collect();
-            panic!("uct-rs: choose one UCX ABI feature, not several: {names:?}");
-        }
-    };
-    let (_, major, minor, patch) = release;
-    for m in 14..=LAST_KNOWN_MINOR {
-        println!("cargo:rustc-check-cfg=cfg(ucx_since_1_{m})");
-        if m <= minor {
-            println!("cargo:rustc-cfg=ucx_since_1_{m}");
-        }
-    }
-    println!("cargo:rustc-env=UCT_RS_UCX_ABI={major}.{minor}");
-    println!("cargo:rustc-env=UCT_RS_UCX_RELEASE={major}.{minor}.{patch}");
-}
-
-fn feature_env(feature: &str) -> String {
-    format!("CARGO_FEATURE_{}", feature.to_uppercase().replace('-', "_"))
 }
 
 /// `$OUT_DIR/releases.rs`: the rows of `ucx-releases.txt` as

@@ -3,13 +3,10 @@
 #
 #   scripts/header-for-abi.sh 1.18 OUT.h   [IN.h]
 #
-# include/uct-rs/uct_abi.h describes every release the crate builds for and
-# selects one with UCT_RS_UCX_ABI_MINOR, which defaults to 13 (UCX 1.13).
-# The header installed next to a library built for another release (cargo
-# feature ucx-1-18) should default to that release, so that C code including
-# it without defining anything sees the ABI of the library it links to. This
-# script changes only that default line; a C file can still override it with
-# -DUCT_RS_UCX_ABI_MINOR=N.
+# include/uct-rs/uct_abi.h describes every served release and selects one
+# with UCT_RS_UCX_ABI_MINOR, which defaults to 13 (UCX 1.13). A copy whose
+# default is another release suits C code written for that release only;
+# it can still override it with -DUCT_RS_UCX_ABI_MINOR=N.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

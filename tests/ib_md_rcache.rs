@@ -144,7 +144,7 @@ fn release_default() {
     }
     let dev = device().unwrap();
     let md = IbMd::open(&dev, Some(false), &MdParams::default()).unwrap();
-    if cfg!(feature = "ucx-1-18") {
+    if ::uct::ucs::release::running().since(16) {
         assert!(!md.uses_cache());
         assert_eq!(cost(&md), DIRECT_REG_COST);
     } else {

@@ -313,21 +313,21 @@ fn full_fifo_gives_no_resource_and_pending_requests_run_later() {
             sent += 1;
             assert!(sent <= 1024, "the FIFO never filled up");
         }
-        assert_eq!(sent, FIFO_SIZE, "default FIFO size");
+        assert_eq!(sent, fifo_size(), "default FIFO size");
         assert_eq!(p.flush(), UCS_ERR_NO_RESOURCE);
         assert_eq!(add(&mut ctx), UCS_OK);
         // The receiver drains; the sender's progress then runs the request.
-        while (rx.inline.len() as u64) < FIFO_SIZE {
+        while (rx.inline.len() as u64) < fifo_size() {
             p.progress_rx();
         }
         while ctx.runs.get() == 0 {
             p.progress_tx();
         }
-        while (rx.inline.len() as u64) < FIFO_SIZE + 1 {
+        while (rx.inline.len() as u64) < fifo_size() + 1 {
             p.progress_rx();
         }
         assert_eq!(ctx.runs.get(), 1);
-        assert_eq!(&rx.inline[FIFO_SIZE as usize][..8], &99u64.to_ne_bytes());
+        assert_eq!(&rx.inline[fifo_size() as usize][..8], &99u64.to_ne_bytes());
         assert_eq!(p.flush(), UCS_OK);
     });
 }
@@ -382,7 +382,13 @@ fn ep_check_on_a_live_peer_is_ok() {
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `UCX_<TL>_FIFO_SIZE`'s default: 64 up to UCX 1.15, 256 from 1.16.
-const FIFO_SIZE: u64 = if cfg!(feature = "ucx-1-18") { 256 } else { 64 };
+fn fifo_size() -> u64 {
+    if ::uct::ucs::release::running().since(16) {
+        256
+    } else {
+        64
+    }
+}
 const ELEM_SIZE: usize = 128;
 const CTL_SIZE: usize = 192;
 const FLAG_OWNER: u8 = 1;
@@ -402,7 +408,7 @@ impl RawFifo {
     /// default proc links).
     fn map(tl: &CStr, addr: &[u8]) -> RawFifo {
         let seg_id = u64::from_ne_bytes(addr[..8].try_into().unwrap());
-        let len = (CTL_SIZE + FIFO_SIZE as usize * ELEM_SIZE + 63).div_ceil(4096) * 4096;
+        let len = (CTL_SIZE + fifo_size() as usize * ELEM_SIZE + 63).div_ceil(4096) * 4096;
         if tl == c"sysv" {
             // SAFETY: attaching a live segment anywhere; checked below.
             let p = unsafe { libc::shmat(seg_id as i32, std::ptr::null(), 0) };
@@ -430,7 +436,7 @@ impl RawFifo {
 
     fn elem(&self, index: u64) -> *mut u8 {
         // SAFETY: the index is reduced to the FIFO size.
-        unsafe { self.base.add(CTL_SIZE + (index % FIFO_SIZE) as usize * ELEM_SIZE) }
+        unsafe { self.base.add(CTL_SIZE + (index % fifo_size()) as usize * ELEM_SIZE) }
     }
 
     /// Claim the head as a sender does and publish a forged element.
@@ -442,7 +448,7 @@ impl RawFifo {
             }
         };
         let e = self.elem(head);
-        let owner = if head & FIFO_SIZE != 0 { FLAG_OWNER } else { 0 };
+        let owner = if head & fifo_size() != 0 { FLAG_OWNER } else { 0 };
         // SAFETY: the element lies inside the mapping; data fits its 100
         // bytes of inline room; flags last, with release ordering, as a
         // sender publishes.
@@ -659,7 +665,7 @@ fn forged_lengths_child(tl: &'static CStr) {
         let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
         assert!(rx.inline == want, "{tl:?}: flags {flags:#x} length {length}: dropped, the next ones whole; \
                  delivered lengths {:?}, expected {:?}", lens(&rx.inline), lens(&want));
-        for n in 0..2 * FIFO_SIZE {
+        for n in 0..2 * fifo_size() {
             assert_eq!(p.am_short(1, n, b"round"), UCS_OK);
             want.push(msg(n, b"round"));
             drain(&p, &raw const rx, want.len());
@@ -719,7 +725,7 @@ fn a_hostile_head_cannot_hang_sender_or_receiver() {
         unsafe { p.listen(3, &mut rx) };
         // A head far ahead of the tail: the FIFO looks full.
         let head = raw.head().load(Ordering::Relaxed);
-        raw.head().store(head + 10 * FIFO_SIZE, Ordering::Relaxed);
+        raw.head().store(head + 10 * fifo_size(), Ordering::Relaxed);
         assert_eq!(p.am_short(3, 0, b""), UCS_ERR_NO_RESOURCE);
         // SAFETY: the receiver is open.
         assert_eq!(unsafe { uct_iface_event_arm(p.rx.iface, UCT_EVENT_RECV) }, UCS_ERR_BUSY);

@@ -41,7 +41,7 @@ impl Fixture {
         };
         // SAFETY: `md` was just opened.
         let iface_config = unsafe { iface_config(md, c"self", settings) };
-        let mut params = device_params(c"self", SELF_DEV);
+        let mut params = device_params(c"self", self_dev());
         params.field_mask |= UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
         let mut iface = null_mut();
         // SAFETY: md, worker and configuration were just made; the

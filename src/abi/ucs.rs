@@ -1,9 +1,9 @@
-//! libucs types that the UCT public API embeds or passes around (UCX
-//! 1.13.1, and what later releases changed under `ucx_since_1_*`).
+//! libucs types that the UCT public API embeds or passes around, and those
+//! our library fills for libucs, in every served release's layout.
 //!
 //! libucs (`libucs.so.0`) stays installed next to our libuct, so these
 //! definitions have to agree byte-for-byte with the `ucs/...` headers of
-//! the release the build serves (Debian 12's `/usr/include/ucs` for 1.13). Only the pieces that UCT's headers (and
+//! the release the process runs. Only the pieces that UCT's headers (and
 //! our use of the libucs config parser) need are mirrored here.
 
 use super::release::Release;

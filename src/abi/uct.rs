@@ -1,6 +1,6 @@
 //! Public structs, enumerations and flag values of `uct/api/uct.h`
-//! (UCX 1.13.1, and the 1.14+ additions under `ucx_since_1_*`; the
-//! memory-domain part lives in `uct_md.rs`).
+//! (every served release; items only some have say so in a `Releases:`
+//! line; the memory-domain part lives in `uct_md.rs`).
 //!
 //! Anonymous nested structs/unions of the C header get names built from the
 //! enclosing typedef name plus the member path, with `_t` at the end:

@@ -1,6 +1,7 @@
 //! Basic UCT definitions: limits, handles, small structs and the callback
 //! signatures used throughout the API (mirror of `uct/api/uct_def.h`,
-//! UCX 1.13.1, and the 1.14+ additions under `ucx_since_1_*`).
+//! every served release; items only some have say so in a `Releases:`
+//! line).
 
 use super::tl::{uct_ep_t, uct_iface_t, uct_listener_t, uct_worker_t};
 use super::uct::{uct_completion_t, uct_pending_req_t};

@@ -1,7 +1,7 @@
 //! Memory-domain part of `uct/api/uct.h`: capability and registration
 //! flags, `uct_md_attr_t`, `uct_md_mem_attr_t`, allocated memory and remote
-//! key bundles (UCX 1.13.1, and the 1.14+ additions under
-//! `ucx_since_1_*`). Kept apart from `uct.rs` only for size; the C header
+//! key bundles (every served release). Kept apart from `uct.rs` only for
+//! size; the C header
 //! has them in one file.
 
 use super::ucs::*;

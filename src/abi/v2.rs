@@ -1,5 +1,5 @@
-//! Definitions of `uct/api/v2/uct_v2.h` (UCX 1.13.1, and what later
-//! releases up to 1.18.1 added or changed, under `ucx_since_1_*`). Neither
+//! Definitions of `uct/api/v2/uct_v2.h` of every served release (items
+//! only some releases have say so in a `Releases:` line). Neither
 //! Debian nor the PyPI wheels ship this header, but libucp was built against
 //! it and calls the functions it declares, so the layouts below are part of
 //! the ABI.

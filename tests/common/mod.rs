@@ -83,7 +83,7 @@ pub fn new_worker() -> (*mut ucs_async_context_t, uct_worker_h) {
 pub unsafe fn config_modify(cfg: *mut c_void, prefix: &str, k: &CStr, v: &CStr) -> ucs_status_t {
     // SAFETY: see the function contract; key and value are C strings.
     let status = unsafe { uct_config_modify(cfg, k.as_ptr(), v.as_ptr()) };
-    if status != UCS_ERR_NO_ELEM || !cfg!(feature = "ucx-1-18") {
+    if status != UCS_ERR_NO_ELEM || !running().since(17) {
         return status;
     }
     let full = config_key(prefix, k);
@@ -95,7 +95,7 @@ pub unsafe fn config_modify(cfg: *mut c_void, prefix: &str, k: &CStr, v: &CStr) 
 /// `uct_config_modify` matches it from UCX 1.17 on ("CMA_MEMORY_INVALIDATE";
 /// before, just `k`).
 pub fn config_key(prefix: &str, k: &CStr) -> std::ffi::CString {
-    if cfg!(feature = "ucx-1-18") {
+    if running().since(17) {
         let mut full = prefix.as_bytes().to_vec();
         full.extend_from_slice(k.to_bytes());
         std::ffi::CString::new(full).unwrap()
@@ -104,9 +104,21 @@ pub fn config_key(prefix: &str, k: &CStr) -> std::ffi::CString {
     }
 }
 
+/// The UCX release the test process runs (found from its libucs, as the
+/// library does).
+pub fn running() -> ::uct::abi::release::Release {
+    ::uct::ucs::release::running()
+}
+
 /// The self transport's one device: `memory0` up to UCX 1.13, `memory`
 /// from 1.14.
-pub const SELF_DEV: &CStr = if cfg!(feature = "ucx-1-18") { c"memory" } else { c"memory0" };
+pub fn self_dev() -> &'static CStr {
+    if running().since(14) {
+        c"memory"
+    } else {
+        c"memory0"
+    }
+}
 
 /// Opens the memory domain `name` of the component of the same name, with
 /// `settings` applied to the md configuration first (each must be
@@ -228,20 +240,35 @@ pub unsafe fn connect_to_iface(iface: uct_iface_h, dev: &[u8], addr: &[u8]) -> R
 ///
 /// `worker` is a live worker, used from this thread only.
 pub unsafe fn worker_progress(worker: uct_worker_h) -> u32 {
+    // The fast-path array's elements are as wide as the release makes them
+    // (1.16 dropped their flags and id).
+    if running().since(16) {
+        // SAFETY: see the function contract.
+        unsafe { dispatch::<ucs_callbackq_elem_t>(worker, |e| (e.cb, e.arg)) }
+    } else {
+        // SAFETY: see the function contract.
+        unsafe { dispatch::<ucs_callbackq_elem_t_v1_13>(worker, |e| (e.cb, e.arg)) }
+    }
+}
+
+/// Walk the fast-path array of the worker's queue, elements of type `E`.
+///
+/// # Safety
+/// As for [`worker_progress`]; `E` is the running release's element.
+unsafe fn dispatch<E>(worker: uct_worker_h, parts: impl Fn(&E) -> (ucs_callback_t, *mut c_void)) -> u32 {
     let mut n = 0;
-    // SAFETY: `worker` is live (the caller's promise); taking a field's
-    // address does not read it.
-    let elems = unsafe { std::ptr::addr_of!((*worker).progress_q.fast_elems) } as *const ucs_callbackq_elem_t;
+    // The queue is at the start of the worker; its fast-path array first.
+    let elems = worker as *const E;
     for i in 0..UCS_CALLBACKQ_FAST_COUNT + 1 {
         // SAFETY: the array has UCS_CALLBACKQ_FAST_COUNT + 1 slots (the last
         // always empty). Read volatile: callbacks change the array while
         // we walk it.
         let e = unsafe { std::ptr::read_volatile(elems.add(i)) };
-        match e.cb {
+        match parts(&e) {
             // SAFETY: a registered callback, called with its own argument
             // on the worker's thread, as the dispatcher does.
-            Some(cb) => n += unsafe { cb(e.arg) },
-            None => break,
+            (Some(cb), arg) => n += unsafe { cb(arg) },
+            (None, _) => break,
         }
     }
     n
