@@ -347,6 +347,18 @@ entry! {
             if status == UCS_OK {
                 crate::core::release::perf_fill_extra(perf);
             }
+            if status == UCS_OK && perf.field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH != 0 {
+                // 1.19+: the bandwidth of one path, the interface's own (as
+                // the C original's base estimate answers).
+                // SAFETY: all-zero is a valid uct_iface_attr_t.
+                let mut attr: uct_iface_attr_t = unsafe { std::mem::zeroed() };
+                if let Some(query) = hdr.base.ops.iface_query {
+                    // SAFETY: our interface's own query, a local struct.
+                    if unsafe { query(iface, &mut attr) } == UCS_OK {
+                        perf.path_bandwidth = attr.bandwidth;
+                    }
+                }
+            }
             status
         };
         if release.since(19) {
