@@ -52,27 +52,34 @@ pub fn run(data: &[u8]) {
     // self iface address.
     assert_eq!(self_::decode_iface_addr(data), word(0));
 
-    // cma iface address.
-    match cma::decode_iface_addr(data) {
-        Ok(a) => {
-            assert!(a.pid > 0);
-            let raw = u32::from_ne_bytes(data[..4].try_into().unwrap());
-            assert_eq!(a.pid as u32, raw & !cma::ADDR_FLAG_PID_NS);
-            assert_eq!(a.ns.is_some(), raw & cma::ADDR_FLAG_PID_NS != 0);
-            if let Some(ns) = a.ns {
-                assert_eq!(Some(ns), word(1));
-                assert!(cma::same_pid_ns(&a, Some(ns)) && !cma::same_pid_ns(&a, None));
-            } else {
-                assert!(cma::same_pid_ns(&a, None));
+    // cma iface address, in both namespace id widths.
+    for ns_len in [8, 4] {
+        let long = cma::addr_len_ns(ns_len);
+        match cma::decode_iface_addr(data, ns_len) {
+            Ok(a) => {
+                assert!(a.pid > 0);
+                let raw = u32::from_ne_bytes(data[..4].try_into().unwrap());
+                assert_eq!(a.pid as u32, raw & !cma::ADDR_FLAG_PID_NS);
+                assert_eq!(a.ns.is_some(), raw & cma::ADDR_FLAG_PID_NS != 0);
+                let packed = cma::encode_iface_addr(a.pid as u32, a.ns, ns_len);
+                assert_eq!(packed.len(), if a.ns.is_some() { long } else { 4 });
+                if let Some(ns) = a.ns {
+                    assert_eq!(Some(ns), uct::ucs::ns_decode(&data[long - ns_len..], ns_len));
+                    assert_eq!(&packed[long - ns_len..], &data[long - ns_len..long]);
+                    assert!(cma::same_pid_ns(&a, Some(ns)) && !cma::same_pid_ns(&a, None));
+                } else {
+                    assert_eq!(&packed[..], &data[..4]);
+                    assert!(cma::same_pid_ns(&a, None));
+                }
             }
-        }
-        Err(_) => {
-            let raw = data.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
-            assert!(match raw {
-                None => true,
-                Some(r) => r & !cma::ADDR_FLAG_PID_NS == 0 || (r & cma::ADDR_FLAG_PID_NS != 0 && data.len() < 16),
-            });
+            Err(_) => {
+                let raw = data.get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+                assert!(match raw {
+                    None => true,
+                    Some(r) => r & !cma::ADDR_FLAG_PID_NS == 0
+                        || (r & cma::ADDR_FLAG_PID_NS != 0 && data.len() < long),
+                });
+            }
         }
     }
 }
-
