@@ -7,7 +7,8 @@
 //!   layout and reads nothing past it (the same answer for the prefix);
 //! - what it decodes encodes back to the very bytes it came from (for a
 //!   loopback device address: unless the namespace bit is clear and the
-//!   namespace field not zero, the one field the encoder writes as zero);
+//!   namespace field not zero, the one field the encoder writes as zero;
+//!   in both widths of the namespace id, 8 bytes up to 1.21 and 4 from 1.22);
 //! - a decoded socket address is of a known family, no longer than the
 //!   input, re-encodes to the input's bytes (an IPv4 address's 8 padding
 //!   bytes as zeros), decodes back to itself, and survives the conversions
@@ -50,18 +51,23 @@ fn dev_addr(data: &[u8]) {
     assert_eq!((flags, family), (data[0], u16::from(data[1])));
     assert_eq!(codec::dev_addr_head(&data[..2]), head);
 
-    let local = codec::dev_addr_local(data);
-    assert_eq!(local.is_some(), data.len() >= codec::DEV_ADDR_LOOPBACK_LEN);
-    if let Some((id, ns)) = local {
-        let fixed = &data[..codec::DEV_ADDR_LOOPBACK_LEN];
-        assert_eq!(codec::dev_addr_local(fixed), local);
+    // The loopback form, in the layout of each release: the namespace id
+    // 8 bytes wide up to 1.21, 4 from 1.22.
+    for ns_len in [8, 4] {
+        let full_len = codec::dev_addr_loopback_len(ns_len);
+        let local = codec::dev_addr_local(data, ns_len);
+        assert_eq!(local.is_some(), data.len() >= full_len);
+        let Some((id, ns)) = local else { continue };
+        assert!(ns_len == 8 || ns <= u64::from(u32::MAX));
+        let fixed = &data[..full_len];
+        assert_eq!(codec::dev_addr_local(fixed, ns_len), local);
         let in_ns = id & codec::LOCAL_FLAG_NS != 0;
         let mut again = Vec::new();
-        codec::encode_dev_addr_loopback(&mut again, family, id, in_ns.then_some(ns));
-        assert_eq!(again.len(), codec::DEV_ADDR_LOOPBACK_LEN);
+        codec::encode_dev_addr_loopback(&mut again, family, id, in_ns.then_some(ns), ns_len);
+        assert_eq!(again.len(), full_len);
         assert_eq!(codec::dev_addr_head(&again), Some((codec::DEV_FLAG_LOOPBACK, family)));
         let expect_ns = if in_ns { ns } else { 0 };
-        assert_eq!(codec::dev_addr_local(&again), Some((id, expect_ns)));
+        assert_eq!(codec::dev_addr_local(&again, ns_len), Some((id, expect_ns)));
         if in_ns || ns == 0 {
             assert_eq!(&again[2..], &fixed[2..]);
         }

@@ -1,6 +1,7 @@
 //! What libucs knows about this host and its processes, as safe calls:
 //! the CPU clock rate (libucs's time values count its clocks), the host
-//! and namespace identities that addresses carry, process start times and
+//! and namespace identities that addresses carry (a namespace id is 8 bytes
+//! wide up to 1.21, 4 from 1.22: [`ns_len`]), process start times and
 //! unique ids; and, from 1.16, the system device behind a network device.
 
 use super::{ucs_generate_uuid, ucs_get_cpu_clocks_per_sec, ucs_get_system_id, ucs_sys_get_ns,
@@ -38,10 +39,52 @@ pub fn ns_is_default(ns_type: c_uint) -> bool {
     unsafe { ucs_sys_ns_is_default(ns_type) != 0 }
 }
 
-/// The inode of this process's namespace of `ns_type`.
+/// How many bytes a namespace id takes in an address, as the running
+/// release's libucs defines `ucs_sys_ns_t`: an `ino_t` (8 bytes) up to
+/// 1.21, a `uint32_t` (4 bytes) from 1.22. Every address field holding a
+/// namespace id has this width.
+pub fn ns_len() -> usize {
+    ns_len_of(super::release::running())
+}
+
+/// [`ns_len`] of a given release.
+pub const fn ns_len_of(release: crate::abi::release::Release) -> usize {
+    if release.since(22) { 4 } else { 8 }
+}
+
+/// This process's namespace of `ns_type`, as libucs reports it: its inode
+/// number, cut to the 32 bits that libucs returns from 1.22 on.
 pub fn ns_id(ns_type: c_uint) -> u64 {
     // SAFETY: as in `ns_is_default`.
-    unsafe { ucs_sys_get_ns(ns_type) }
+    let raw = unsafe { ucs_sys_get_ns(ns_type) };
+    // From 1.22 the function returns a 32-bit value: the upper half of the
+    // 64-bit register it comes back in is not defined.
+    ns_truncate(raw, ns_len())
+}
+
+/// `id` as a namespace id of `len` bytes holds it (its low bytes).
+pub const fn ns_truncate(id: u64, len: usize) -> u64 {
+    if len >= 8 { id } else { id & ((1u64 << (8 * len)) - 1) }
+}
+
+/// Append namespace id `id` in an address's layout: `len` bytes ([`ns_len`]:
+/// 8 or 4), native byte order.
+pub fn ns_encode(out: &mut Vec<u8>, id: u64, len: usize) {
+    if len == 4 {
+        out.extend_from_slice(&(id as u32).to_ne_bytes());
+    } else {
+        out.extend_from_slice(&id.to_ne_bytes());
+    }
+}
+
+/// Read a namespace id of `len` bytes ([`ns_len`]) from the start of `b`;
+/// None when `b` is shorter.
+pub fn ns_decode(b: &[u8], len: usize) -> Option<u64> {
+    if len == 4 {
+        b.get(..4).map(|w| u64::from(u32::from_ne_bytes(w.try_into().expect("4 bytes"))))
+    } else {
+        b.get(..8).map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+    }
 }
 
 /// This process's namespace of `ns_type` when it is not the host's
@@ -86,5 +129,34 @@ pub fn netif_topology(if_name: &std::ffi::CStr, name_priority: c_uint)
         };
         Some((ucs_topo_get_sysfs_dev(if_name.as_ptr(), sysfs, name_priority),
               ucs_topo_get_pci_bw(if_name.as_ptr(), sysfs)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::release::Release;
+
+    #[test]
+    fn ns_width_by_release() {
+        assert_eq!(ns_len_of(Release::new(13, 1)), 8);
+        assert_eq!(ns_len_of(Release::new(21, 0)), 8);
+        assert_eq!(ns_len_of(Release::new(22, 0)), 4);
+    }
+
+    #[test]
+    fn ns_round_trip_in_both_widths() {
+        let id = 0x1234_5678_f000_0001u64;
+        for len in [4, 8] {
+            let mut v = vec![0xaa];
+            ns_encode(&mut v, id, len);
+            assert_eq!(v.len(), 1 + len);
+            assert_eq!(ns_decode(&v[1..], len), Some(ns_truncate(id, len)));
+            assert_eq!(ns_decode(&v[1..len], len), None, "one byte short");
+        }
+        assert_eq!(ns_truncate(id, 4), 0xf000_0001);
+        assert_eq!(ns_truncate(id, 8), id);
+        assert_eq!(&{ let mut v = Vec::new(); ns_encode(&mut v, 4026531836, 4); v }[..],
+                   &4026531836u32.to_ne_bytes());
     }
 }

@@ -30,11 +30,11 @@ pub struct ucs_log_component_config_t {
     pub file_filter: *const c_char,
 }
 
-/// `ucs_sys_namespace_type_t` values.
 /// `ucs_event_set_types_t` (ucs/sys/event_set.h): readable, and
 /// edge-triggered (one event per change, not one per wait).
 pub const EVENT_READ: c_uint = 1;
 pub const EVENT_EDGE: c_uint = 1 << 3;
+/// `ucs_sys_namespace_type_t` values.
 pub const UCS_SYS_NS_TYPE_IPC: c_uint = 0;
 pub const UCS_SYS_NS_TYPE_NET: c_uint = 2;
 pub const UCS_SYS_NS_TYPE_PID: c_uint = 3;
@@ -141,7 +141,9 @@ extern "C" {
     pub static mut ucs_global_opts: ucs_log_component_config_t;
     pub static ucs_log_level_names: [*const c_char; 0];
 
-    // sys/sys.h (namespaces, process identity)
+    // sys/sys.h (namespaces, process identity). `ucs_sys_get_ns` returns
+    // `ucs_sys_ns_t`: 64 bits up to 1.21, 32 from 1.22 (only the low half
+    // of the result is defined then); read it through `host::ns_id`.
     pub fn ucs_sys_get_ns(ns_type: c_uint) -> u64;
     pub fn ucs_sys_ns_is_default(ns_type: c_uint) -> c_int;
     pub fn ucs_sys_get_proc_create_time(pid: libc::pid_t) -> libc::c_ulong;

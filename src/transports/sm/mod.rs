@@ -153,13 +153,17 @@ pub const ATOMIC_FETCH_FLAGS: u64 =
     ATOMIC_POST_FLAGS | (1u64 << UCT_ATOMIC_OP_SWAP) | (1u64 << UCT_ATOMIC_OP_CSWAP);
 
 /// The device address of shared-memory transports: the host's identity
-/// (system id, with bit 63 and the IPC namespace appended when not in the
-/// default namespace), so that only processes on the same host (and IPC
-/// namespace) are reachable.
+/// (system id, with bit 63 set and the IPC namespace id appended when not
+/// in the default namespace), so that only processes on the same host (and
+/// IPC namespace) are reachable. The namespace id is as wide as the
+/// release's `ucs_sys_ns_t` ([`ucs::ns_len`](crate::ucs::ns_len): 8 bytes up
+/// to 1.21, 4 from 1.22), so the address is 8 bytes, or 16 or 12.
 pub mod device_addr {
+    use crate::core::handles::PeerAddr;
     use crate::ucs;
 
     const FLAG_NS: u64 = 1 << 63;
+    const ID_LEN: usize = 8;
 
     fn local() -> (u64, Option<u64>) {
         let id = ucs::system_id() & !FLAG_NS;
@@ -170,30 +174,38 @@ pub mod device_addr {
     }
 
     pub fn len() -> usize {
-        if local().1.is_some() { 16 } else { 8 }
+        if local().1.is_some() { ID_LEN + ucs::ns_len() } else { ID_LEN }
     }
 
     pub fn pack() -> Vec<u8> {
         let (id, ns) = local();
-        let mut v = id.to_ne_bytes().to_vec();
-        if let Some(ns) = ns {
-            v.extend_from_slice(&ns.to_ne_bytes());
-        }
-        v
+        encode(id, ns, ucs::ns_len())
+    }
+
+    /// The first word of a peer's device address (its host identity).
+    fn peer_id(dev: PeerAddr<'_>) -> Option<u64> {
+        dev.read_at::<ID_LEN>(0).map(u64::from_ne_bytes)
+    }
+
+    /// The namespace id after the first word, read within the declared
+    /// length.
+    fn peer_ns(dev: PeerAddr<'_>) -> Option<u64> {
+        let ns_len = ucs::ns_len();
+        dev.prefix(ID_LEN + ns_len).and_then(|b| ucs::ns_decode(&b[ID_LEN..], ns_len))
     }
 
     /// Whether a peer's device address designates this host (and IPC
-    /// namespace), read word by word within the length we declared (a peer
-    /// in another namespace kind fails the first word's test before a
-    /// second word is read).
-    pub fn same_host(dev: crate::core::handles::PeerAddr<'_>) -> bool {
-        reachable(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes))
+    /// namespace), read within the length we declared (a peer in another
+    /// namespace kind fails the first word's test before the namespace id
+    /// is read).
+    pub fn same_host(dev: PeerAddr<'_>) -> bool {
+        matches_local(peer_id(dev), || peer_ns(dev), local())
     }
 
     /// [`same_host`] with the reason when not (the text of
     /// `uct_iface_is_reachable_v2`, where the release gives one).
-    pub fn check_host(dev: crate::core::handles::PeerAddr<'_>) -> Result<(), String> {
-        explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes), local())
+    pub fn check_host(dev: PeerAddr<'_>) -> Result<(), String> {
+        explain(peer_id(dev), || peer_ns(dev), local())
     }
 
     /// A device address for transports that only peers of this library
@@ -203,66 +215,72 @@ pub mod device_addr {
     /// mark.
     pub fn pack_marked(mark: u64) -> Vec<u8> {
         let mut v = pack();
-        let w = u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")) ^ (mark & !FLAG_NS);
-        v[..8].copy_from_slice(&w.to_ne_bytes());
+        let w = u64::from_ne_bytes(v[..ID_LEN].try_into().expect("8 bytes")) ^ (mark & !FLAG_NS);
+        v[..ID_LEN].copy_from_slice(&w.to_ne_bytes());
         v
     }
 
     /// [`check_host`] of an address packed by [`pack_marked`] with `mark`.
-    pub fn check_host_marked(dev: crate::core::handles::PeerAddr<'_>, mark: u64) -> Result<(), String> {
+    pub fn check_host_marked(dev: PeerAddr<'_>, mark: u64) -> Result<(), String> {
         let mark = mark & !FLAG_NS;
-        explain(|i| dev.read_at::<8>(i * 8).map(u64::from_ne_bytes).map(|w| if i == 0 { w ^ mark } else { w }),
-                local())
+        explain(peer_id(dev).map(|w| w ^ mark), || peer_ns(dev), local())
     }
 
     /// As [`matches_local`], saying why not: another host (or namespace
-    /// kind) in the first word, another IPC namespace in the second.
-    pub fn explain(read8: impl Fn(usize) -> Option<u64>, local: (u64, Option<u64>)) -> Result<(), String> {
-        if matches_local(&read8, local) {
+    /// kind) in the first word, another IPC namespace after it.
+    pub fn explain(peer_id: Option<u64>, peer_ns: impl Fn() -> Option<u64>, local: (u64, Option<u64>))
+                   -> Result<(), String> {
+        if matches_local(peer_id, &peer_ns, local) {
             return Ok(());
         }
         let (id, ns) = local;
-        let peer = read8(0).unwrap_or(0);
+        let peer = peer_id.unwrap_or(0);
         Err(super::release::reason(|| match ns {
+            // (hex while namespace ids were 64-bit, decimal from 1.22)
+            Some(ns) if peer == id && ucs::ns_len() == 4 => {
+                format!("different pid namespaces {} vs {}", ns, peer_ns().unwrap_or(0))
+            }
             Some(ns) if peer == id => {
-                format!("different pid namespaces {:x} vs {:x}", ns, read8(1).unwrap_or(0))
+                format!("different pid namespaces {:x} vs {:x}", ns, peer_ns().unwrap_or(0))
             }
             _ => format!("different host id local {} vs {}", id, peer),
         }))
     }
 
-    /// As [`same_host`]: `read8(i)` returns the i-th 8-byte word.
-    pub fn reachable(read8: impl Fn(usize) -> Option<u64>) -> bool {
-        matches_local(read8, local())
-    }
-
-    /// Whether the device address whose words `read8` returns names the
-    /// host and IPC namespace `local` (the system id, with bit 63 set when
-    /// a namespace id follows). Pure: the word reader is the only input.
-    pub fn matches_local(read8: impl Fn(usize) -> Option<u64>, local: (u64, Option<u64>)) -> bool {
+    /// Whether a device address whose first word is `peer_id` and whose
+    /// namespace id `peer_ns` reads names the host and IPC namespace
+    /// `local` (the system id, with bit 63 set when a namespace id
+    /// follows). Pure: `peer_ns` is only called when the first word matches
+    /// and says a namespace id follows.
+    pub fn matches_local(peer_id: Option<u64>, peer_ns: impl Fn() -> Option<u64>, local: (u64, Option<u64>))
+                         -> bool {
         let (id, ns) = local;
-        match read8(0) {
+        match peer_id {
             Some(peer) if peer == id => match ns {
                 None => true,
-                Some(ns) => read8(1) == Some(ns),
+                Some(ns) => peer_ns() == Some(ns),
             },
             _ => false,
         }
     }
 
     /// Decode a device address from its bytes: the system id word and, when
-    /// its bit 63 says so, the IPC namespace word after it.
-    pub fn decode(bytes: &[u8]) -> Option<(u64, Option<u64>)> {
-        let word = |i: usize| bytes.get(i * 8..i * 8 + 8).map(|w| u64::from_ne_bytes(w.try_into().expect("8")));
-        let id = word(0)?;
-        if id & FLAG_NS != 0 { Some((id, Some(word(1)?))) } else { Some((id, None)) }
+    /// its bit 63 says so, the IPC namespace id (`ns_len` bytes) after it.
+    pub fn decode(bytes: &[u8], ns_len: usize) -> Option<(u64, Option<u64>)> {
+        let id = u64::from_ne_bytes(bytes.get(..ID_LEN)?.try_into().expect("8 bytes"));
+        if id & FLAG_NS != 0 {
+            Some((id, Some(ucs::ns_decode(&bytes[ID_LEN..], ns_len)?)))
+        } else {
+            Some((id, None))
+        }
     }
 
-    /// Pack a device address of host `id` (bit 63 set when `ns` is given).
-    pub fn encode(id: u64, ns: Option<u64>) -> Vec<u8> {
+    /// Pack a device address of host `id` (bit 63 set when `ns` is given),
+    /// the namespace id `ns_len` bytes wide.
+    pub fn encode(id: u64, ns: Option<u64>, ns_len: usize) -> Vec<u8> {
         let mut v = id.to_ne_bytes().to_vec();
         if let Some(ns) = ns {
-            v.extend_from_slice(&ns.to_ne_bytes());
+            ucs::ns_encode(&mut v, ns, ns_len);
         }
         v
     }

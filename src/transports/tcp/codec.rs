@@ -11,7 +11,12 @@
 //! - put request: `{addr u64, length u64, sn u32}`, 20 bytes (the frame
 //!   length covers these 20 bytes only; the data follows the frame);
 //! - put acknowledgement: `{sn u32}`, 4 bytes;
-//! - a connecting socket starts with the 8-byte magic number.
+//! - a connecting socket starts with the 8-byte magic number;
+//! - device address: `{flags u8, family u8}`, then the IP (4 or 16 bytes),
+//!   or on a loopback device the host identity `{id u64, ns}` where `ns`,
+//!   the network namespace, is as wide as the release's `ucs_sys_ns_t`
+//!   (8 bytes up to 1.21, 4 from 1.22: the `ns_len` arguments below, which
+//!   callers take from `ucs::ns_len`).
 
 use crate::sys::addr::SockAddr;
 
@@ -140,8 +145,11 @@ pub fn sn_le(a: u32, b: u32) -> bool {
 pub const DEV_FLAG_LOOPBACK: u8 = 1;
 /// Bit 63 of the host identity: a network namespace id follows.
 pub const LOCAL_FLAG_NS: u64 = 1 << 63;
-/// Lengths: the loopback form carries `{id u64, ns u64}`.
-pub const DEV_ADDR_LOOPBACK_LEN: usize = 2 + 16;
+/// Length of a loopback device address: the head, `id` and a namespace id
+/// of `ns_len` bytes (18 bytes up to 1.21, 14 from 1.22).
+pub const fn dev_addr_loopback_len(ns_len: usize) -> usize {
+    2 + 8 + ns_len
+}
 pub const IFACE_ADDR_LEN: usize = 2;
 pub const EP_ADDR_LEN: usize = 10;
 
@@ -153,8 +161,9 @@ pub fn encode_dev_addr_ip(out: &mut Vec<u8>, addr: &SockAddr) {
 }
 
 /// Device address of a loopback interface: flag, family, host identity
-/// (with the namespace when not the default one; zero otherwise).
-pub fn encode_dev_addr_loopback(out: &mut Vec<u8>, family: u16, id: u64, ns: Option<u64>) {
+/// (with the namespace when not the default one; zero otherwise), the
+/// namespace `ns_len` bytes wide.
+pub fn encode_dev_addr_loopback(out: &mut Vec<u8>, family: u16, id: u64, ns: Option<u64>, ns_len: usize) {
     out.push(DEV_FLAG_LOOPBACK);
     out.push(family as u8);
     let id = match ns {
@@ -162,7 +171,7 @@ pub fn encode_dev_addr_loopback(out: &mut Vec<u8>, family: u16, id: u64, ns: Opt
         None => id & !LOCAL_FLAG_NS,
     };
     out.extend_from_slice(&id.to_ne_bytes());
-    out.extend_from_slice(&ns.unwrap_or(0).to_ne_bytes());
+    crate::ucs::ns_encode(out, ns.unwrap_or(0), ns_len);
 }
 
 /// The parts of a device address: (flags, family).
@@ -170,9 +179,13 @@ pub fn dev_addr_head(b: &[u8]) -> Option<(u8, u16)> {
     (b.len() >= 2).then(|| (b[0], b[1] as u16))
 }
 
-/// The host identity of a loopback device address: (id, ns).
-pub fn dev_addr_local(b: &[u8]) -> Option<(u64, u64)> {
-    (b.len() >= DEV_ADDR_LOOPBACK_LEN).then(|| (u64_at(b, 2), u64_at(b, 10)))
+/// The host identity of a loopback device address whose namespace is
+/// `ns_len` bytes wide: (id, ns). None when `b` is shorter than that form.
+pub fn dev_addr_local(b: &[u8], ns_len: usize) -> Option<(u64, u64)> {
+    if b.len() < dev_addr_loopback_len(ns_len) {
+        return None;
+    }
+    Some((u64_at(b, 2), crate::ucs::ns_decode(&b[10..], ns_len)?))
 }
 
 pub fn encode_iface_addr(port: u16) -> [u8; IFACE_ADDR_LEN] {
@@ -266,14 +279,20 @@ mod tests {
         let mut d = Vec::new();
         encode_dev_addr_ip(&mut d, &v4([192, 0, 2, 2], 0));
         assert_eq!(d, [0, 2, 192, 0, 2, 2]);
-        let mut l = Vec::new();
-        encode_dev_addr_loopback(&mut l, 2, 0x55, None);
-        assert_eq!(l.len(), DEV_ADDR_LOOPBACK_LEN);
-        assert_eq!(dev_addr_head(&l), Some((1, 2)));
-        assert_eq!(dev_addr_local(&l), Some((0x55, 0)));
-        let mut n = Vec::new();
-        encode_dev_addr_loopback(&mut n, 2, 0x55, Some(77));
-        assert_eq!(dev_addr_local(&n), Some((0x55 | LOCAL_FLAG_NS, 77)));
+        for (ns_len, len) in [(8, 18), (4, 14)] {
+            let mut l = Vec::new();
+            encode_dev_addr_loopback(&mut l, 2, 0x55, None, ns_len);
+            assert_eq!(l.len(), len);
+            assert_eq!(dev_addr_loopback_len(ns_len), len);
+            assert_eq!(dev_addr_head(&l), Some((1, 2)));
+            assert_eq!(dev_addr_local(&l, ns_len), Some((0x55, 0)));
+            assert_eq!(dev_addr_local(&l[..len - 1], ns_len), None);
+            let mut n = Vec::new();
+            encode_dev_addr_loopback(&mut n, 2, 0x55, Some(77), ns_len);
+            assert_eq!(n.len(), len);
+            assert_eq!(&n[10..], &77u64.to_ne_bytes()[..ns_len]);
+            assert_eq!(dev_addr_local(&n, ns_len), Some((0x55 | LOCAL_FLAG_NS, 77)));
+        }
         assert_eq!(encode_iface_addr(0x1234), [0x12, 0x34]);
         assert_eq!(decode_iface_addr(&[0x12, 0x34]), Some(0x1234));
         let e = encode_ep_addr(80, 42);

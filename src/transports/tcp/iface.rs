@@ -208,7 +208,7 @@ impl Transport for TcpIface {
         attr.ep_addr_len = codec::EP_ADDR_LEN;
         attr.iface_addr_len = codec::IFACE_ADDR_LEN;
         attr.device_addr_len = if s.ifaddr.is_loopback() {
-            codec::DEV_ADDR_LOOPBACK_LEN
+            codec::dev_addr_loopback_len(ucs::ns_len())
         } else {
             2 + s.ifaddr.ip_bytes().len()
         };
@@ -302,10 +302,11 @@ impl Transport for TcpIface {
 
     fn get_device_address(iface: &I, out: AddrOut) -> ucs_status_t {
         let a = &iface.tl.ifaddr;
-        let mut v = Vec::with_capacity(codec::DEV_ADDR_LOOPBACK_LEN);
+        let ns_len = ucs::ns_len();
+        let mut v = Vec::with_capacity(codec::dev_addr_loopback_len(ns_len));
         if a.is_loopback() {
             let (id, ns) = (ucs::system_id(), ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET));
-            codec::encode_dev_addr_loopback(&mut v, a.family, id, ns);
+            codec::encode_dev_addr_loopback(&mut v, a.family, id, ns, ns_len);
         } else {
             codec::encode_dev_addr_ip(&mut v, a);
         }
@@ -338,11 +339,13 @@ impl Transport for TcpIface {
         if !loopback {
             return Ok(());
         }
-        // A loopback device address is 18 bytes long.
-        let Some(full) = dev.and_then(|d| d.read::<{ codec::DEV_ADDR_LOOPBACK_LEN }>()) else {
+        // A loopback device address is 18 bytes long up to 1.21, 14 from
+        // 1.22 (the namespace id narrowed); read no more than that.
+        let ns_len = ucs::ns_len();
+        let Some(full) = dev.and_then(|d| d.prefix(codec::dev_addr_loopback_len(ns_len))) else {
             return Err(String::new());
         };
-        let Some((id, ns)) = codec::dev_addr_local(&full) else { return Err(String::new()) };
+        let Some((id, ns)) = codec::dev_addr_local(full, ns_len) else { return Err(String::new()) };
         let host = ucs::system_id() & !codec::LOCAL_FLAG_NS;
         let (my_id, my_ns) = match ucs::ns_unless_default(ucs::UCS_SYS_NS_TYPE_NET) {
             None => (host, 0),
@@ -352,8 +355,13 @@ impl Transport for TcpIface {
             return Err(format!("different host id local {} vs {}", my_id, id));
         }
         if id & codec::LOCAL_FLAG_NS != 0 && ns != my_ns {
-            // UCX names every kind of namespace this way.
-            return Err(format!("different pid namespaces {:x} vs {:x}", my_ns, ns));
+            // UCX names every kind of namespace this way (in hex while the
+            // ids were 64-bit, in decimal from 1.22).
+            return Err(if ns_len == 4 {
+                format!("different pid namespaces {} vs {}", my_ns, ns)
+            } else {
+                format!("different pid namespaces {:x} vs {:x}", my_ns, ns)
+            });
         }
         Ok(())
     }

@@ -43,10 +43,21 @@ const OVERHEAD: f64 = 2e-6;
 const OVERHEAD_FUJITSU_ARM: f64 = 6e-6;
 /// Bit 31 of the pid in an iface address: the pid namespace follows.
 pub const ADDR_FLAG_PID_NS: u32 = 1 << 31;
-/// Length of an iface address: the pid alone, or pid, padding and the
-/// namespace id (UCX's `{pid_t; ucs_sys_ns_t}` struct, 8-byte aligned).
+/// Length of an iface address in the default PID namespace: the pid alone.
 const ADDR_LEN: usize = 4;
-const ADDR_LEN_NS: usize = 16;
+
+/// Where the namespace id of the long form starts, and how long that form
+/// is, for a namespace id of `ns_len` bytes: UCX's `{pid_t; ucs_sys_ns_t}`
+/// struct, aligned as its namespace id. Up to 1.21 that is the pid, 4
+/// bytes of padding and 8 of namespace (16 bytes); from 1.22 the pid and 4
+/// bytes of namespace (8).
+const fn ns_offset(ns_len: usize) -> usize {
+    if ns_len > ADDR_LEN { ns_len } else { ADDR_LEN }
+}
+
+pub const fn addr_len_ns(ns_len: usize) -> usize {
+    ns_offset(ns_len) + ns_len
+}
 
 /// A decoded cma iface address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,22 +67,38 @@ pub struct CmaAddr {
     pub ns: Option<u64>,
 }
 
-/// Decode a cma iface address a peer sent: a 4-byte pid (bit 31: the
-/// 16-byte form with the PID namespace at bytes 8..16 follows). A pid of 0
-/// names no process and is refused.
-pub fn decode_iface_addr(bytes: &[u8]) -> Result<CmaAddr, &'static str> {
+/// Decode a cma iface address a peer sent: a 4-byte pid (bit 31: the long
+/// form with the PID namespace, `ns_len` bytes wide, follows; see
+/// [`addr_len_ns`]). A pid of 0 names no process and is refused. Nothing
+/// past `bytes` is read.
+pub fn decode_iface_addr(bytes: &[u8], ns_len: usize) -> Result<CmaAddr, &'static str> {
     let raw = u32::from_ne_bytes(bytes.get(..4).ok_or("shorter than 4 bytes")?.try_into().map_err(|_| "short")?);
     let pid = (raw & !ADDR_FLAG_PID_NS) as pid_t;
     if pid == 0 {
         return Err("pid 0");
     }
     let ns = if raw & ADDR_FLAG_PID_NS != 0 {
-        let ns = bytes.get(8..ADDR_LEN_NS).ok_or("namespace flag without a namespace")?;
-        Some(u64::from_ne_bytes(ns.try_into().map_err(|_| "short")?))
+        let ns = bytes.get(ns_offset(ns_len)..).and_then(|b| ucs::ns_decode(b, ns_len));
+        Some(ns.ok_or("namespace flag without a namespace")?)
     } else {
         None
     };
     Ok(CmaAddr { pid, ns })
+}
+
+/// Encode an iface address: `pid` alone in the default PID namespace
+/// (`ns` None), else the long form with the namespace id `ns_len` bytes wide
+/// (the padding zero).
+pub fn encode_iface_addr(pid: u32, ns: Option<u64>, ns_len: usize) -> Vec<u8> {
+    match ns {
+        None => pid.to_ne_bytes().to_vec(),
+        Some(ns) => {
+            let mut a = (pid | ADDR_FLAG_PID_NS).to_ne_bytes().to_vec();
+            a.resize(ns_offset(ns_len), 0);
+            ucs::ns_encode(&mut a, ns, ns_len);
+            a
+        }
+    }
 }
 
 /// Whether a decoded address is in our PID namespace (`ours`: None for the
@@ -381,7 +408,7 @@ impl Transport for CmaIface {
         attr.cap.get.align_mtu = 1;
         attr.cap.get.max_iov = s.max_iov;
         attr.device_addr_len = sm::device_addr::len();
-        attr.iface_addr_len = if pid_ns_is_default() { ADDR_LEN } else { ADDR_LEN_NS };
+        attr.iface_addr_len = if pid_ns_is_default() { ADDR_LEN } else { addr_len_ns(ucs::ns_len()) };
         attr.ep_addr_len = 0;
         attr.max_conn_priv = 0;
         attr.cap.flags = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_PENDING
@@ -409,7 +436,7 @@ impl Transport for CmaIface {
             crate::error!("cma: the peer's device address names another host or IPC namespace");
             return Err(UCS_ERR_UNREACHABLE);
         }
-        let addr = decode_iface_addr(iface_addr.bytes()).map_err(|why| {
+        let addr = decode_iface_addr(iface_addr.bytes(), ucs::ns_len()).map_err(|why| {
             crate::error!("cma: bad peer iface address: {why}");
             UCS_ERR_INVALID_PARAM
         })?;
@@ -477,14 +504,7 @@ impl Transport for CmaIface {
 
     fn get_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
         let pid = crate::sys::getpid() as u32;
-        if pid_ns_is_default() {
-            out.write(&pid.to_ne_bytes())
-        } else {
-            let mut a = [0u8; ADDR_LEN_NS];
-            a[..4].copy_from_slice(&(pid | ADDR_FLAG_PID_NS).to_ne_bytes());
-            a[8..].copy_from_slice(&pid_ns().to_ne_bytes());
-            out.write(&a)
-        }
+        out.write(&encode_iface_addr(pid, local_pid_ns(), ucs::ns_len()))
     }
 
     fn is_reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> bool {
@@ -494,7 +514,7 @@ impl Transport for CmaIface {
     fn reachable(_iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         let (dev, addr) = sm::both_addrs(dev, addr)?;
         sm::device_addr::check_host(dev)?;
-        let a = decode_iface_addr(addr.bytes()).map_err(|why| release::reason(|| format!("bad iface address: {why}")))?;
+        let a = decode_iface_addr(addr.bytes(), ucs::ns_len()).map_err(|why| release::reason(|| format!("bad iface address: {why}")))?;
         let ours = local_pid_ns();
         if !same_pid_ns(&a, ours) {
             return Err(release::reason(|| match a.ns {
@@ -526,7 +546,7 @@ impl Transport for CmaIface {
         // Reachable, and the process this endpoint reads and writes is the
         // one the address names.
         Self::is_reachable(iface, dev, addr)
-            && addr.is_some_and(|a| decode_iface_addr(a.bytes()).is_ok_and(|a| a.pid == ep.tl.pid))
+            && addr.is_some_and(|a| decode_iface_addr(a.bytes(), ucs::ns_len()).is_ok_and(|a| a.pid == ep.tl.pid))
     }
 
     fn progress(iface: &Iface<Self>) -> u32 {
@@ -769,4 +789,27 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
     };
     crate::debug!("created cma iface: max_iov {} seg_size {} tx_quota {}", max_iov, c.seg_size, c.tx_quota);
     Ok(Iface::into_handle(hdr, tl))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iface_address_in_both_namespace_widths() {
+        assert_eq!(encode_iface_addr(1234, None, 8), 1234u32.to_ne_bytes());
+        assert_eq!(decode_iface_addr(&1234u32.to_ne_bytes(), 4), Ok(CmaAddr { pid: 1234, ns: None }));
+        // Up to 1.21: pid, padding, 8-byte namespace; from 1.22: pid and a
+        // 4-byte namespace.
+        for (ns_len, len) in [(8, 16), (4, 8)] {
+            assert_eq!(addr_len_ns(ns_len), len);
+            let a = encode_iface_addr(1234, Some(4026532176), ns_len);
+            assert_eq!(a.len(), len);
+            assert_eq!(&a[len - ns_len..], &4026532176u64.to_ne_bytes()[..ns_len]);
+            assert_eq!(decode_iface_addr(&a, ns_len), Ok(CmaAddr { pid: 1234, ns: Some(4026532176) }));
+            assert!(decode_iface_addr(&a[..len - 1], ns_len).is_err());
+        }
+        assert!(decode_iface_addr(&0u32.to_ne_bytes(), 8).is_err());
+        assert!(decode_iface_addr(&[1, 0, 0], 8).is_err());
+    }
 }

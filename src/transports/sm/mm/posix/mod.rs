@@ -14,6 +14,12 @@
 //! native byte order), followed by the directory and its NUL when the file is
 //! reached by path in a directory other than `/dev/shm`.
 //!
+//! The mapper's part of the iface address: with proc links, the PID
+//! namespace id when not the default one (as wide as the release's
+//! `ucs_sys_ns_t`: 8 bytes up to 1.21, 4 from 1.22); by path outside
+//! `/dev/shm`, the directory and its NUL; nothing otherwise. The size
+//! reported for a packed rkey adds that length, as UCX does.
+//!
 //! This file holds the md configuration and the [`Posix`] mapper (with its
 //! rkey packing); the segment ids and backing files are in `file.rs`. The
 //! system calls behind both are in [`crate::sys::shm`].
@@ -263,7 +269,11 @@ impl Mapper for Posix {
 
     fn iface_addr_extra(&self) -> Vec<u8> {
         if self.use_proc_link {
-            if self.pid_ns_default { Vec::new() } else { self.pid_ns.to_ne_bytes().to_vec() }
+            let mut v = Vec::new();
+            if !self.pid_ns_default {
+                ucs::ns_encode(&mut v, self.pid_ns, ucs::ns_len());
+            }
+            v
         } else if self.use_shm_open {
             Vec::new()
         } else {
@@ -273,7 +283,7 @@ impl Mapper for Posix {
 
     fn iface_addr_extra_len(&self) -> usize {
         if self.use_proc_link {
-            if self.pid_ns_default { 0 } else { std::mem::size_of::<u64>() }
+            if self.pid_ns_default { 0 } else { ucs::ns_len() }
         } else if self.use_shm_open {
             0
         } else {
@@ -283,10 +293,7 @@ impl Mapper for Posix {
 
     fn is_reachable(&self, seg_id: u64, extra: &[u8]) -> bool {
         let same_ns = if seg_id & FLAG_PID_NS != 0 {
-            match extra.get(..8) {
-                Some(ns) => u64::from_ne_bytes(ns.try_into().expect("8 bytes")) == self.pid_ns,
-                None => false,
-            }
+            ucs::ns_decode(extra, ucs::ns_len()) == Some(self.pid_ns)
         } else {
             self.pid_ns_default
         };

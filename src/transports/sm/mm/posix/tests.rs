@@ -94,6 +94,10 @@ fn attributes() {
     if m.pid_ns_default {
         assert_eq!(m.rkey_packed_size(), 24);
         assert!(m.iface_addr_extra().is_empty());
+    } else {
+        // The PID namespace id, as wide as the release's `ucs_sys_ns_t`.
+        assert_eq!(m.rkey_packed_size(), 24 + ucs::ns_len());
+        assert_eq!(m.iface_addr_extra().len(), ucs::ns_len());
     }
     let m = posix(&[(c"USE_PROC_LINK", c"n")]);
     assert_eq!(m.rkey_packed_size(), 24);
@@ -109,14 +113,20 @@ fn attributes() {
 #[test]
 fn reachability() {
     let m = posix(&[]);
-    let own = m.pid_ns.to_ne_bytes();
+    let ns_len = ucs::ns_len();
+    let ns_bytes = |id: u64| {
+        let mut v = Vec::new();
+        ucs::ns_encode(&mut v, id, ns_len);
+        v
+    };
+    let own = ns_bytes(m.pid_ns);
     // Where the release opens the peer's file to decide, these made-up
     // ids name no file and are unreachable.
     let opens = release::posix_reach_opens_segment();
     assert_eq!(m.is_reachable(FLAG_PROCFS | 1234, &[]), m.pid_ns_default && !opens);
     assert_eq!(m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &own), !opens);
-    assert!(!m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &(m.pid_ns ^ 1).to_ne_bytes()));
-    assert!(!m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &own[..4]));
+    assert!(!m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &ns_bytes(m.pid_ns ^ 1)));
+    assert!(!m.is_reachable(FLAG_PROCFS | FLAG_PID_NS | 1234, &own[..ns_len - 1]));
 }
 
 /// The peer side: unpack the rkey (and attach by id), check the owner's
