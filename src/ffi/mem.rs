@@ -48,9 +48,12 @@ entry! {
         // SAFETY: checked non-NULL: the caller's parameters, in its
         // release's layout (1.19 appended `sys_device`), copied for the call.
         let p = &unsafe { uct_mem_alloc_params_t::read_in(params, crate::ucs::release::running()) };
+        // 1.19 added the system device to allocate near; every allocation
+        // of ours is plain host memory, so it is accepted and not used.
+        let sys_device = if crate::ucs::release::running().since(19) { UCT_MEM_ALLOC_PARAM_FIELD_SYS_DEVICE } else { 0 };
         known_fields!(p.field_mask, UCT_MEM_ALLOC_PARAM_FIELD_FLAGS | UCT_MEM_ALLOC_PARAM_FIELD_ADDRESS
                       | UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE | UCT_MEM_ALLOC_PARAM_FIELD_MDS
-                      | UCT_MEM_ALLOC_PARAM_FIELD_NAME, "mem alloc params");
+                      | UCT_MEM_ALLOC_PARAM_FIELD_NAME | sys_device, "mem alloc params");
         let has = |f: u64| p.field_mask & f != 0;
         let flags = if has(UCT_MEM_ALLOC_PARAM_FIELD_FLAGS) {
             if crate::core::release::access_flag_required() && p.flags & UCT_MD_MEM_ACCESS_ALL == 0 {
