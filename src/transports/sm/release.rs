@@ -16,7 +16,7 @@
 //!   256 (1.16); per-operation overheads are settings (1.17);
 //! - cma: the send pool gets the chunk-size limit and growth factor (1.14),
 //!   reachability probes the peer with a read and the estimated overheads
-//!   are 500 ns (1.16);
+//!   are 500 ns (1.16); its memory domain reports no registration (1.19);
 //! - all: `uct_iface_is_reachable_v2` explains a refusal (1.18), and
 //!   `uct_iface_estimate_perf` answers its `flags` field (1.17).
 
@@ -258,6 +258,14 @@ pub fn posix_max_alloc(available: u64, shm_min_size: usize) -> u64 {
 
 // ---------------------------------------------------------------------------
 // cma
+
+/// Whether the cma md reports registration (REG, host memory registered
+/// and cached, a registration cost): up to 1.18; from 1.19 on it reports
+/// none, and libucp then packs no remote key for it (a peer running the C
+/// original could not unpack one).
+pub fn cma_md_registers() -> bool {
+    !running().since(19)
+}
 
 /// Whether cma probes a peer with a read before calling it reachable
 /// (1.16+): a peer that forbids the access (ptrace rules) is not.

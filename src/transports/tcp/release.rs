@@ -18,6 +18,7 @@
 //! - 1.18: interfaces say they reach other hosts
 //!   (`UCT_IFACE_FLAG_INTER_NODE`); connecting sockets are bound to the
 //!   interface's address first (`UCX_TCP_EP_BIND_SRC_ADDR`).
+//! - 1.19: the memory domain reports no registration.
 
 use crate::abi::*;
 use crate::core::config::{field, parser};
@@ -42,6 +43,18 @@ pub fn peer_closed_status() -> ucs_status_t {
 /// follow; UCX 1.13 itself crashes there, so there is no older behaviour to
 /// keep, and dropping them would lose data: every release follows.
 pub const RX_FOLLOWS_SOCKET: bool = true;
+
+// ---------------------------------------------------------------------------
+// The memory domain.
+
+/// Whether the md reports registration (REG, NEED_RKEY, host memory
+/// registered and cached): up to 1.18. From 1.19 on it reports none, so
+/// libucp registers nothing and packs no remote key for it (a peer running
+/// the C original could not unpack one), and put targets are checked only
+/// once the process registered something itself (see `put.rs`).
+pub fn md_registers() -> bool {
+    !running().since(19)
+}
 
 // ---------------------------------------------------------------------------
 // Interface attributes.
