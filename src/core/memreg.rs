@@ -14,7 +14,7 @@
 //! notice cheaply that it must check again.
 
 use crate::abi::*;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
 /// Handles of every table in the process come from here: a handle of one
@@ -53,11 +53,13 @@ pub struct RegTable {
     md: &'static str,
     inner: RwLock<Inner>,
     generation: AtomicU64,
+    /// Set by the first registration, never cleared.
+    used: AtomicBool,
 }
 
 impl RegTable {
     pub fn new(md: &'static str) -> RegTable {
-        RegTable { md, inner: RwLock::new(Inner::default()), generation: AtomicU64::new(0) }
+        RegTable { md, inner: RwLock::new(Inner::default()), generation: AtomicU64::new(0), used: AtomicBool::new(false) }
     }
 
     /// Register `[address, address + length)`; the new handle.
@@ -68,6 +70,7 @@ impl RegTable {
             return Err(UCS_ERR_INVALID_PARAM);
         };
         let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+        self.used.store(true, Ordering::Release);
         let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
         let at = g.entries.partition_point(|e| e.start <= address);
         g.entries.insert(at, Entry { start: address, end, handle });
@@ -115,6 +118,13 @@ impl RegTable {
         false
     }
 
+    /// Whether anything was ever registered with this table (a process
+    /// that registered once and deregistered everything still counts).
+    #[inline]
+    pub fn ever_used(&self) -> bool {
+        self.used.load(Ordering::Acquire)
+    }
+
     /// Bumped by every deregistration.
     #[inline]
     pub fn generation(&self) -> u64 {
@@ -138,6 +148,7 @@ mod tests {
     #[test]
     fn ranges_and_handles() {
         let t = RegTable::new("test");
+        assert!(!t.ever_used());
         assert!(!t.contains(0x1000, 1));
         assert!(t.contains(0x1000, 0));
         let a = t.register(0x1000, 0x1000).unwrap();
@@ -165,6 +176,7 @@ mod tests {
         assert_eq!(t.deregister(0xdead_beef as uct_mem_h), Err(UCS_ERR_INVALID_PARAM));
         t.deregister(small).unwrap();
         assert!(t.is_empty());
+        assert!(t.ever_used());
         assert!(t.register(usize::MAX, 2).is_err());
     }
 

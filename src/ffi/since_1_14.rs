@@ -37,7 +37,10 @@ fn md_attr_v2(m: &MdObj) -> uct_md_attr_v2_t {
     if v1.cap.flags & UCT_MD_FLAG_INVALIDATE != 0 {
         a.flags |= UCT_MD_FLAG_INVALIDATE_RMA | UCT_MD_FLAG_INVALIDATE_AMO;
     }
-    a.reg_alignment = 1;
+    // 1.16 added the member but its memory domains leave it 0 (only a GPU
+    // domain fills it in); from 1.17 on every domain starts from 1, "no
+    // alignment needed". ucx_info prints the line when it is not that value.
+    a.reg_alignment = if crate::ucs::release::running().since(17) { 1 } else { 0 };
     a
 }
 

@@ -13,10 +13,11 @@
 //!   gets a minimal shared-memory size, a memory domain that cannot allocate
 //!   has no device, and the component maps remote keys (1.14); a posix peer
 //!   is reachable only if its segment opens (1.16); `FIFO_SIZE` defaults to
-//!   256 (1.16); per-operation overheads are settings (1.17);
+//!   256 (1.16); per-operation overheads are settings (1.17); sysv allocates
+//!   at most the kernel's shmmax (1.21);
 //! - cma: the send pool gets the chunk-size limit and growth factor (1.14),
 //!   reachability probes the peer with a read and the estimated overheads
-//!   are 500 ns (1.16);
+//!   are 500 ns (1.16); its memory domain reports no registration (1.19);
 //! - all: `uct_iface_is_reachable_v2` explains a refusal (1.18), and
 //!   `uct_iface_estimate_perf` answers its `flags` field (1.17).
 
@@ -107,6 +108,55 @@ pub fn mm_component_flags() -> u64 {
 /// (1.14+; before, the device was listed and opening it failed).
 pub fn mm_device_needs_alloc() -> bool {
     running().since(14)
+}
+
+/// What sysv may allocate: anything up to 1.20; from 1.21 on the kernel's
+/// `shmmax` as libucs reads it (a C `long`: a larger value stops at
+/// `i64::MAX`), anything when it cannot be read or is 0.
+pub fn sysv_max_alloc() -> u64 {
+    if !running().since(21) {
+        return u64::MAX;
+    }
+    const SHMMAX_FILE: &str = "/proc/sys/kernel/shmmax";
+    let limit = match std::fs::read_to_string(SHMMAX_FILE) {
+        Ok(text) => parse_c_long(&text).unwrap_or(0) as u64,
+        Err(e) => {
+            crate::warn!("sysv: cannot read {}: {}", SHMMAX_FILE, e);
+            0
+        }
+    };
+    if limit > 0 { limit } else { u64::MAX }
+}
+
+/// A number as C's `strtol(text, &end, 0)` reads it, with only white space
+/// allowed after it: decimal, `0x` hexadecimal or `0` octal, saturating at
+/// the bounds of `i64`; None when there are no digits or something else
+/// follows them.
+fn parse_c_long(text: &str) -> Option<i64> {
+    let t = text.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, t) = if t.len() > 2 && (t.starts_with("0x") || t.starts_with("0X"))
+                           && t.as_bytes()[2].is_ascii_hexdigit() {
+        (16, &t[2..])
+    } else if t.starts_with('0') {
+        (8, t)
+    } else {
+        (10, t)
+    };
+    let end = t.find(|c: char| !c.is_digit(radix)).unwrap_or(t.len());
+    if end == 0 || !t[end..].chars().all(|c| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for c in t[..end].chars() {
+        v = (v * radix as i128 + c.to_digit(radix)? as i128).min(i64::MAX as i128 + 1);
+    }
+    let v = if neg { -v } else { v };
+    Some(v.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
 
 /// Whether a posix peer is reachable only when its FIFO segment can be
@@ -259,6 +309,14 @@ pub fn posix_max_alloc(available: u64, shm_min_size: usize) -> u64 {
 // ---------------------------------------------------------------------------
 // cma
 
+/// Whether the cma md reports registration (REG, host memory registered
+/// and cached, a registration cost): up to 1.18; from 1.19 on it reports
+/// none, and libucp then packs no remote key for it (a peer running the C
+/// original could not unpack one).
+pub fn cma_md_registers() -> bool {
+    !running().since(19)
+}
+
 /// Whether cma probes a peer with a read before calling it reachable
 /// (1.16+): a peer that forbids the access (ptrace rules) is not.
 pub fn cma_reach_probes_peer() -> bool {
@@ -298,6 +356,18 @@ mod tests {
         assert_eq!(posix_max_alloc(1 << 30, 16 << 20), 1 << 30);
         let want = if running().since(14) { 0 } else { 1 << 20 };
         assert_eq!(posix_max_alloc(1 << 20, 16 << 20), want);
+    }
+
+    #[test]
+    fn c_long_numbers() {
+        assert_eq!(parse_c_long("18446744073692774399\n"), Some(i64::MAX));
+        assert_eq!(parse_c_long(" 4096"), Some(4096));
+        assert_eq!(parse_c_long("0x10"), Some(16));
+        assert_eq!(parse_c_long("010"), Some(8));
+        assert_eq!(parse_c_long("0"), Some(0));
+        assert_eq!(parse_c_long("-5"), Some(-5));
+        assert_eq!(parse_c_long("12k"), None);
+        assert_eq!(parse_c_long(""), None);
     }
 
     #[test]

@@ -249,13 +249,17 @@ pub struct TcpMd {
 impl MdImpl for TcpMd {
     fn reg_nonblock_mem_types(&self) -> u64 {
         // Registration records the range only: never blocks.
-        1u64 << UCS_MEMORY_TYPE_HOST
+        if release::md_registers() { 1u64 << UCS_MEMORY_TYPE_HOST } else { 0 }
+    }
+
+    fn cache_mem_types(&self) -> u64 {
+        if release::md_registers() { 1u64 << UCS_MEMORY_TYPE_HOST } else { 0 }
     }
 
     fn query(&self, attr: &mut uct_md_attr_t) {
-        attr.cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+        attr.cap.flags = if release::md_registers() { UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY } else { 0 };
         attr.cap.max_alloc = 0;
-        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.reg_mem_types = if release::md_registers() { 1 << UCS_MEMORY_TYPE_HOST } else { 0 };
         attr.cap.alloc_mem_types = 0;
         attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.detect_mem_types = 0;

@@ -110,6 +110,9 @@ pub enum Violation {
     RequestMismatch,
     /// A put outside the memory registered with the memory domain.
     PutOutside { addr: u64, length: u64 },
+    /// A put (not checked against registrations) into memory the process
+    /// cannot write.
+    PutFault { addr: u64, length: u64 },
     BadMagic(u64),
     /// A put acknowledgement for no put we sent.
     UnaskedAck { sn: u32, last_sent: Option<u32> },
@@ -140,6 +143,9 @@ impl fmt::Display for Violation {
             }
             Violation::PutOutside { addr, length } => {
                 write!(f, "a put to {:#x} (+{}) outside registered memory", addr, length)
+            }
+            Violation::PutFault { addr, length } => {
+                write!(f, "a put to {:#x} (+{}) into memory this process cannot write", addr, length)
             }
             Violation::BadMagic(m) => write!(f, "wrong magic number {:#x}", m),
         }

@@ -11,6 +11,15 @@
 //! before each further receive of its data if any registration went away
 //! in between (the registrations' generation changed). A put that falls
 //! outside closes the connection before anything is written.
+//!
+//! From UCX 1.19 on the tcp memory domain reports no registration, so
+//! libucp registers nothing with it and names raw addresses, as it does
+//! with the C original. There the check applies once the process has
+//! registered something with the md itself (a UCT application still may);
+//! until then a put may target any memory the process can write, and the
+//! data is written by the kernel (`process_vm_writev` to ourselves, `recv`
+//! straight into the target), so a bad address fails the connection with
+//! `EFAULT` instead of crashing the process.
 
 use super::conn::*;
 use super::iface::{TcpIface, I, ZCOPY_SERVICE_IOV};
@@ -36,17 +45,29 @@ impl TcpIface {
     pub(super) fn put_req_rx(&self, iface: &I, conn: &Rc<Conn>, rx: &mut Rx, mut p: PutReq)
                              -> Result<bool, Violation> {
         let gen = self.regs.generation();
-        if !self.regs.contains(p.addr, p.length) {
+        let checked = self.puts_checked();
+        if checked && !self.regs.contains(p.addr, p.length) {
             return Err(Violation::PutOutside { addr: p.addr, length: p.length });
         }
         let extra = (rx.len - rx.off).min(p.length as usize);
-        if extra > 0 {
+        if extra > 0 && checked {
             // SAFETY: `[p.addr, p.addr + p.length)` lies inside memory the
             // process registered with this md (checked just above), and
             // `extra` is at most `p.length` bytes of the receive buffer.
             unsafe {
                 std::ptr::copy_nonoverlapping(rx.buf.as_ptr().add(rx.off), p.addr as usize as *mut u8, extra)
             };
+        } else if extra > 0 {
+            // SAFETY: the source is `extra` bytes of the receive buffer; the
+            // target is the raw address libucp named (see the module doc),
+            // written by the kernel, which refuses memory we cannot write.
+            let ok = unsafe {
+                crate::sys::vm::copy_all(crate::sys::getpid(), false, rx.buf.as_ptr().add(rx.off) as usize,
+                                         p.addr as usize, extra)
+            };
+            if !ok {
+                return Err(Violation::PutFault { addr: p.addr, length: p.length });
+            }
         }
         rx.off += extra;
         p.addr += extra as u64;
@@ -67,7 +88,7 @@ impl TcpIface {
     /// acknowledgement goes out once all of it is there.
     pub(super) fn put_rx(&self, iface: &I, conn: &Rc<Conn>, mut p: PutReq) -> u32 {
         let gen = self.regs.generation();
-        if gen != conn.put_gen.get() {
+        if gen != conn.put_gen.get() && self.puts_checked() {
             // A registration went away since the target was checked.
             if !self.regs.contains(p.addr, p.length) {
                 self.violation(iface, conn, Violation::PutOutside { addr: p.addr, length: p.length });
@@ -77,7 +98,9 @@ impl TcpIface {
         }
         // SAFETY: the rest of the put's target, `length` bytes at `addr`,
         // lies inside memory registered with this md (checked when the
-        // request came and again after any deregistration since).
+        // request came and again after any deregistration since), or is
+        // the raw address a 1.19+ libucp named (module doc): `recv` writes
+        // it or fails with EFAULT.
         let r = unsafe { conn.sock.recv_raw(p.addr as usize as *mut u8, p.length as usize) };
         match r {
             Io::Done(n) => {
@@ -102,6 +125,13 @@ impl TcpIface {
                 0
             }
         }
+    }
+
+    /// Whether put targets are checked against the md's registrations:
+    /// always while the md reports registration (up to 1.18), else once
+    /// anything was registered with it.
+    fn puts_checked(&self) -> bool {
+        super::release::md_registers() || self.regs.ever_used()
     }
 
     /// Acknowledge the last put received, now or once the send context is

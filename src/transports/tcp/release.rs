@@ -11,13 +11,15 @@
 //!   message handler hands to a new endpoint go on with that endpoint; the
 //!   buffer pools gain `*_MAX_CHUNK_SIZE` and `*_GROW_FACTOR`, and
 //!   `*_BUFS_GROW` means the first chunk's size.
-//! - 1.15: `UCX_TCP_MAX_BW` bounds the bandwidth an interface reports.
+//! - 1.14.1 (not 1.14.0): `UCX_TCP_MAX_BW` bounds the bandwidth an
+//!   interface reports.
 //! - 1.16: devices are listed in name order, bridges only with
 //!   `UCX_TCP_BRIDGE_ENABLE=y`, each with its system device (libucs's
 //!   topology), and the PCI bandwidth bounds the reported bandwidth too.
 //! - 1.18: interfaces say they reach other hosts
 //!   (`UCT_IFACE_FLAG_INTER_NODE`); connecting sockets are bound to the
 //!   interface's address first (`UCX_TCP_EP_BIND_SRC_ADDR`).
+//! - 1.19: the memory domain reports no registration.
 
 use crate::abi::*;
 use crate::core::config::{field, parser};
@@ -42,6 +44,18 @@ pub fn peer_closed_status() -> ucs_status_t {
 /// follow; UCX 1.13 itself crashes there, so there is no older behaviour to
 /// keep, and dropping them would lose data: every release follows.
 pub const RX_FOLLOWS_SOCKET: bool = true;
+
+// ---------------------------------------------------------------------------
+// The memory domain.
+
+/// Whether the md reports registration (REG, NEED_RKEY, host memory
+/// registered and cached): up to 1.18. From 1.19 on it reports none, so
+/// libucp registers nothing and packs no remote key for it (a peer running
+/// the C original could not unpack one), and put targets are checked only
+/// once the process registered something itself (see `put.rs`).
+pub fn md_registers() -> bool {
+    !running().since(19)
+}
 
 // ---------------------------------------------------------------------------
 // Interface attributes.
@@ -129,7 +143,7 @@ pub struct IfaceConfigExtra {
     pub tx_grow_factor: f64,
     pub rx_max_chunk_size: usize,
     pub rx_grow_factor: f64,
-    /// 1.15+.
+    /// 1.14.1+.
     pub max_bw: f64,
     /// 1.18+.
     pub ep_bind_src_addr: c_int,
@@ -189,10 +203,16 @@ pub fn rx_pool_fields(at: usize) -> Vec<ucs_config_field_t> {
     v
 }
 
+/// Whether `UCX_TCP_MAX_BW` exists: from 1.14.1 on (1.14.0 has none).
+fn has_max_bw() -> bool {
+    let r = running();
+    r.since(15) || (r.since(14) && r.patch >= 1)
+}
+
 /// The keys after `PORT_RANGE`.
 pub fn port_range_fields(at: usize) -> Vec<ucs_config_field_t> {
     let mut v = Vec::new();
-    if running().since(15) {
+    if has_max_bw() {
         v.push(field(c"MAX_BW", c"2200MBs",
                      c"Most bandwidth an interface reports (the TCP stack's processing bounds it); 'auto': no bound",
                      at + offset_of!(IfaceConfigExtra, max_bw), parser::bw()));
@@ -236,9 +256,9 @@ pub fn check_pools(c: &IfaceConfigExtra, tx_buf: usize, rx_buf: usize) -> Result
 }
 
 /// The bound `UCX_TCP_MAX_BW` puts on the reported bandwidth (B/s;
-/// infinite for "auto" and before 1.15).
+/// infinite for "auto" and before 1.14.1).
 pub fn max_bw(c: &IfaceConfigExtra) -> f64 {
-    if !running().since(15) {
+    if !has_max_bw() {
         return f64::INFINITY;
     }
     // libucs stores "auto" as -2.0.
@@ -286,7 +306,7 @@ mod tests {
         let last = names(keepalive_fields(0));
         assert_eq!(md, if r.since(16) { vec!["BRIDGE_ENABLE"] } else { vec![] });
         assert_eq!(tx.len(), if r.since(14) { 2 } else { 0 });
-        assert_eq!(bw, if r.since(15) { vec!["MAX_BW"] } else { vec![] });
+        assert_eq!(bw, if has_max_bw() { vec!["MAX_BW"] } else { vec![] });
         assert_eq!(last, if r.since(18) { vec!["EP_BIND_SRC_ADDR"] } else { vec![] });
     }
 

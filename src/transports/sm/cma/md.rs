@@ -16,6 +16,7 @@
 use crate::abi::*;
 use crate::core::md::{all_cpus, FixedMemh, MdImpl};
 use crate::core::handles::Completion;
+use crate::transports::sm::release;
 use crate::sys::{errno_str, vm};
 use libc::c_void;
 
@@ -40,19 +41,24 @@ impl CmaMd {
 impl MdImpl for CmaMd {
     fn reg_nonblock_mem_types(&self) -> u64 {
         // Registration records the range only: never blocks.
-        1u64 << UCS_MEMORY_TYPE_HOST
+        if release::cma_md_registers() { 1u64 << UCS_MEMORY_TYPE_HOST } else { 0 }
+    }
+
+    fn cache_mem_types(&self) -> u64 {
+        if release::cma_md_registers() { 1u64 << UCS_MEMORY_TYPE_HOST } else { 0 }
     }
 
     fn query(&self, attr: &mut uct_md_attr_t) {
+        let registers = release::cma_md_registers();
         attr.rkey_packed_size = 0;
-        attr.cap.flags = UCT_MD_FLAG_REG | self.extra_caps;
-        attr.cap.reg_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
+        attr.cap.flags = if registers { UCT_MD_FLAG_REG } else { 0 } | self.extra_caps;
+        attr.cap.reg_mem_types = if registers { 1 << UCS_MEMORY_TYPE_HOST } else { 0 };
         attr.cap.alloc_mem_types = 0;
         attr.cap.access_mem_types = 1 << UCS_MEMORY_TYPE_HOST;
         attr.cap.detect_mem_types = 0;
         attr.cap.max_alloc = 0;
         attr.cap.max_reg = libc::c_ulong::MAX as _;
-        attr.reg_cost.c = REG_COST;
+        attr.reg_cost.c = if registers { REG_COST } else { 0.0 };
         attr.reg_cost.m = 0.0;
         attr.local_cpus = all_cpus();
     }

@@ -156,7 +156,7 @@ impl Mapper for Sysv {
     }
 
     fn max_alloc(&self) -> u64 {
-        u64::MAX
+        crate::transports::sm::release::sysv_max_alloc()
     }
 
     fn rkey_packed_size(&self) -> usize {
