@@ -5,9 +5,9 @@
 # bad-input table, ucx_perftest/ucx_info/uct_hello_world over our library.
 # One library serves every UCX release (ucx-releases.txt); it is built once
 # (the build directories share one cargo target) and tested against:
-#   the full tier      UCT_RS_FULL (default "1.13 1.22"): 1.13 is Debian
-#                      12's system UCX (build/), every other release its
-#                      PyPI wheel (build-1.N/, scripts/setup-ucx-wheel.sh);
+#   the full tier      UCT_RS_FULL (default "1.13"): 1.13 is Debian 12's
+#                      system UCX (build/), every other release its PyPI
+#                      wheel (build-1.N/, scripts/setup-ucx-wheel.sh);
 #   the conformance    UCT_RS_CONFORMANCE (default: every other release):
 #   tier               the layout, ucx_info, UCT perftest, libucp and mixed
 #                      ours/C suites (meson -Dtier=conformance).
@@ -18,7 +18,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 served=$(awk '!/^#/ && NF == 6 { printf "1.%s ", $1 }' "$top/ucx-releases.txt")
-full=${UCT_RS_FULL:-1.13 1.22}
+full=${UCT_RS_FULL:-1.13}
 if [ -n "${UCT_RS_CONFORMANCE+set}" ]; then
     conformance=$UCT_RS_CONFORMANCE
 else

@@ -19,8 +19,11 @@ resolve_libdir "$@"
 [ -n "$UCT_LIBDIR" ] || skip_suite "release detection is our library's: give LIBDIR"
 need_ucx_info
 make_workdir
-series=${UCX_RELEASE%.*}
-echo "# UCX under test: $UCX_RELEASE"
+# A wheel's version may carry a packaging suffix (1.14.1.post2): the
+# release itself is the first three numbers.
+release=${UCX_RELEASE%%.post*}
+series=${release%.*}
+echo "# UCX under test: $release"
 
 # serving_line FILE: the release and source of our "serving" debug line.
 serving_line() {
@@ -29,10 +32,10 @@ serving_line() {
 
 UCX_LOG_LEVEL=debug "${RUN[@]}" ucx_info -v >"$T_WORK/info.out" 2>&1
 got=$(serving_line "$T_WORK/info.out")
-if [ "$got" = "$UCX_RELEASE libucp's version" ]; then
-    pass "ucx_info -v: serving UCX $UCX_RELEASE, from libucp's version"
+if [ "$got" = "$release libucp's version" ]; then
+    pass "ucx_info -v: serving UCX $release, from libucp's version"
 else
-    fail "ucx_info -v" "serving line '$got', want '$UCX_RELEASE libucp's version'"
+    fail "ucx_info -v" "serving line '$got', want '$release libucp's version'"
 fi
 
 if build_hello; then
