@@ -84,6 +84,14 @@ pub fn time_units_syntax() -> &'static CStr {
     }
 }
 
+/// How `uct_iface_mem_alloc` treats a memory domain that cannot register:
+/// up to 1.18 it allocates through the md or fails; from 1.19 only a
+/// domain that needs memory handles or keys (`UCT_MD_FLAG_NEED_MEMH`,
+/// `NEED_RKEY`) does, the others get plain memory and no handle.
+pub fn iface_alloc_by_need() -> bool {
+    running().since(19)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -134,7 +134,12 @@ entry! {
         let mut attr: uct_md_attr_t = unsafe { std::mem::zeroed() };
         md.query(&mut attr);
         let can_reg = attr.cap.flags & UCT_MD_FLAG_REG != 0;
-        let methods: Vec<uct_alloc_method_t> = if !can_reg {
+        let needs_memh = attr.cap.flags & (UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_NEED_RKEY) != 0;
+        let methods: Vec<uct_alloc_method_t> = if !can_reg && !needs_memh
+            && crate::core::release::iface_alloc_by_need()
+        {
+            hdr.alloc_methods.clone()
+        } else if !can_reg {
             if hdr.alloc_methods.contains(&UCT_ALLOC_METHOD_MD) {
                 vec![UCT_ALLOC_METHOD_MD]
             } else {
