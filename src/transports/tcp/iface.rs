@@ -363,6 +363,13 @@ impl Transport for TcpIface {
                 format!("different pid namespaces {:x} vs {:x}", my_ns, ns)
             });
         }
+        if !super::release::loopback_routable() {
+            // 1.20 goes on to ask for a route to the address the device
+            // address would hold, read from the namespace words: there is
+            // none, and a loopback peer is never reached.
+            let b = &full[2..6];
+            return Err(format!("no route to {}.{}.{}.{}", b[0], b[1], b[2], b[3]));
+        }
         Ok(())
     }
 
