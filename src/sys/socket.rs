@@ -204,6 +204,12 @@ impl Socket {
         nsock::setsockopt(self, extra::TcpSynCnt, &count)
     }
 
+    /// `TCP_USER_TIMEOUT`: milliseconds data may stay unacknowledged
+    /// before the kernel closes the connection (0: the system default).
+    pub fn set_user_timeout(&self, ms: u32) -> nix::Result<()> {
+        nsock::setsockopt(self, sockopt::TcpUserTimeout, &ms)
+    }
+
     pub fn set_keepalive(&self, on: bool) -> nix::Result<()> {
         nsock::setsockopt(self, sockopt::KeepAlive, &on)
     }

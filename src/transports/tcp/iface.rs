@@ -71,6 +71,8 @@ pub(super) struct Cfg {
     pub(super) max_poll: usize,
     pub(super) max_conn_retries: u32,
     pub(super) syn_cnt: u64,
+    /// `TCP_USER_TIMEOUT` to set, ms (1.22+ `UCX_TCP_USER_TIMEOUT`).
+    pub(super) user_timeout_ms: Option<u32>,
     pub(super) nodelay: bool,
     pub(super) sndbuf: u64,
     pub(super) rcvbuf: u64,
@@ -623,6 +625,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, c: &TcpIfaceCo
         max_poll: c.max_poll as usize,
         max_conn_retries: c.max_conn_retries,
         syn_cnt: c.syn_cnt,
+        user_timeout_ms: release::user_timeout_ms(c.user_timeout),
         nodelay: c.nodelay != 0,
         sndbuf: c.sndbuf as u64,
         rcvbuf: c.rcvbuf as u64,

@@ -91,6 +91,8 @@ pub struct TcpIfaceConfig {
     pub sndbuf: usize,
     pub rcvbuf: usize,
     pub syn_cnt: c_ulong,
+    /// `USER_TIMEOUT` (1.22+; unfilled before), libucs time units.
+    pub user_timeout: u64,
     pub tx_max_bufs: c_int,
     pub tx_bufs_grow: c_uint,
     pub rx_max_bufs: c_int,
@@ -153,11 +155,14 @@ static IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
         field(c"SYN_CNT", c"auto", c"SYN retransmits before a connection attempt is abandoned (at most 255;\n\
                 auto: the system default)",
               offset_of!(TcpIfaceConfig, syn_cnt), parser::ulunits()),
+    ];
+    t.extend(release::user_timeout_rows(offset_of!(TcpIfaceConfig, user_timeout)));
+    t.extend([
         field(c"TX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least TX_BUFS_GROW); send buffers here belong to endpoints and are not limited by it",
               offset_of!(TcpIfaceConfig, tx_max_bufs), parser::int()),
         field(c"TX_BUFS_GROW", c"8", release::tx_bufs_grow_doc(), offset_of!(TcpIfaceConfig, tx_bufs_grow),
               parser::uint()),
-    ];
+    ]);
     t.extend(release::tx_pool_fields(rel));
     t.extend([
         field(c"RX_MAX_BUFS", c"-1", c"Checked like UCX's pool limit (-1: none, at least RX_BUFS_GROW); receive buffers here belong to endpoints and are not limited by it",

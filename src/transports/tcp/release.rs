@@ -297,6 +297,33 @@ pub fn loopback_routable() -> bool {
     running().minor != 20
 }
 
+/// `USER_TIMEOUT` (1.22+, for the tcp transport and its CM): how long sent
+/// data may stay unacknowledged before the kernel closes the socket
+/// (`TCP_USER_TIMEOUT`); "auto" leaves the system's default.
+pub fn user_timeout_rows(offset: usize) -> Vec<ucs_config_field_t> {
+    if !running().since(22) {
+        return Vec::new();
+    }
+    vec![crate::core::config::field(c"USER_TIMEOUT", c"auto",
+                                     c"Longest time sent data may stay unacknowledged before TCP closes the\n\
+                                       socket (TCP_USER_TIMEOUT); auto: the system's default.",
+                                     offset, crate::core::config::parser::time_units())]
+}
+
+/// The user timeout a parsed `USER_TIMEOUT` asks for, in milliseconds
+/// (Some(0): no timeout), or None to leave the system's default (also on
+/// releases without the key, whose field stays unfilled).
+pub fn user_timeout_ms(value: u64) -> Option<u32> {
+    if !running().since(22) || value == crate::core::config::TIME_AUTO {
+        return None;
+    }
+    if value == crate::core::config::TIME_INF {
+        return Some(0);
+    }
+    let ms = crate::ucs::clocks_to_secs(value) * 1000.0;
+    Some(if ms < 1.0 { 1 } else if ms > i32::MAX as f64 { i32::MAX as u32 } else { ms as u32 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

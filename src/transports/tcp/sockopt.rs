@@ -47,6 +47,9 @@ impl TcpIface {
             // Best effort, as in UCX.
             opt_ok(s, libc::IPPROTO_TCP, libc::TCP_SYNCNT, s.set_syncnt(self.cfg.syn_cnt as i32));
         }
+        if let Some(ms) = self.cfg.user_timeout_ms {
+            opt_ok(s, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, s.set_user_timeout(ms));
+        }
         Ok(())
     }
 

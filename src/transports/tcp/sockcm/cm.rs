@@ -36,6 +36,8 @@ pub struct SockCmConfig {
     pub syn_cnt: c_ulong,
     /// uct-rs extension, after the fields of the C original.
     pub handshake_timeout: u64,
+    /// `USER_TIMEOUT` (1.22+; unfilled before), libucs time units.
+    pub user_timeout: u64,
 }
 
 static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
@@ -49,7 +51,7 @@ static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
 });
 
 static TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
+    let mut t = vec![
         field(c"CM_", c"", c"", 0, parser::table(&BASE_TABLE)),
         field(c"PRIV_DATA_LEN", c"2048", c"Most private data a connection message of the tcp CM carries",
               offset_of!(SockCmConfig, priv_data_len), parser::memunits()),
@@ -63,7 +65,9 @@ static TABLE: Lazy<Table> = Lazy::new(|| {
                 (header and private data); a connection still incomplete then is closed.\n\
                 \"inf\" waits forever, \"auto\" is 5s (uct-rs extension).",
               offset_of!(SockCmConfig, handshake_timeout), parser::time_units()),
-    ])
+    ];
+    t.extend(super::super::release::user_timeout_rows(offset_of!(SockCmConfig, user_timeout)));
+    Table::new(t)
 });
 
 /// The connection manager of the tcp component (`UCX_TCP_CM_*`).
@@ -201,6 +205,7 @@ fn open(worker: &WorkerObj, cfg: &SockCmConfig) -> Result<Box<dyn CmImpl>, ucs_s
         sndbuf: cfg.sndbuf as u64,
         rcvbuf: cfg.rcvbuf as u64,
         syn_cnt: cfg.syn_cnt,
+        user_timeout_ms: super::super::release::user_timeout_ms(cfg.user_timeout),
         reuse_addr: cfg.reuse_addr != 0,
         handshake_timeout: handshake_timeout(cfg.handshake_timeout),
         state: Mutex::new(CmState::default()),

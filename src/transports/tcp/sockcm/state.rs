@@ -129,6 +129,8 @@ pub struct SockCmTl {
     pub(super) sndbuf: u64,
     pub(super) rcvbuf: u64,
     pub(super) syn_cnt: u64,
+    /// `TCP_USER_TIMEOUT` to set, ms (1.22+ `UCX_TCP_CM_USER_TIMEOUT`).
+    pub(super) user_timeout_ms: Option<u32>,
     pub(super) reuse_addr: bool,
     /// How long an accepted connection may take to deliver its request
     /// (None: forever).
@@ -195,6 +197,12 @@ impl SockCmTl {
         if self.syn_cnt != UNITS_AUTO {
             if let Err(e) = s.set_syncnt(self.syn_cnt.min(255) as i32) {
                 crate::debug!("tcp sockcm: setsockopt(TCP_SYNCNT) failed: {}", errno_str(e as i32));
+            }
+        }
+        if let Some(ms) = self.user_timeout_ms {
+            if let Err(e) = s.set_user_timeout(ms) {
+                crate::error!("tcp sockcm: setsockopt(TCP_USER_TIMEOUT) failed: {}", errno_str(e as i32));
+                return Err(UCS_ERR_IO_ERROR);
             }
         }
         Ok(())
