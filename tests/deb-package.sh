@@ -183,7 +183,8 @@ else
     fail "private library" "dpkg -S: $(dpkg -S "$OURLIB" 2>&1); cache: $(ldconfig -p | grep libuct.so.0)"
 fi
 out=$(uct-rs --version)
-if [ "$out" = "uct-rs $VERSION (UCX $UCX_RELEASE ABI; library $OURLIB)" ]; then
+releases=$(awk '!/^#/ && NF == 6 { r[++n] = "1." $1 } END { print r[1] " to " r[n] }' "$top/ucx-releases.txt")
+if [ "$out" = "uct-rs $VERSION (serves UCX $releases; library $OURLIB)" ]; then
     pass "uct-rs --version: $out"
 else
     fail "uct-rs --version" "printed '$out'"
