@@ -41,7 +41,7 @@ fi
 if build_hello; then
     # The server waits for a client: long enough to read its maps (its
     # output line-buffered, as it is killed).
-    UCX_LOG_LEVEL=debug "${RUN[@]}" stdbuf -oL "$HELLO" -d memory -t posix -p "$(free_port)" >"$T_WORK/hello.out" 2>&1 &
+    UCX_LOG_LEVEL=debug "${RUN[@]}" stdbuf -oL "$HELLO" -d lo -t tcp -p "$(free_port)" >"$T_WORK/hello.out" 2>&1 &
     pid=$!
     mapped=
     for _ in $(seq 50); do
