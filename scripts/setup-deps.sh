@@ -8,8 +8,8 @@
 # (tests/memcheck.sh), and g++ (libfuzzer-sys builds libFuzzer from its C++
 # sources for the fuzz targets; nothing else is needed to fuzz: the stable
 # toolchain and the crates pinned in fuzz/Cargo.lock), and python3-pip
-# (scripts/setup-ucx-wheel.sh fetches the UCX 1.18.1 reference, a PyPI wheel,
-# with pip download), and the verbs build (rdma-sys: libibverbs-dev,
+# (scripts/setup-ucx-wheel.sh fetches the UCX references of other releases,
+# PyPI wheels, with pip download) and python3-venv, and the verbs build (rdma-sys: libibverbs-dev,
 # librdmacm-dev, libclang-dev for its bindings; the soft RDMA device of the
 # tests is a libibverbs provider built with gcc, run under unshare from
 # util-linux; ibverbs-utils for ibv_devinfo). Safe to run again; does nothing that is already done.
@@ -18,8 +18,10 @@ pkgs=(libucx-dev ucx-utils libucx0 gcc g++ make pkg-config meson ninja-build ipr
       openmpi-bin libopenmpi-dev mpich libmpich-dev valgrind
       libibverbs-dev librdmacm-dev libclang-dev ibverbs-utils util-linux
       debhelper devscripts lintian fakeroot dpkg-dev)
-# pip: a python3 that has one already (e.g. a pyenv one) needs no package
+# pip: a python3 that has one already (e.g. a pyenv one) needs no package;
+# the same for venv (tests/launcher.sh installs a wheel into one)
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

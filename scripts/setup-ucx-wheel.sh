@@ -6,6 +6,8 @@
 #
 #   scripts/setup-ucx-wheel.sh 1.18.1
 #   UCX_PREFIX=$(scripts/setup-ucx-wheel.sh 1.18.1)
+#   scripts/setup-ucx-wheel.sh --wheel 1.21   (the wheel file itself, as
+#                                             pip would install it)
 #
 # VERSION is the exact PyPI version, suffix included (1.14.1.post2, ...;
 # see `known` below).  Each pinned version has a single x86_64 wheel on PyPI
@@ -44,6 +46,12 @@
 #    idempotent.  With it, every pinned release runs ucx_info -v/-d and a
 #    loopback ucx_perftest.
 set -eu
+
+want=prefix
+if [ "${1:-}" = --wheel ]; then
+    want=wheel
+    shift
+fi
 
 # The pins live in ucx-releases.txt (columns: minor ref wheel sha256 marker).
 # VERSION is a wheel version (1.14.1.post2), a reference release (1.14.1) or
@@ -110,7 +118,7 @@ print(f"setup-ucx-wheel: {n} DT_RPATH tag(s) made DT_RUNPATH", file=sys.stderr)
 PY
 }
 
-if [ -x "$prefix/bin/ucx_info" ] && [ -e "$prefix/lib/libuct.so.0" ]; then
+if [ $want = prefix ] && [ -x "$prefix/bin/ucx_info" ] && [ -e "$prefix/lib/libuct.so.0" ]; then
     [ -e "$prefix/lib/.uct-rs-runpath" ] || rpath_to_runpath "$prefix/lib"
     echo "$prefix"
     exit 0
@@ -137,6 +145,10 @@ have=$(sha_of "$wheel")
 if [ "$have" != "$sha" ]; then
     echo "setup-ucx-wheel: $wheel: sha256 $have, expected $sha" >&2
     exit 1
+fi
+if [ $want = wheel ]; then
+    echo "$wheel"
+    exit 0
 fi
 
 # Unpack beside the final place, make it runnable, then rename: a prefix

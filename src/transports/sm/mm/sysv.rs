@@ -342,7 +342,7 @@ mod tests {
         let cfg = Cfg::read(&DESC, &[(c"MM_HUGETLB_MODE", c"no")]);
         assert_eq!(cfg.get::<SysvMdConfig>().hugetlb_mode as u32, UCS_NO);
         let m = sysv(&[]);
-        assert_eq!(m.max_alloc(), u64::MAX);
+        assert_eq!(m.max_alloc(), crate::transports::sm::release::sysv_max_alloc());
         assert_eq!(m.rkey_packed_size(), 12);
         assert!(m.iface_addr_extra().is_empty() && m.iface_addr_extra_len() == 0);
         assert!(m.is_reachable(1, &[]));
