@@ -94,6 +94,13 @@ case $UCT_RS_TIER in
 esac
 export UCT_RS_TIER
 
+# ref_has_verbs: the reference installation has UCX's verbs module
+# (ucx/libuct_ib.so.0 beside its libuct.so.0): Debian's 1.13.1 and a UCX
+# built from source with verbs do, the PyPI wheels do not.
+ref_has_verbs() {
+    [ -e "$(dirname "$(readlink -f "$UCT_SYSTEM_LIB")")/ucx/libuct_ib.so.0" ]
+}
+
 # full_tier: true under UCT_RS_TIER=full.
 full_tier() {
     [ "$UCT_RS_TIER" = full ]

@@ -18,8 +18,7 @@
 #                           a pass NAME when the registry directory is empty,
 #                           else a fail listing it (and a false return)
 #   softrdma_registry_check the registry reaped and empty (pass/fail), removed
-#   ref_has_verbs           true when the reference UCX has rc_verbs (the
-#                           1.13.1 system build; the 1.18.1 wheel has none)
+#   (ref_has_verbs, tests/lib/common.sh: whether the reference has them)
 #   lib_has_rc_verbs DIR    true when DIR's libuct lists rc_verbs on the device
 #   expected_status MATRIX ROW
 #                           PASS/UNSUP of the C original for a row of
@@ -43,13 +42,10 @@ ucx_tool() {
     if [ -n "$UCX_PREFIX" ]; then echo "$UCX_PREFIX/bin/$1"; else command -v "$1"; fi
 }
 
-ref_has_verbs() {
-    [ "$UCX_ABI" = 1.13 ]
-}
 
 softrdma_begin() {
     resolve_libdir "$@"
-    if testing_original && [ "$UCX_ABI" != 1.13 ]; then
+    if testing_original && ! ref_has_verbs; then
         skip_suite "the UCX $UCX_ABI reference has no verbs transports"
     fi
     make_workdir
