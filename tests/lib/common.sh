@@ -348,3 +348,14 @@ kill_peer_report() {
 tcp_lo_unreachable() {
     [ "$UCX_ABI" = 1.20 ]
 }
+
+# tcp_md_registers: the original's tcp memory domain registers memory (its
+# ucx_info -d block has a "register:" line): up to UCX 1.18; from 1.19 it
+# registers nothing and uct_hello_world -z refuses tcp.
+tcp_md_registers() {
+    "${SYS_RUN[@]}" ucx_info -d 2>/dev/null |
+        awk '/^# Memory domain: tcp$/ { on = 1; next }
+             on && /^# Memory domain:/ { exit }
+             on && /register:/ { found = 1 }
+             END { exit !found }'
+}
