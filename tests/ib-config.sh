@@ -11,8 +11,9 @@
 #    the rc_verbs table), alone or together, and bad values: the same lines
 #    and messages as the original.
 # The C original prints the UCX_RC_MLX5_*, UCX_DC_MLX5_*,
-# UCX_UD_MLX5_* and UCX_RDMA_CM_* tables too, which this library does not
-# serve; they are left out.  A reference without the verbs module (a PyPI
+# UCX_UD_MLX5_* and UCX_RDMA_CM_* tables too (and from 1.22 those of the
+# srd, gga and gga_mlx5 modules), which this library does not serve; they
+# are left out.  A reference without the verbs module (a PyPI
 # wheel) has no lines to compare: then our lines are compared with the ones
 # recorded from that release's C original built with verbs
 # (tests/softrdma/expected/ucx_info-c.ib.c-RELEASE.txt: 1.22.0), or, for
@@ -52,7 +53,7 @@ cf_lines() {
 # case only, which is not this suite's business).
 served_tables() {
     grep -E '^# .* configuration$' | sed 's/^# //; s/ configuration$//' | tr 'A-Z' 'a-z' |
-        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm|posix_get)( |$)'
+        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm|posix_get|srd|gga|gga_mlx5)( |$)'
 }
 
 ib_lines "$T_WORK/sys" "${SYS_RUN[@]}"
@@ -195,5 +196,13 @@ check_env "accepted (md)" TX_QUEUE_LEN UCX_IB_REG_METHODS=direct UCX_IB_RCACHE_M
     UCX_IB_MLX5_DEVX_OBJECTS=dct
 check_env "rejected (md)" TX_QUEUE_LEN UCX_IB_MLX5_DEVX_OBJECTS=nothing
 check_env "accepted (md)" TX_QUEUE_LEN UCX_IB_PCI_BW=mlx5_0:10Gbs UCX_IB_PCI_RELAXED_ORDERING=on
+# keys of later releases (1.19-1.22; unknown to both sides on an older one)
+check_env "later keys (md)" TX_QUEUE_LEN UCX_IB_MLX5_DEVX_OBJECTS=auto,dci UCX_IB_GDA_MAX_HCA_PER_GPU=2 \
+    UCX_IB_GDA_DMABUF_ENABLE=no UCX_IB_GDA_RETAIN_INACTIVE_CTX=y UCX_IB_DIRECT_NIC=n
+check_env "later keys (md), bad value" TX_QUEUE_LEN UCX_IB_GDA_MAX_HCA_PER_GPU=many
+check_env "later keys" ROCE_REACHABILITY_MODE UCX_IB_ROCE_REACHABILITY_MODE=local_subnet
+check_env "later keys" ROCE_REACHABILITY_MODE UCX_RC_ROCE_REACHABILITY_MODE=all
+check_env "later keys, bad value" ROCE_REACHABILITY_MODE UCX_RC_VERBS_ROCE_REACHABILITY_MODE=nearby
+check_env "later keys" ECE UCX_RC_VERBS_ECE=inf
 
 finish
