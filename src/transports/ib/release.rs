@@ -35,11 +35,12 @@
 //! - md: `GDA_MAX_SYS_LATENCY` (300ns) after `GPU_DIRECT_RDMA`, and
 //!   `DIRECT_NIC` (y) last (1.20); `GDA_MAX_SYS_LATENCY` goes and
 //!   `GDA_MAX_HCA_PER_GPU` (1), `GDA_DMABUF_ENABLE` (try) and
-//!   `GDA_RETAIN_INACTIVE_CTX` (n) come in its place, the DEVX object list
-//!   gains the name `auto` (1.21); `GDA_MAX_HCA_PER_GPU` takes unsigned
-//!   long units and defaults to auto (1.22). All of these concern GPU
-//!   devices or mlx5 back ends this library does not serve: they are read
-//!   and shown, with no effect.
+//!   `GDA_RETAIN_INACTIVE_CTX` (n) come in its place (1.21); the DEVX
+//!   object list gains the name `auto` (1.20.1, the reference release of
+//!   the 1.20 series); `GDA_MAX_HCA_PER_GPU` takes unsigned long units and
+//!   defaults to auto (1.22). All of these concern GPU devices or mlx5
+//!   back ends this library does not serve: they are read and shown, with
+//!   no effect.
 //! - IB interface: `ROCE_REACHABILITY_MODE` (route|local_subnet|all) after
 //!   `ROCE_SUBNETS` (1.19); "auto" `TRAFFIC_CLASS` on RoCEv2 takes the
 //!   port's own traffic class when it has one (1.21). Both concern RoCE
@@ -119,8 +120,8 @@ pub fn md_mlx5_dv_rows(offset: usize) -> Vec<ucs_config_field_t> {
 }
 
 /// The objects DEVX may create (`MLX5_DEVX_OBJECTS`), `cq` from 1.14 and
-/// the name `auto` from 1.21.
-static DEVX_OBJECT_NAMES_V1_21: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
+/// the name `auto` from 1.20.1.
+static DEVX_OBJECT_NAMES_V1_20_1: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
                                                 c"dcsrq".as_ptr(), c"dci".as_ptr(), c"cq".as_ptr(),
                                                 c"auto".as_ptr(), std::ptr::null()]);
 static DEVX_OBJECT_NAMES: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(), c"dcsrq".as_ptr(),
@@ -131,8 +132,8 @@ static DEVX_OBJECT_NAMES_V1_13: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_pt
 /// The names of `MLX5_DEVX_OBJECTS` (NULL-terminated).
 pub fn devx_object_names() -> *const *const c_char {
     let r = running();
-    if r.since(21) {
-        DEVX_OBJECT_NAMES_V1_21.ptr()
+    if r.since(21) || (r.since(20) && r.patch >= 1) {
+        DEVX_OBJECT_NAMES_V1_20_1.ptr()
     } else if r.since(14) {
         DEVX_OBJECT_NAMES.ptr()
     } else {
