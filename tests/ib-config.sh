@@ -11,12 +11,14 @@
 #    the rc_verbs table), alone or together, and bad values: the same lines
 #    and messages as the original.
 # The C original prints the UCX_RC_MLX5_*, UCX_DC_MLX5_*,
-# UCX_UD_MLX5_* and UCX_RDMA_CM_* tables too, which this library does not
-# serve; they are left out.  A reference without the verbs module (a PyPI
+# UCX_UD_MLX5_* and UCX_RDMA_CM_* tables too (and from 1.22 those of the
+# srd, gga and gga_mlx5 modules), which this library does not serve; they
+# are left out.  A reference without the verbs module (a PyPI
 # wheel) has no lines to compare: then our lines are compared with the ones
 # recorded from that release's C original built with verbs
 # (tests/softrdma/expected/ucx_info-c.ib.c-RELEASE.txt: 1.22.0), or, for
-# 1.18, only our keys are checked against the ones its sources define.
+# 1.18-1.21, only our keys (and the defaults of the keys 1.19-1.21 add or
+# change) are checked against the ones their sources define.
 # Usage: tests/ib-config.sh [LIBDIR]   (or UCT_LIBDIR; empty = system library)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
@@ -52,7 +54,7 @@ cf_lines() {
 # case only, which is not this suite's business).
 served_tables() {
     grep -E '^# .* configuration$' | sed 's/^# //; s/ configuration$//' | tr 'A-Z' 'a-z' |
-        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm|posix_get)( |$)'
+        grep -vE '^(ucs|ucm|ucp|dc_mlx5|rc_mlx5|ud_mlx5|rdma-cm|posix_get|srd|gga|gga_mlx5)( |$)'
 }
 
 ib_lines "$T_WORK/sys" "${SYS_RUN[@]}"
@@ -77,7 +79,7 @@ if ! grep -q '^UCX_RC_VERBS_' "$T_WORK/sys"; then
     # No reference lines: the keys of UCX 1.18.1's tables, from its sources.
     echo "# the original prints no UCX_RC_VERBS_* (no verbs module): checking our key list only"
     case $UCX_ABI in
-        1.18) want_md="MEM_REG_OVERHEAD MEM_REG_GROWTH FORK_INIT ASYNC_EVENTS ETH_PAUSE_ON ODP_PREFETCH
+        1.18|1.19|1.20|1.21) want_md="MEM_REG_OVERHEAD MEM_REG_GROWTH FORK_INIT ASYNC_EVENTS ETH_PAUSE_ON ODP_PREFETCH
                        DEVICE_SPECS PREFER_NEAREST_DEVICE INDIRECT_ATOMIC GID_INDEX SUBNET_PREFIX
                        GPU_DIRECT_RDMA PCI_BW MLX5_DV MLX5_DEVX MLX5_DEVX_OBJECTS REG_MT_THRESH REG_MT_CHUNK
                        REG_MT_BIND PCI_RELAXED_ORDERING MAX_IDLE_RKEY_COUNT REG_RETRY_CNT SMKEY_BLOCK_SIZE
@@ -101,6 +103,33 @@ if ! grep -q '^UCX_RC_VERBS_' "$T_WORK/sys"; then
                        MIN_POKE_TIME ETH_DGID_CHECK MAX_WINDOW RX_ASYNC_MAX_POLL" ;;
         *) skip_suite "UCX $UCX_ABI: the original has no verbs module and no key list is known" ;;
     esac
+    # what 1.19-1.21 change in those lists (from their sources), and the
+    # defaults of the keys they add or change: KEY=VALUE lines of ours
+    minor=${UCX_ABI#1.}
+    want_values="UCX_RC_VERBS_ECE=0"
+    if [ "$minor" -ge 19 ]; then
+        want_tl=${want_tl/ROCE_SUBNETS/ROCE_SUBNETS ROCE_REACHABILITY_MODE}
+        want_ud=${want_ud/ROCE_SUBNETS/ROCE_SUBNETS ROCE_REACHABILITY_MODE}
+        want_values+=" UCX_RC_VERBS_ROCE_REACHABILITY_MODE=route UCX_UD_VERBS_ROCE_REACHABILITY_MODE=route"
+    fi
+    if [ "$minor" -ge 20 ]; then
+        want_md="${want_md/GPU_DIRECT_RDMA/GPU_DIRECT_RDMA GDA_MAX_SYS_LATENCY} DIRECT_NIC"
+        want_values+=" UCX_IB_DIRECT_NIC=y"
+    fi
+    if [ "$minor" = 20 ]; then
+        want_values+=" UCX_IB_GDA_MAX_SYS_LATENCY=0.30us"
+    fi
+    if [ "$minor" -ge 21 ]; then
+        want_md=${want_md/GDA_MAX_SYS_LATENCY/GDA_MAX_HCA_PER_GPU GDA_DMABUF_ENABLE GDA_RETAIN_INACTIVE_CTX}
+        want_values+=" UCX_IB_GDA_MAX_HCA_PER_GPU=1 UCX_IB_GDA_DMABUF_ENABLE=try UCX_IB_GDA_RETAIN_INACTIVE_CTX=n"
+    fi
+    for line in $want_values; do
+        if grep -qx "$line" "$T_WORK/ours"; then
+            pass "ucx_info -c: $line (UCX $UCX_RELEASE's sources)"
+        else
+            fail "ucx_info -c: $line (UCX $UCX_RELEASE's sources)" "$(grep "^${line%%=*}=" "$T_WORK/ours")"
+        fi
+    done
     # shellcheck disable=SC2086 # word lists
     { printf 'UCX_IB_%s\n' $want_md; printf 'UCX_RC_VERBS_%s\n' $want_tl; printf 'UCX_UD_VERBS_%s\n' $want_ud; } \
         >"$T_WORK/want.keys"
@@ -195,5 +224,13 @@ check_env "accepted (md)" TX_QUEUE_LEN UCX_IB_REG_METHODS=direct UCX_IB_RCACHE_M
     UCX_IB_MLX5_DEVX_OBJECTS=dct
 check_env "rejected (md)" TX_QUEUE_LEN UCX_IB_MLX5_DEVX_OBJECTS=nothing
 check_env "accepted (md)" TX_QUEUE_LEN UCX_IB_PCI_BW=mlx5_0:10Gbs UCX_IB_PCI_RELAXED_ORDERING=on
+# keys of later releases (1.19-1.22; unknown to both sides on an older one)
+check_env "later keys (md)" TX_QUEUE_LEN UCX_IB_MLX5_DEVX_OBJECTS=auto,dci UCX_IB_GDA_MAX_HCA_PER_GPU=2 \
+    UCX_IB_GDA_DMABUF_ENABLE=no UCX_IB_GDA_RETAIN_INACTIVE_CTX=y UCX_IB_DIRECT_NIC=n
+check_env "later keys (md), bad value" TX_QUEUE_LEN UCX_IB_GDA_MAX_HCA_PER_GPU=many
+check_env "later keys" ROCE_REACHABILITY_MODE UCX_IB_ROCE_REACHABILITY_MODE=local_subnet
+check_env "later keys" ROCE_REACHABILITY_MODE UCX_RC_ROCE_REACHABILITY_MODE=all
+check_env "later keys, bad value" ROCE_REACHABILITY_MODE UCX_RC_VERBS_ROCE_REACHABILITY_MODE=nearby
+check_env "later keys" ECE UCX_RC_VERBS_ECE=inf
 
 finish

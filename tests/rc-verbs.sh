@@ -8,6 +8,9 @@
 #    live; 1.18: its limit lines - sizes, atomics, connection, address
 #    lengths, error handling - against the checked-in 1.13.1 block, which
 #    those lines share);
+#  - `UCX_RC_VERBS_ECE` = 0, auto, inf, 5 (where the reference has verbs):
+#    the interface opens or is refused as the original's (the device has no
+#    ECE; which values keep its default depends on the release);
 #  - one process (`ucx_perftest -l`, the rc rows of perftest-loopback.sh):
 #    every row the original passes passes;
 #  - client/server rc matrix (rc-matrix.sh) ours <-> ours: every PASS row of
@@ -89,6 +92,26 @@ else
         cat "$T_WORK/d.txt"
         fail "ucx_info -d: rc_verbs limit lines as the 1.13.1 original's"
     fi
+fi
+
+# ECE: the device has none, so the interface opens only with a value that
+# keeps the device's default (which values those are depends on the
+# release; unknown before 1.14). Opened or refused as the original.
+# rc_opens [LIB] VALUE: "opens" or "refused" for UCX_RC_VERBS_ECE=VALUE
+rc_opens() {
+    "$SR/run.sh" env $(lib_env "$1") UCX_RC_VERBS_ECE="$2" "$UCX_INFO" -d -t rc_verbs > "$T_WORK/ece.txt" 2>&1
+    if grep -q '^#   < failed to open interface >' "$T_WORK/ece.txt"; then echo refused; else echo opens; fi
+}
+if ref_has_verbs; then
+    for v in 0 auto inf 5; do
+        o=$(rc_opens "" "$v")
+        u=$(rc_opens "$OURS" "$v")
+        if [ "$o" = "$u" ]; then
+            pass "UCX_RC_VERBS_ECE=$v: the interface $u, as the original's"
+        else
+            fail "UCX_RC_VERBS_ECE=$v: the interface $u, the original's $o"
+        fi
+    done
 fi
 
 # ---- one process

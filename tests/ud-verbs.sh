@@ -4,7 +4,8 @@
 # whatever the original passes must pass on LIBDIR, and a row the original
 # refuses (a size over its limits) must be refused too.
 #  - `ucx_info -d`: LIBDIR's ud_verbs block identical to the original's
-#    (live, and the recorded one in expected/ucx_info-d.softrdma0.c-original.txt);
+#    (live, and on 1.13 the recorded one in
+#    expected/ucx_info-d.softrdma0.c-original.txt);
 #  - uct_hello_world -t ud_verbs -i/-b/-z across two processes: LIBDIR
 #    both sides, C server + LIBDIR client, LIBDIR server + C client;
 #  - c-tests/flush_pending.c on both libraries: with the send queue
@@ -70,7 +71,12 @@ ud_block() { # FILE: the ud_verbs block of softrdma0:1, without its trailing "#"
 }
 "$SR/run.sh" env $(lib_env "") "$UCX_INFO" -d > "$T_WORK/info-orig.txt" 2>&1
 ud_block "$T_WORK/info-orig.txt" > "$T_WORK/block-orig.txt"
-ud_block "$SR/expected/ucx_info-d.softrdma0.c-original.txt" > "$T_WORK/block-rec.txt"
+# the recording is of 1.13.1: another release's original is judged live only
+if [ "$UCX_ABI" = 1.13 ]; then
+    ud_block "$SR/expected/ucx_info-d.softrdma0.c-original.txt" > "$T_WORK/block-rec.txt"
+else
+    cp "$T_WORK/block-orig.txt" "$T_WORK/block-rec.txt"
+fi
 [ -s "$T_WORK/block-orig.txt" ] || abort "the original lists ud_verbs on softrdma0:1" "$(tail -3 "$T_WORK/info-orig.txt")"
 diff "$T_WORK/block-rec.txt" "$T_WORK/block-orig.txt" > /dev/null ||
     echo "# note: the original's ud_verbs block differs from the recorded one"

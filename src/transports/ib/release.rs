@@ -29,6 +29,27 @@
 //! - UD (`UCX_UD_*`): no row changes from 1.13 to 1.18; its IB part changes
 //!   as above, and ud_verbs sets its own interface overhead (105 ns) in
 //!   `SEND_OVERHEAD` (1.18).
+//!
+//! From 1.18 to 1.22 (the RC, rc_verbs, UD and ud_verbs tables have no
+//! other row changes):
+//! - md: `GDA_MAX_SYS_LATENCY` (300ns) after `GPU_DIRECT_RDMA`, and
+//!   `DIRECT_NIC` (y) last (1.20); `GDA_MAX_SYS_LATENCY` goes and
+//!   `GDA_MAX_HCA_PER_GPU` (1), `GDA_DMABUF_ENABLE` (try) and
+//!   `GDA_RETAIN_INACTIVE_CTX` (n) come in its place (1.21); the DEVX
+//!   object list gains the name `auto` (1.20.1, the reference release of
+//!   the 1.20 series); `GDA_MAX_HCA_PER_GPU` takes unsigned long units and
+//!   defaults to auto (1.22). All of these concern GPU devices or mlx5
+//!   back ends this library does not serve: they are read and shown, with
+//!   no effect.
+//! - IB interface: `ROCE_REACHABILITY_MODE` (route|local_subnet|all) after
+//!   `ROCE_SUBNETS` (1.19); "auto" `TRAFFIC_CLASS` on RoCEv2 takes the
+//!   port's own traffic class when it has one (1.21). Both concern RoCE
+//!   ports only, which this library does not drive: no effect here.
+//! - RC common: `ECE` defaults to auto, which now keeps the device's default
+//!   (0 did before), and inf asks for the most the device supports (auto
+//!   did before) (1.22). No device here has ECE, so an interface opens only
+//!   with a value that keeps the default: 0 or auto up to 1.21, auto from
+//!   1.22 ([`ece_usable_without_support`]).
 
 use super::config::parsers::{self, Names};
 use super::config::MD_RCACHE_TABLE;
@@ -98,7 +119,11 @@ pub fn md_mlx5_dv_rows(offset: usize) -> Vec<ucs_config_field_t> {
     vec![field(c"MLX5_DV", c"try", c"Use the direct-verbs interface of mlx5 devices", offset, parser::ternary())]
 }
 
-/// The objects DEVX may create (`MLX5_DEVX_OBJECTS`), `cq` from 1.14.
+/// The objects DEVX may create (`MLX5_DEVX_OBJECTS`), `cq` from 1.14 and
+/// the name `auto` from 1.20.1.
+static DEVX_OBJECT_NAMES_V1_20_1: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
+                                                c"dcsrq".as_ptr(), c"dci".as_ptr(), c"cq".as_ptr(),
+                                                c"auto".as_ptr(), std::ptr::null()]);
 static DEVX_OBJECT_NAMES: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(), c"dcsrq".as_ptr(),
                                           c"dci".as_ptr(), c"cq".as_ptr(), std::ptr::null()]);
 static DEVX_OBJECT_NAMES_V1_13: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_ptr(), c"dct".as_ptr(),
@@ -106,12 +131,58 @@ static DEVX_OBJECT_NAMES_V1_13: Names = Names(&[c"rcqp".as_ptr(), c"rcsrq".as_pt
 
 /// The names of `MLX5_DEVX_OBJECTS` (NULL-terminated).
 pub fn devx_object_names() -> *const *const c_char {
-    if running().since(14) { DEVX_OBJECT_NAMES.ptr() } else { DEVX_OBJECT_NAMES_V1_13.ptr() }
+    let r = running();
+    if r.since(21) || (r.since(20) && r.patch >= 1) {
+        DEVX_OBJECT_NAMES_V1_20_1.ptr()
+    } else if r.since(14) {
+        DEVX_OBJECT_NAMES.ptr()
+    } else {
+        DEVX_OBJECT_NAMES_V1_13.ptr()
+    }
 }
 
 /// Default `MLX5_DEVX_OBJECTS`.
 pub fn devx_objects_default() -> &'static CStr {
     if running().since(14) { c"rcqp,rcsrq,dct,dcsrq,dci,cq" } else { c"rcqp,rcsrq,dct,dcsrq,dci" }
+}
+
+/// Where the GPU-direct-async (`GDA_*`) settings are stored.
+pub struct GdaOffsets {
+    pub max_sys_latency: usize,
+    pub max_hca_per_gpu: usize,
+    pub dmabuf_enable: usize,
+    pub retain_inactive_ctx: usize,
+}
+
+/// The `GDA_*` rows after `GPU_DIRECT_RDMA`: `GDA_MAX_SYS_LATENCY` in 1.20
+/// only; from 1.21 `GDA_MAX_HCA_PER_GPU` (an unsigned 1 in 1.21, unsigned
+/// long units defaulting to auto from 1.22), `GDA_DMABUF_ENABLE` and
+/// `GDA_RETAIN_INACTIVE_CTX`. They tune GPU-initiated transfers of GPU
+/// devices, which this library does not serve: they are read and shown,
+/// and change nothing here.
+pub fn md_gda_rows(o: GdaOffsets) -> Vec<ucs_config_field_t> {
+    let r = running();
+    if !r.since(20) {
+        return Vec::new();
+    }
+    if !r.since(21) {
+        return vec![field(c"GDA_MAX_SYS_LATENCY", c"300ns",
+                          c"GPU devices farther from the device than this latency are not used with it",
+                          o.max_sys_latency, parser::time())];
+    }
+    let max_hca = if r.since(22) {
+        field(c"GDA_MAX_HCA_PER_GPU", c"auto", c"Most devices used for GPU-initiated transfers of one GPU",
+              o.max_hca_per_gpu, parser::ulunits())
+    } else {
+        field(c"GDA_MAX_HCA_PER_GPU", c"1", c"Most devices used for GPU-initiated transfers of one GPU",
+              o.max_hca_per_gpu, parser::uint())
+    };
+    vec![max_hca,
+         field(c"GDA_DMABUF_ENABLE", c"try", c"Register GPU memory of GPU-initiated transfers by DMA-BUF",
+               o.dmabuf_enable, parser::ternary()),
+         field(c"GDA_RETAIN_INACTIVE_CTX", c"n",
+               c"Take an inactive primary GPU context to query the GPU's capabilities",
+               o.retain_inactive_ctx, parser::boolean())]
 }
 
 /// Default `REG_MT_THRESH`: inf in 1.16 only, 4G before and after.
@@ -139,8 +210,11 @@ pub fn relaxed_order(v: c_int) -> super::config::RelaxedOrder {
 }
 
 /// The md rows after `MAX_IDLE_RKEY_COUNT`: `REG_RETRY_CNT` and
-/// `SMKEY_BLOCK_SIZE` (1.16+), `XGVMI_UMR_ENABLE` and `ODP_MEM_TYPES` (1.18+).
-pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usize) -> Vec<ucs_config_field_t> {
+/// `SMKEY_BLOCK_SIZE` (1.16+), `XGVMI_UMR_ENABLE` and `ODP_MEM_TYPES` (1.18+),
+/// `DIRECT_NIC` (1.20+; GPU memory over a NIC attached to the GPU, which
+/// this library does not serve: read and shown, no effect).
+pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usize, direct_nic: usize)
+                    -> Vec<ucs_config_field_t> {
     let r = running();
     let mut v = Vec::new();
     if r.since(16) {
@@ -159,6 +233,10 @@ pub fn md_tail_rows(retry: usize, smkey: usize, xgvmi: usize, odp_mem_types: usi
         v.push(field(c"ODP_MEM_TYPES", c"host",
                      c"Memory types reported as registrable without blocking when on-demand paging is on\n",
                      odp_mem_types, parsers::bitmap(names)));
+    }
+    if r.since(20) {
+        v.push(field(c"DIRECT_NIC", c"y", c"Reach GPU memory through a NIC attached to the GPU (Direct NIC)",
+                     direct_nic, parser::boolean()));
     }
     v
 }
@@ -249,6 +327,27 @@ pub fn roce_subnets_rows(offset: usize) -> Vec<ucs_config_field_t> {
                offset, p)]
 }
 
+/// How a RoCE interface decides that a peer is reachable
+/// (`ROCE_REACHABILITY_MODE`, 1.19+): by a route to its address, only
+/// within the interface's IP subnet, or always.
+static REACHABILITY_MODE_NAMES: Names = Names(&[c"route".as_ptr(), c"local_subnet".as_ptr(), c"all".as_ptr(),
+                                                std::ptr::null()]);
+
+/// `ROCE_REACHABILITY_MODE` (1.19+). Only RoCE (Ethernet) ports consult it,
+/// and this library does not drive those (their ports are not listed): the
+/// value is read and shown, and changes nothing here.
+pub fn roce_reachability_rows(offset: usize) -> Vec<ucs_config_field_t> {
+    if !running().since(19) {
+        return Vec::new();
+    }
+    vec![field(c"ROCE_REACHABILITY_MODE", c"route",
+               c"Which peers a RoCE interface considers reachable:\n\
+                 \x20route        - those whose address the interface has a route to\n\
+                 \x20local_subnet - only those within the interface's IP subnet\n\
+                 \x20all          - every peer, without a check",
+               offset, parser::enumeration(REACHABILITY_MODE_NAMES.ptr()))]
+}
+
 /// One value of `SEND_OVERHEAD` (1.17+) as libucs stores it: 8 bytes
 /// holding seconds as an `f64` (1.18+) or libucs time units as a `u64`
 /// (1.17, where the key holds "auto" by default).
@@ -322,16 +421,42 @@ fn send_overhead_row(base: usize) -> Option<ucs_config_field_t> {
 // ---------------------------------------------------------------------------
 // RC
 
-/// `ECE` (1.14+): the enhanced connection establishment value (0: the
-/// device's default, auto: the most it supports).
+/// `ECE` (1.14+): the enhanced connection establishment value. Up to 1.21
+/// 0 (the default) keeps the device's default and auto asks for the most
+/// it supports; from 1.22 auto (the default) keeps the device's default
+/// and inf asks for the most.
 pub fn ece_rows(offset: usize) -> Vec<ucs_config_field_t> {
-    if !running().since(14) {
+    let r = running();
+    if !r.since(14) {
         return Vec::new();
     }
-    vec![field(c"ECE", c"0",
-               c"Enhanced connection establishment: 0 uses the default, auto the most the device\n\
-                 supports, another number that 32-bit value (a hint the transport may adjust)\n",
-               offset, parser::ulunits())]
+    if r.since(22) {
+        vec![field(c"ECE", c"auto",
+                   c"Enhanced connection establishment: auto uses the default, inf the most the\n\
+                     device supports, another number that 32-bit value (a hint the transport may\n\
+                     adjust)\n",
+                   offset, parser::ulunits())]
+    } else {
+        vec![field(c"ECE", c"0",
+                   c"Enhanced connection establishment: 0 uses the default, auto the most the device\n\
+                     supports, another number that 32-bit value (a hint the transport may adjust)\n",
+                   offset, parser::ulunits())]
+    }
+}
+
+/// Whether an RC interface may open with the `ECE` value `v` on a device
+/// without ECE, as every device of this library is: only the values that
+/// keep the device's default pass (0 and auto up to 1.21, auto from 1.22);
+/// any other is refused at open. Before 1.14 there is no such setting.
+pub fn ece_usable_without_support(v: libc::c_ulong) -> bool {
+    let r = running();
+    if !r.since(14) {
+        true
+    } else if r.since(22) {
+        v == crate::core::config::UNITS_AUTO
+    } else {
+        v == crate::core::config::UNITS_AUTO || v == 0
+    }
 }
 
 /// Defaults rc_verbs sets on the RC table: 1.18+ its send overhead

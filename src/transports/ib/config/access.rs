@@ -257,6 +257,17 @@ impl RcIfaceCommonConfig {
         let v = self.tx_num_get_bytes as libc::c_ulong;
         (v != UNITS_AUTO && v != UNITS_INF).then_some(self.tx_num_get_bytes)
     }
+    /// Checks `ECE` (1.14+) on `device`, which like every device of this
+    /// library has no ECE: only a value keeping the device's default is
+    /// accepted ([`release::ece_usable_without_support`]), any other is
+    /// `UCS_ERR_INVALID_PARAM` (`rc_iface.c`, interface init).
+    pub fn check_ece(&self, device: &str) -> Result<(), ucs_status_t> {
+        if release::ece_usable_without_support(self.ece) {
+            return Ok(());
+        }
+        crate::error!("{}: ECE 0x{:x} cannot be set: the device does not support ECE", device, self.ece);
+        Err(UCS_ERR_INVALID_PARAM)
+    }
     /// The fence mode rc_verbs uses: "auto" and "weak" are weak
     /// (`rc_verbs_iface.c:302-311`).
     pub fn fence_mode(&self) -> FenceMode {
@@ -386,6 +397,16 @@ mod tests {
         assert_eq!(c.rc().fc(), Ok(FcParams { enabled: true, wnd_size: 512, hard_thresh: 128, soft_thresh: 256 }));
         assert!(!c.flush_by_fc("softrdma0") && c.flush_by_fc("mthca0"));
         assert_eq!(c.ib().check_pools(), Ok(()));
+        // the default ECE keeps the device's default: an interface opens on
+        // a device without ECE; "inf" (1.22+) or "auto" (1.14-1.21) asks for
+        // more and is refused there
+        assert_eq!(c.common().check_ece("softrdma0"), Ok(()));
+        let r = crate::ucs::release::running();
+        if r.since(14) {
+            let more = if r.since(22) { crate::core::config::UNITS_INF } else { crate::core::config::UNITS_AUTO };
+            assert!(!release::ece_usable_without_support(more));
+            assert!(!release::ece_usable_without_support(5));
+        }
         // SAFETY: read above, not used after this.
         assert_eq!(unsafe { config::release(opts) }, UCS_OK);
 

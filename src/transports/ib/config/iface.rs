@@ -104,6 +104,9 @@ pub struct IbIfaceConfig {
     pub roce_subnet_prefix_len: c_ulong,
     /// RoCE: subnets whose GIDs may be used (1.18+).
     pub roce_subnets: AllowList,
+    /// RoCE: how a peer is judged reachable (1.19+; index into route,
+    /// local_subnet, all). RoCE ports are not driven here: no effect.
+    pub roce_reachability_mode: c_uint,
     /// Multiplier of the UDP source port on RoCE LAG.
     pub roce_path_factor: c_uint,
     /// LID path bits to use (ranges), the low part of the LID under LMC.
@@ -272,6 +275,7 @@ pub static IB_IFACE_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(IbIfaceConfig, roce_subnet_prefix_len), parser::ulunits()),
     ]);
     t.extend(release::roce_subnets_rows(offset_of!(IbIfaceConfig, roce_subnets)));
+    t.extend(release::roce_reachability_rows(offset_of!(IbIfaceConfig, roce_reachability_mode)));
     t.extend([
         field(c"ROCE_PATH_FACTOR", c"1",
               c"Multiplier of the UDP source port on a RoCE LAG port (selects the path)",

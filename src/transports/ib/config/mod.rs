@@ -234,6 +234,16 @@ pub struct IbMdConfig {
     pub subnet_prefix: *mut c_char,
     /// Whether devices may access GPU memory directly: yes, try, no.
     pub gpu_direct_rdma: c_int,
+    /// GPU-initiated transfers (1.20+, [`release::md_gda_rows`]; GPU devices
+    /// are not served here: no effect): the farthest GPU used (1.20, seconds),
+    pub gda_max_sys_latency: f64,
+    /// the most devices per GPU (1.21: an unsigned int in the low half;
+    /// 1.22+: unsigned long units),
+    pub gda_max_hca_per_gpu: c_ulong,
+    /// DMA-BUF registration of GPU memory (1.21+: yes, try, no),
+    pub gda_dmabuf_enable: c_int,
+    /// and whether an inactive GPU context may be taken (1.21+).
+    pub gda_retain_inactive_ctx: c_int,
     /// Bandwidth limits of the PCI bus per device (`name:bandwidth`).
     pub pci_bw: ConfigArray<ucs_config_bw_spec_t>,
     /// Use the mlx5 direct-verbs back end (1.16+).
@@ -262,6 +272,8 @@ pub struct IbMdConfig {
     pub xgvmi_umr_enable: c_int,
     /// Memory types registered without blocking when ODP is on (1.18+).
     pub odp_mem_types: u64,
+    /// GPU memory through a NIC attached to the GPU (1.20+; no effect here).
+    pub direct_nic: c_int,
 }
 
 /// The relaxed-ordering setting of the md.
@@ -398,9 +410,15 @@ pub static IB_MD_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(IbMdConfig, subnet_prefix), parser::string()),
         field(c"GPU_DIRECT_RDMA", c"try", c"Let the device access GPU memory directly",
               offset_of!(IbMdConfig, gpu_direct_rdma), parser::ternary()),
-        field(c"PCI_BW", c"", c"Bandwidth limit of the PCI bus of a device, as <device>:<bandwidth>",
-              offset_of!(IbMdConfig, pci_bw), parsers::bw_spec_array()),
     ]);
+    t.extend(release::md_gda_rows(release::GdaOffsets {
+        max_sys_latency: offset_of!(IbMdConfig, gda_max_sys_latency),
+        max_hca_per_gpu: offset_of!(IbMdConfig, gda_max_hca_per_gpu),
+        dmabuf_enable: offset_of!(IbMdConfig, gda_dmabuf_enable),
+        retain_inactive_ctx: offset_of!(IbMdConfig, gda_retain_inactive_ctx),
+    }));
+    t.push(field(c"PCI_BW", c"", c"Bandwidth limit of the PCI bus of a device, as <device>:<bandwidth>",
+                 offset_of!(IbMdConfig, pci_bw), parsers::bw_spec_array()));
     t.extend(release::md_mlx5_dv_rows(offset_of!(IbMdConfig, mlx5_dv)));
     t.extend([
         field(c"MLX5_DEVX", c"try", c"Use the DEVX interface of mlx5 devices",
@@ -423,7 +441,8 @@ pub static IB_MD_TABLE: Lazy<Table> = Lazy::new(|| {
               offset_of!(IbMdConfig, max_idle_rkey_count), parser::uint()),
     ]);
     t.extend(release::md_tail_rows(offset_of!(IbMdConfig, reg_retry_count), offset_of!(IbMdConfig, smkey_block_size),
-                                   offset_of!(IbMdConfig, xgvmi_umr_enable), offset_of!(IbMdConfig, odp_mem_types)));
+                                   offset_of!(IbMdConfig, xgvmi_umr_enable), offset_of!(IbMdConfig, odp_mem_types),
+                                   offset_of!(IbMdConfig, direct_nic)));
     Table::new(t)
 });
 

@@ -285,6 +285,9 @@ mod tests {
     const UCX_1_13_LINES: &str = include_str!("../../../../tests/data/ucx-1.13.1-ud-verbs-config.txt");
     /// The keys of UCX 1.18.1's ud_verbs table, in order (from its sources).
     const UCX_1_18_KEYS: &str = include_str!("../../../../tests/data/ucx-1.18.1-ud-verbs-keys.txt");
+    /// The lines C UCX 1.22.0 built with verbs prints (its ud_verbs lines
+    /// among them); 1.19 adds `ROCE_REACHABILITY_MODE` after `ROCE_SUBNETS`.
+    const UCX_1_22_LINES: &str = include_str!("../../../../tests/softrdma/expected/ucx_info-c.ib.c-1.22.0.txt");
 
     /// `opts` printed by libucs as `ucx_info -c` prints it.
     fn print(opts: *const c_void) -> String {
@@ -307,9 +310,16 @@ mod tests {
         if !r.since(14) {
             assert_eq!(ours, key_lines(UCX_1_13_LINES));
         }
+        if r.since(22) {
+            assert_eq!(ours, key_lines(UCX_1_22_LINES));
+        }
         if r.since(18) {
             let names: Vec<&str> = ours.iter().map(|l| l.split('=').next().unwrap_or("")).collect();
-            let want: Vec<&str> = UCX_1_18_KEYS.lines().filter(|l| !l.is_empty()).collect();
+            let mut want: Vec<&str> = UCX_1_18_KEYS.lines().filter(|l| !l.is_empty()).collect();
+            if r.since(19) {
+                let at = want.iter().position(|k| *k == "UCX_UD_VERBS_ROCE_SUBNETS").expect("1.18 key") + 1;
+                want.insert(at, "UCX_UD_VERBS_ROCE_REACHABILITY_MODE");
+            }
             assert_eq!(names, want);
             assert!(ours.iter().any(|l| l.starts_with("UCX_UD_VERBS_ALLOC=thp,mmap,heap")), "{text}");
         }

@@ -40,6 +40,7 @@ impl IfaceOpen for RcOpen {
     fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &RcVerbsIfaceConfig)
             -> Result<uct_iface_h, ucs_status_t> {
         let p = params::RcParams::from_config(cfg)?;
+        cfg.common().check_ece(params.dev_name.split(':').next().unwrap_or_default())?;
         open::open(md, worker, params, &cfg.ib().base, p)
     }
 }
