@@ -342,14 +342,10 @@ entry! {
         let hdr = iface_or_fail!(iface);
         let release = crate::ucs::release::running();
         let estimate = |perf: &mut uct_perf_attr_t| {
-            // SAFETY: our interface, a local struct of the newest layout.
-            let status = unsafe { (hdr.internal.estimate_perf)(iface, perf) };
-            if status == UCS_OK {
-                crate::core::release::perf_fill_extra(perf);
-            }
-            if status == UCS_OK && perf.field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH != 0 {
-                // 1.19+: the bandwidth of one path, the interface's own (as
-                // the C original's base estimate answers).
+            if perf.field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH != 0 {
+                // 1.19+: the bandwidth of one path is the interface's own
+                // (as the C original's base estimate answers) unless the
+                // transport's estimate below answers it itself.
                 // SAFETY: all-zero is a valid uct_iface_attr_t.
                 let mut attr: uct_iface_attr_t = unsafe { std::mem::zeroed() };
                 if let Some(query) = hdr.base.ops.iface_query {
@@ -358,6 +354,11 @@ entry! {
                         perf.path_bandwidth = attr.bandwidth;
                     }
                 }
+            }
+            // SAFETY: our interface, a local struct of the newest layout.
+            let status = unsafe { (hdr.internal.estimate_perf)(iface, perf) };
+            if status == UCS_OK {
+                crate::core::release::perf_fill_extra(perf);
             }
             status
         };

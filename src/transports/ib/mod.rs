@@ -18,6 +18,7 @@ pub mod bufs;
 pub mod config;
 pub mod device;
 pub mod md;
+pub mod perf;
 pub mod rc;
 pub mod rdmacm;
 pub mod ud;

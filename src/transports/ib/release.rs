@@ -481,3 +481,105 @@ pub fn ud_verbs_ud_defaults() -> &'static CStr {
         c""
     }
 }
+
+// ---------------------------------------------------------------------------
+// Performance estimate (`uct_iface_estimate_perf` of rc_verbs and ud_verbs)
+
+/// The costs of one send, in seconds, as an ib interface's estimate adds
+/// them up: writing the work request (`wqe_post`) and, for a bcopy, taking
+/// a send buffer (`bcopy`) before the post; ringing the doorbell (`db`)
+/// and, for a zcopy, handling its completion (`cqe`) after it; the time the
+/// device takes to fetch the request (`wqe_fetch`), added to the latency of
+/// a bcopy or zcopy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SendCosts {
+    pub wqe_post: f64,
+    pub bcopy: f64,
+    pub db: f64,
+    pub cqe: f64,
+    pub wqe_fetch: f64,
+}
+
+/// The fixed costs 1.14 introduced (the interface overhead to post), which
+/// 1.17 keeps as the values of the "auto" settings.
+fn fixed_send_costs(iface_overhead: f64) -> SendCosts {
+    SendCosts { wqe_post: iface_overhead, bcopy: 5e-9, db: 40e-9, cqe: 20e-9, wqe_fetch: 350e-9 }
+}
+
+/// The send costs of an interface whose own overhead is `iface_overhead`,
+/// with `cfg` its `SEND_OVERHEAD` setting:
+/// - up to 1.13 the interface overhead before the post and nothing else;
+/// - 1.14: fixed costs besides (5 ns bcopy, 40 ns doorbell, 20 ns zcopy
+///   completion, 350 ns fetch);
+/// - 1.17: each from `SEND_OVERHEAD`, "auto" (the default) meaning the
+///   1.14 value;
+/// - 1.18: each from `SEND_OVERHEAD`, which now has explicit defaults (the
+///   transport's own overhead for `wqe_post`).
+///
+/// (The original's other figures for one ARM vendor's CPUs before 1.18 are
+/// not modelled: this library runs on none of them.)
+pub fn send_costs(cfg: &crate::transports::ib::config::SendOverhead, iface_overhead: f64) -> SendCosts {
+    let r = running();
+    if !r.since(14) {
+        return SendCosts { wqe_post: iface_overhead, bcopy: 0.0, db: 0.0, cqe: 0.0, wqe_fetch: 0.0 };
+    }
+    let fixed = fixed_send_costs(iface_overhead);
+    if !r.since(17) {
+        return fixed;
+    }
+    SendCosts {
+        wqe_post: cfg.wqe_post.secs().unwrap_or(fixed.wqe_post),
+        bcopy: cfg.bcopy.secs().unwrap_or(fixed.bcopy),
+        db: cfg.db.secs().unwrap_or(fixed.db),
+        cqe: cfg.cqe.secs().unwrap_or(fixed.cqe),
+        wqe_fetch: cfg.wqe_fetch.secs().unwrap_or(fixed.wqe_fetch),
+    }
+}
+
+/// Port speed codes (`active_speed`, or `active_speed_ex` where libibverbs
+/// has it) the read caps below look for.
+pub const SPEED_NDR: u32 = 128;
+pub const SPEED_XDR: u32 = 256;
+
+/// Whether `op` counts as a read for the caps below: get_bcopy and
+/// get_zcopy in 1.19; every get, get_short included, from 1.20.
+fn is_read(op: uct_ep_operation_t) -> bool {
+    match op {
+        UCT_EP_OP_GET_BCOPY | UCT_EP_OP_GET_ZCOPY => true,
+        UCT_EP_OP_GET_SHORT => running().since(20),
+        _ => false,
+    }
+}
+
+/// The bandwidth an interface estimates for `op` (None: no operation was
+/// named), from its own bandwidth `iface_bw` over `num_paths` paths on a
+/// port of speed `speed`:
+/// - up to 1.19 the interface's bandwidth;
+/// - 1.20: a read on an XDR port gets at most 40% of it per path;
+/// - 1.21 takes the bandwidth from libibverbs' port speed query where UCX
+///   was built with one (a newer rdma-core than this machine's; the C
+///   reference here has none) and falls back to the interface's: this
+///   library takes the fallback.
+pub fn op_bandwidth(iface_bw: uct_ppn_bandwidth_t, num_paths: u32, op: Option<uct_ep_operation_t>, speed: u32)
+                    -> uct_ppn_bandwidth_t {
+    let mut bw = iface_bw;
+    if running().since(20) && speed == SPEED_XDR && op.is_some_and(is_read) {
+        bw.shared = bw.shared.min(bw.shared * f64::from(num_paths) * 0.4);
+    }
+    bw
+}
+
+/// The bandwidth of one path for `op` (the field exists from 1.19): the
+/// interface's shared bandwidth `iface_bw`, except for reads, where one path
+/// carries at most 95% of it and 38 GB/s on an NDR port (1.19), or 40% and
+/// 35 GB/s on an XDR port (1.20). (Bonded RoCE ports split it between their
+/// paths; this library drives no RoCE port.)
+pub fn path_bandwidth(iface_bw: f64, op: Option<uct_ep_operation_t>, speed: u32) -> f64 {
+    let read = op.is_some_and(is_read);
+    let (ratio, cap) = match speed {
+        SPEED_NDR if read => (0.95, 38e9),
+        SPEED_XDR if read && running().since(20) => (0.4, 35e9),
+        _ => (1.0, f64::MAX),
+    };
+    (iface_bw * ratio).min(cap)
+}

@@ -12,6 +12,7 @@ use crate::abi::*;
 use crate::core::iface::{Iface, IfaceHeader};
 use crate::sys::verbs::{self, raw, CompChannel, Cq, Errno, PortInfo, Qp, QpCaps, Srq};
 use crate::transports::ib::md::IbMd;
+use crate::transports::ib::release::SendCosts;
 use libc::c_void;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -82,6 +83,8 @@ pub struct RcIface {
     pub(super) fence_beat: Cell<u32>,
     pub(super) idle_polls: Cell<u32>,
     pub(super) rx_headroom: usize,
+    /// Costs of one send, for the performance estimate.
+    pub(super) send_costs: SendCosts,
 }
 
 impl RcIface {

@@ -41,7 +41,8 @@ impl IfaceOpen for RcOpen {
             -> Result<uct_iface_h, ucs_status_t> {
         let p = params::RcParams::from_config(cfg)?;
         cfg.common().check_ece(params.dev_name.split(':').next().unwrap_or_default())?;
-        open::open(md, worker, params, &cfg.ib().base, p)
+        let costs = crate::transports::ib::release::send_costs(&cfg.ib().send_overhead, iface::OVERHEAD);
+        open::open(md, worker, params, &cfg.ib().base, p, costs)
     }
 }
 

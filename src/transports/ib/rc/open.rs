@@ -18,6 +18,7 @@ use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
 use crate::transports::ib::device::{link_lanes, mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock,
                                     tl_devices};
 use crate::transports::ib::md::IbMd;
+use crate::transports::ib::release::SendCosts;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -28,8 +29,8 @@ pub fn query_devices(md: &MdObj) -> Result<Vec<TlDevice>, ucs_status_t> {
     tl_devices(md, QPT, "rc_verbs")
 }
 
-pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfaceConfig, p: RcParams)
-            -> Result<uct_iface_h, ucs_status_t> {
+pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfaceConfig, p: RcParams,
+            send_costs: SendCosts) -> Result<uct_iface_h, ucs_status_t> {
     let Some(ib) = IbMd::of(md.imp.as_ref()) else {
         crate::error!("rc_verbs: memory domain {} is not an ib memory domain", md.name);
         return Err(UCS_ERR_INVALID_PARAM);
@@ -122,6 +123,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
         fence_beat: Cell::new(0),
         idle_polls: Cell::new(0),
         rx_headroom: params.rx_headroom,
+        send_costs,
         d, fc, p,
     };
     iface::refill(&tl, true);
@@ -199,12 +201,13 @@ pub fn query(s: &RcIface, a: &mut uct_iface_attr_t) {
 }
 
 pub fn estimate_perf(iface: &Iface<RcIface>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
-    let status = crate::core::iface::default_estimate_perf(iface, perf);
+    let attr = crate::core::iface::query_attr(iface);
+    let s = &iface.tl;
+    crate::transports::ib::perf::estimate(&attr, &s.send_costs, u32::from(s.port_info.active_speed), perf);
     if perf.field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS != 0 {
-        perf.max_inflight_eps = (iface.tl.p.tx_cq_len / iface.tl.d.tx_qp_len.max(1)) as usize;
+        perf.max_inflight_eps = (s.p.tx_cq_len / s.d.tx_qp_len.max(1)) as usize;
     }
-    crate::core::release::perf_fill_extra(perf);
-    status
+    UCS_OK
 }
 
 pub fn ep_create(s: &RcIface) -> Result<RcEp, ucs_status_t> {

@@ -111,6 +111,8 @@ pub struct UdIface {
     pub rx_queued: RefCell<VecDeque<(Buf, usize, u8)>>,
     /// Most receive completions one async timer run polls.
     pub rx_async_max_poll: u32,
+    /// Costs of one send, for the performance estimate.
+    pub send_costs: crate::transports::ib::release::SendCosts,
 }
 
 pub fn units(v: libc::c_ulong) -> usize {

@@ -145,6 +145,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         params.async_event_arg), in_async: Cell::new(false), timeouts: RefCell::new(Vec::new()),
         rx_queued: RefCell::new(VecDeque::new()), rx_async_max_poll: p.rx_async_max_poll.clamp(1, 64),
         done: RefCell::new(Vec::new()),
+        send_costs: crate::transports::ib::release::send_costs(&ibc.send_overhead, OVERHEAD),
     };
     iface::refill(&tl);
     crate::debug!("ud_verbs: opened {} qpn 0x{:x} (inline {}, sge {}, lid {}, seg {})", params.dev_name, qpn,
@@ -194,7 +195,8 @@ pub fn query(s: &UdIface, a: &mut uct_iface_attr_t) {
 }
 
 pub fn estimate_perf(iface: &Iface<UdIface>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
-    let status = crate::core::iface::default_estimate_perf(iface, perf);
-    crate::core::release::perf_fill_extra(perf);
-    status
+    let attr = crate::core::iface::query_attr(iface);
+    let s = &iface.tl;
+    crate::transports::ib::perf::estimate(&attr, &s.send_costs, u32::from(s.port_info.active_speed), perf);
+    UCS_OK
 }
