@@ -172,7 +172,7 @@ pub fn query(s: &RcIface, a: &mut uct_iface_attr_t) {
     a.cap.flags = UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_BCOPY
         | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING
         | UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE
-        | UCT_IFACE_FLAG_EP_CHECK;
+        | UCT_IFACE_FLAG_EP_CHECK | super::release::extra_cap_flags();
     if a.cap.am.max_short > 0 {
         a.cap.flags |= UCT_IFACE_FLAG_AM_SHORT;
     }
