@@ -51,6 +51,11 @@ pub trait MdImpl: std::any::Any + Send + Sync {
     fn cache_mem_types(&self) -> u64 {
         1u64 << UCS_MEMORY_TYPE_HOST
     }
+    /// `UCS_MEM_FLAG_*` bits memory must carry for this md to register it
+    /// (v2 query of 1.22+): none unless the md says otherwise.
+    fn required_mem_flags(&self) -> u8 {
+        0
+    }
 }
 
 /// The object behind `uct_md_h` (live ones are in the [`registry`]).

@@ -41,6 +41,7 @@ fn md_attr_v2(m: &MdObj) -> uct_md_attr_v2_t {
     // domain fills it in); from 1.17 on every domain starts from 1, "no
     // alignment needed". ucx_info prints the line when it is not that value.
     a.reg_alignment = if crate::ucs::release::running().since(17) { 1 } else { 0 };
+    a.required_mem_flags = m.imp.required_mem_flags();
     a
 }
 

@@ -492,6 +492,10 @@ impl MdImpl for IbMd {
         attr.local_cpus = crate::core::md::all_cpus();
     }
 
+    fn required_mem_flags(&self) -> u8 {
+        super::release::md_required_mem_flags()
+    }
+
     // The trait's contract: the caller's pointers are valid (UCT's API).
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn mem_reg(&self, address: *mut c_void, length: usize, flags: u32) -> Result<uct_mem_h, ucs_status_t> {

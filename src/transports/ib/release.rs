@@ -62,6 +62,14 @@ use std::ffi::CStr;
 // ---------------------------------------------------------------------------
 // md
 
+/// `UCS_MEM_FLAG_*` bits the md's v2 query asks of memory it registers:
+/// registrable memory (1.22+; the member does not exist before). libucp
+/// keeps zero-copy protocols whose memory it cannot vouch for (the
+/// rendezvous active-message zcopy, for one) off an ib lane by it.
+pub fn md_required_mem_flags() -> u8 {
+    if running().since(22) { UCS_MEM_FLAG_REGISTRABLE } else { 0 }
+}
+
 /// Whether the md table has `REG_METHODS` and the registration-cache rows
 /// (up to 1.15), so that the md takes its registration methods and cache
 /// settings from there; later releases register directly.
