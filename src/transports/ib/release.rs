@@ -50,6 +50,25 @@
 //!   did before) (1.22). No device here has ECE, so an interface opens only
 //!   with a value that keeps the default: 0 or auto up to 1.21, auto from
 //!   1.22 ([`ece_usable_without_support`]).
+//! - md v2 query: `required_mem_flags` asks for registrable memory (1.22,
+//!   [`md_required_mem_flags`]).
+//!
+//! The performance estimate of rc_verbs and ud_verbs ([`super::perf`]),
+//! from 1.13 to 1.22:
+//! - send costs per operation ([`send_costs`]): 1.13 counts the interface
+//!   overhead before the post only; 1.14 adds fixed costs (send buffer for
+//!   a bcopy, doorbell, completion of a zcopy, and the device's fetch of
+//!   the work request in the latency); 1.17 reads them from
+//!   `SEND_OVERHEAD` ("auto": the 1.14 values); 1.18 gives that setting
+//!   explicit defaults;
+//! - the bandwidth of one path (`path_bandwidth`, 1.19): reads on an NDR
+//!   port capped per path ([`path_bandwidth`]); 1.20 caps reads on XDR
+//!   ports too, per path and for the interface ([`op_bandwidth`]), and
+//!   counts get_short as a read; 1.21 asks libibverbs for the port speed
+//!   where UCX was built with that call (not here: see [`op_bandwidth`]);
+//!   1.22 changes only how a failure of that call is logged.
+//! - rc_verbs' capability flags (`INTER_NODE` 1.18, `PUT_AM_ORDER` 1.22)
+//!   are in `rc::release`.
 
 use super::config::parsers::{self, Names};
 use super::config::MD_RCACHE_TABLE;
