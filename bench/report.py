@@ -148,7 +148,7 @@ def curve(outdir, name, title, rows, data, gnuplot):
                     if m:
                         f.write('%d %g\n' % (size, m))
                 f.write('\n\n')
-                plots.append((block, '%s %s' % (fam.split(':', 1)[1].replace('+', ','), 'ours' if side == 'ours' else 'UCX 1.13.1'),
+                plots.append((block, '%s %s' % (fam.split(':', 1)[1].replace('+', ','), 'ours' if side == 'ours' else 'UCX ' + os.environ.get('UCX_RELEASE', '1.13.1')),
                               'y1' if not lat else 'y2'))
                 block += 1
     if not gnuplot:
@@ -183,7 +183,8 @@ def main():
         else:
             groups['shm'].append(row)
     out = ['# %s\n' % title]
-    out.append('Ours against the C original (UCX 1.13.1), the same client binary, only `LD_LIBRARY_PATH` '
+    out.append('Ours against the C original (UCX %s), the same client binary, only `LD_LIBRARY_PATH` '
+               % os.environ.get('UCX_RELEASE', '1.13.1') +
                'differs; rounds alternate (ours, original, ours, ...). Medians; ratio = ours / original '
                '(latency: below 1 is better; bandwidth: above 1 is better). "Per-round ratios": the range '
                'of ours/original within each round. "Noise": the interquartile range of the rounds over '

@@ -109,6 +109,6 @@ if has raw; then
     fi
     rm -f "$bin"
 fi
-python3 "$here/report.py" "$rcsv" "$raw" "$out" \
+UCX_RELEASE=${UCX_RELEASE:-1.13.1} python3 "$here/report.py" "$rcsv" "$raw" "$out" \
     "${REPORT_TITLE:-Benchmark report $(date +%F) ($(git -C "$here" rev-parse --short HEAD 2>/dev/null))}"
 echo "report: $out/report.md"
