@@ -42,15 +42,7 @@ else
 fi
 
 launcher=$T_WORK/uct-rs
-if [ -n "${UCT_TEST_BINDIR:-}" ] && [ -f "$UCT_TEST_BINDIR/uct-rs" ]; then
-    cp "$UCT_TEST_BINDIR/uct-rs" "$launcher"
-    echo "# launcher: $UCT_TEST_BINDIR/uct-rs"
-else
-    sed -e "s|@VERSION@|$cargo_v|g" -e "s|@UCX_RELEASES@|$releases|g" -e "s|@UCT_LIBDIR@|$UCT_LIBDIR|g" \
-        "$top/packaging/uct-rs.in" >"$launcher"
-    echo "# launcher: packaging/uct-rs.in, filled in"
-fi
-chmod +x "$launcher"
+copy_launcher "$launcher" "$cargo_v" "$releases"
 uct_rs() { UCT_RS_LIBDIR=$UCT_LIBDIR "$launcher" "$@"; }
 
 out=$(uct_rs --version 2>&1)
@@ -94,17 +86,22 @@ fi
 
 # which: a ucx_perftest server (it waits for a client) started both ways.
 T_CHILDREN=${T_CHILDREN:-}
+# started PID: a child to kill at exit, waited for until it maps a libuct
+# (10 s at most)
+started() {
+    T_CHILDREN="$T_CHILDREN $1"
+    for _ in $(seq 100); do
+        grep -q libuct "/proc/$1/maps" 2>/dev/null && break
+        sleep 0.1
+    done
+}
 mapped_by() { # LABEL EXPECT-REGEX COMMAND-PREFIX...
     local label=$1 want=$2 port pid out
     shift 2
     port=$(free_port)
     "$@" ucx_perftest -p "$port" >"$T_WORK/perf.out" 2>&1 &
     pid=$!
-    T_CHILDREN="$T_CHILDREN $pid"
-    for _ in $(seq 100); do
-        grep -q libuct "/proc/$pid/maps" 2>/dev/null && break
-        sleep 0.1
-    done
+    started "$pid"
     out=$(uct_rs which "$pid")
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
@@ -170,11 +167,7 @@ if pip_ucx; then
     port=$(free_port)
     UCT_RS_LIBDIR=$UCT_LIBDIR "$launcher" run --ucx "$PIP_UCX" "$perf" -t tag_bw -p "$port" >"$T_WORK/pip-srv.out" 2>&1 &
     pid=$!
-    T_CHILDREN="$T_CHILDREN $pid"
-    for _ in $(seq 100); do
-        grep -q libuct "/proc/$pid/maps" 2>/dev/null && break
-        sleep 0.1
-    done
+    started "$pid"
     maps=$(uct_rs which "$pid")
     ucs_maps=$(grep -E '/libucs\.so' "/proc/$pid/maps" 2>/dev/null | awk '{ print $NF }' | sort -u | tr '\n' ' ')
     cli=$(uct_rs run --ucx "$PIP_UCX" timeout 60 "$perf" -t tag_bw -p "$port" -n 2000 127.0.0.1 2>&1)

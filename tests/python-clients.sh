@@ -17,7 +17,6 @@
 # every process of ours must map our libuct.so.0 and a single libucs.
 # Usage: tests/python-clients.sh LIBDIR
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
 . "$here/lib/common.sh"
 . "$here/lib/two-proc.sh"
 
@@ -48,13 +47,7 @@ echo "# Python clients: $venv (UCX $("$PY" -c 'import ucxx; print(".".join(map(s
 
 # The launcher, as tests/launcher.sh finds it; its links go under T_WORK.
 launcher=$T_WORK/uct-rs
-if [ -n "${UCT_TEST_BINDIR:-}" ] && [ -f "$UCT_TEST_BINDIR/uct-rs" ]; then
-    cp "$UCT_TEST_BINDIR/uct-rs" "$launcher"
-else
-    sed -e "s|@VERSION@|test|g" -e "s|@UCX_RELEASES@|-|g" -e "s|@UCT_LIBDIR@|$UCT_LIBDIR|g" \
-        "$top/packaging/uct-rs.in" >"$launcher"
-fi
-chmod +x "$launcher"
+copy_launcher "$launcher" test -
 # SIDE: "original" (the wheel's C libuct) or "ours" (through the launcher)
 on() {
     local side=$1

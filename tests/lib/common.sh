@@ -359,3 +359,22 @@ tcp_md_registers() {
              on && /register:/ { found = 1 }
              END { exit !found }'
 }
+
+# copy_launcher DEST VERSION RELEASES: the uct-rs launcher under test as
+# DEST, executable: the one meson configured ($UCT_TEST_BINDIR/uct-rs) or,
+# without a meson build, packaging/uct-rs.in filled in the same way (for
+# UCT_LIBDIR, with VERSION and RELEASES as its --version line says).
+# Prints where it came from as a "# " line.
+copy_launcher() {
+    local dest=$1 version=$2 releases=$3 top
+    top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    if [ -n "${UCT_TEST_BINDIR:-}" ] && [ -f "$UCT_TEST_BINDIR/uct-rs" ]; then
+        cp "$UCT_TEST_BINDIR/uct-rs" "$dest"
+        echo "# launcher: $UCT_TEST_BINDIR/uct-rs"
+    else
+        sed -e "s|@VERSION@|$version|g" -e "s|@UCX_RELEASES@|$releases|g" -e "s|@UCT_LIBDIR@|$UCT_LIBDIR|g" \
+            "$top/packaging/uct-rs.in" >"$dest"
+        echo "# launcher: packaging/uct-rs.in, filled in"
+    fi
+    chmod +x "$dest"
+}
