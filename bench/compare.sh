@@ -18,7 +18,9 @@
 # ucx_perftest under CMD (e.g. tests/softrdma/run.sh: the soft RDMA device
 # visible, for rc_verbs:softrdma0:1 cases). BENCH_LATENCY=median takes each
 # run's median latency instead of its average (a device whose averages
-# include scheduling stalls).
+# include scheduling stalls). BENCH_PIN=1 pins the server to CPU 0 and the
+# client to CPU 1 (two-process cases; a shared-memory round trip then
+# measures one fixed pair of CPUs instead of wherever the scheduler puts them).
 set -u
 . "$(dirname "$0")/../tests/lib/common.sh"
 libdir=${1:?usage: compare.sh LIBDIR [ROUNDS] [ITERS] CASE...}; shift
@@ -31,8 +33,9 @@ command -v ucx_perftest >/dev/null || { echo "needs ucx_perftest (apt-get instal
 
 # one run: prints "latency_avg_us bandwidth_MBps"
 one() { # libdir tl dev test layout size
-  local e=() d=() out port
+  local e=() d=() out port p0=() p1=()
   [ -n "$(lib_env "$1")" ] && e=(env "$(lib_env "$1")")
+  if [ "${BENCH_PIN:-0}" = 1 ] && [ "$(nproc)" -ge 2 ]; then p0=(taskset -c 0); p1=(taskset -c 1); fi
   [ "$5" != "-" ] && d=(-D "$5")
   # shellcheck disable=SC2206 # a command line
   e+=(${BENCH_WRAP:-})
@@ -40,9 +43,9 @@ one() { # libdir tl dev test layout size
     out=$("${e[@]}" timeout 120 ucx_perftest -l -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
   else
     port=$(( 20000 + RANDOM % 30000 ))
-    "${e[@]}" timeout 120 ucx_perftest -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f >/dev/null 2>&1 &
+    "${e[@]}" "${p0[@]}" timeout 120 ucx_perftest -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f >/dev/null 2>&1 &
     local sp=$!; sleep 0.5
-    out=$("${e[@]}" timeout 120 ucx_perftest 127.0.0.1 -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
+    out=$("${e[@]}" "${p1[@]}" timeout 120 ucx_perftest 127.0.0.1 -p $port -t "$4" -x "$2" -d "$3" "${d[@]}" -s "$6" -n "$iters" -w 10000 -f 2>/dev/null)
     wait $sp 2>/dev/null
   fi
   local col=3
