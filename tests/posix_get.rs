@@ -266,22 +266,32 @@ fn forged_keys_are_refused_without_a_fault() {
     let mut owner = Owner::start();
     let keys = owner.keys();
     let word = |k: &[u8], i: usize| u64::from_ne_bytes(k[i * 8..i * 8 + 8].try_into().unwrap());
-    let forge = |w: [u64; 4]| w.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+    let forge = |w: [u64; 6]| w.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
     let (kind, seg_id, owner_addr, length) =
         (word(&keys.inside, 0), word(&keys.inside, 1), word(&keys.inside, 2), word(&keys.inside, 3));
+    let (dev, ino) = (word(&keys.inside, 4), word(&keys.inside, 5));
     // The real segment, claimed longer than its file: mapping past the end
     // of a file faults later, so the key is refused now.
-    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, length * 4])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, length * 4, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    // The real segment, said to be another file (a name the owner gave a
+    // new file since): refused, never read as the file it is now.
+    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, length, dev, ino ^ 1])).err(), Some(UCS_ERR_UNREACHABLE));
     // A file reached by a path (which needs a directory the key has no
     // room for), a proc link to pid 0, a descriptor the owner does not
     // have, an unknown kind, a zero length.
-    assert_eq!(unpack(&forge([kind, 0x1234, owner_addr, length])).err(), Some(UCS_ERR_UNREACHABLE));
-    assert_eq!(unpack(&forge([kind, (1 << 63) | (1 << 62) | (5 << 30), owner_addr, length])).err(),
+    assert_eq!(unpack(&forge([kind, 0x1234, owner_addr, length, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind, (1 << 63) | (1 << 62) | (5 << 30), owner_addr, length, dev, ino])).err(),
                Some(UCS_ERR_UNREACHABLE));
     let no_fd = (seg_id & !(((1u64 << 30) - 1) << 30)) | (999_999 << 30);
-    assert_eq!(unpack(&forge([kind, no_fd, owner_addr, length])).err(), Some(UCS_ERR_UNREACHABLE));
-    assert_eq!(unpack(&forge([kind ^ 1, seg_id, owner_addr, length])).err(), Some(UCS_ERR_UNREACHABLE));
-    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, 0])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind, no_fd, owner_addr, length, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind ^ 1, seg_id, owner_addr, length, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, 0, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    // Once the genuine key has been unpacked (the mapping kept), a longer
+    // claim or another file still is refused.
+    let b = unpack(&keys.inside).expect("the genuine key");
+    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, length * 4, dev, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    assert_eq!(unpack(&forge([kind, seg_id, owner_addr, length, dev ^ 1, ino])).err(), Some(UCS_ERR_UNREACHABLE));
+    release(&b);
     // The genuine key still works after all that.
     let b = unpack(&keys.inside).expect("the genuine key");
     release(&b);

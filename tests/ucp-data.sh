@@ -21,7 +21,8 @@
 # libucp 1.18 picks with RMA and AMO asked for too leave it out): each side
 # must have read from the other's segments through it (its debug line at
 # close names the gets it did); with it left out (UCX_SHM_DEVICES=memory),
-# none.
+# none; and over posix,cma,self none either (cma is the rendezvous lane
+# there).
 #
 # A pair passes when both processes exit 0 and print "ucp_data_check: OK"
 # within PAIR_TIMEOUT seconds (60). With an empty LIBDIR only the
@@ -169,5 +170,9 @@ if [ -n "$OURS" ]; then
         UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1
     counted_pair "posix,self, ours/ours, posix_get left out (UCX_SHM_DEVICES=memory): no gets" none posix_get_gets \
         posix,self UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1 UCX_SHM_DEVICES=memory
+    # With cma beside it, cma is the one rendezvous lane (libucp's newer
+    # protocols would otherwise split each read between the two).
+    counted_pair "posix,cma,self, ours/ours, cma the rendezvous lane: no posix_get gets" none posix_get_gets \
+        posix,cma,self UCX_LOG_LEVEL=debug UCP_DATA_TAG_ONLY=1
 fi
 finish

@@ -58,9 +58,8 @@ pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
     file_identity(fd).map(|(_, _, regular, size)| (regular, size))
 }
 
-/// Which file an open descriptor is (`fstat`), as [`path_identity`] tells
-/// it of a path: device and inode numbers, whether it is a regular file,
-/// and its size. A file keeps its numbers while it exists, and one that is
+/// Which file an open descriptor is (`fstat`): device and inode numbers,
+/// whether it is a regular file, and its size. A file keeps its numbers while it exists, and one that is
 /// mapped or open somewhere exists, so equal numbers mean the same file.
 pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64, bool, u64)> {
     nix::sys::stat::fstat(fd).map(|st| identity_of(&st))
@@ -69,25 +68,6 @@ pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64, bool, u64)> {
 /// Device and inode numbers, whether it is a regular file, and its size.
 fn identity_of(st: &libc::stat) -> (u64, u64, bool, u64) {
     (st.st_dev, st.st_ino, (st.st_mode & libc::S_IFMT) == libc::S_IFREG, u64::try_from(st.st_size).unwrap_or(0))
-}
-
-/// Which file a segment path names now, without opening it: a `shm_open`
-/// name (`shm`, looked up in `/dev/shm`) or a path; with `follow` a
-/// symbolic link as the last component is followed (`/proc/<pid>/fd/<fd>`),
-/// otherwise the link itself is what is named. Device and inode numbers,
-/// whether it is a regular file, and its size.
-pub fn path_identity(path: &CStr, shm: bool, follow: bool) -> nix::Result<(u64, u64, bool, u64)> {
-    let owned;
-    let path = if shm {
-        let mut p = b"/dev/shm".to_vec();
-        p.extend_from_slice(path.to_bytes());
-        owned = std::ffi::CString::new(p).map_err(|_| Errno::EINVAL)?;
-        owned.as_c_str()
-    } else {
-        path
-    };
-    let st = if follow { nix::sys::stat::stat(path) } else { nix::sys::stat::lstat(path) }?;
-    Ok(identity_of(&st))
 }
 
 /// Remove a segment file's name (`shm_unlink` or `unlink`).

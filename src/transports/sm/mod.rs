@@ -23,6 +23,7 @@
 //! each block with the reason it is sound.
 
 pub mod cma;
+pub mod get_lanes;
 pub mod mm;
 pub mod posix_get;
 pub mod release;

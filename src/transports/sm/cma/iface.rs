@@ -484,6 +484,8 @@ impl Transport for CmaIface {
     }
 
     fn close(iface: &mut Iface<Self>) {
+        crate::transports::sm::get_lanes::cma_closed(iface.hdr.worker() as *const WorkerObj as usize,
+                                                     iface.tl.bandwidth);
         if iface.tl.own_cb != UCS_CALLBACKQ_ID_NULL {
             unregister_progress(&iface.hdr, iface.tl.own_cb);
             iface.tl.own_cb = UCS_CALLBACKQ_ID_NULL;
@@ -788,6 +790,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &CmaIface
         }),
     };
     crate::debug!("created cma iface: max_iov {} seg_size {} tx_quota {}", max_iov, c.seg_size, c.tx_quota);
+    crate::transports::sm::get_lanes::cma_opened(worker as *const WorkerObj as usize, tl.bandwidth);
     Ok(Iface::into_handle(hdr, tl))
 }
 

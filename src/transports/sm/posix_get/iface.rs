@@ -41,6 +41,10 @@ pub struct GetIface {
 pub struct GetEp {
     /// The peer's pid.
     pid: u64,
+    /// The peer's start time, read when the endpoint was made (a key whose
+    /// segment was mapped from a process of another start time, the same
+    /// pid reused, is refused).
+    start: u64,
 }
 
 fn local_pid_ns() -> u64 {
@@ -86,7 +90,7 @@ impl Transport for GetIface {
             return Err(UCS_ERR_UNREACHABLE);
         }
         let pid = params.iface_addr.and_then(|a| a.read_at::<8>(8)).map_or(0, u64::from_ne_bytes);
-        Ok(GetEp { pid })
+        Ok(GetEp { pid, start: ucs::proc_create_time(pid as libc::pid_t) })
     }
 
     fn get_device_address(_iface: &Iface<Self>, out: AddrOut) -> ucs_status_t {
@@ -117,6 +121,16 @@ impl Transport for GetIface {
         }
     }
 
+    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
+        let status = crate::core::iface::default_estimate_perf(iface, perf);
+        if perf.field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH != 0 {
+            // Below a cma interface of the same worker (see `get_lanes`).
+            let worker = iface.hdr.worker() as *const WorkerObj as usize;
+            perf.bandwidth.dedicated = sm::get_lanes::posix_get_bandwidth(worker, perf.bandwidth.dedicated);
+        }
+        status
+    }
+
     fn close(iface: &mut Iface<Self>) {
         crate::debug!("posix_get: interface closed after {} gets of {} bytes", iface.tl.gets.load(Ordering::Relaxed),
                       iface.tl.bytes.load(Ordering::Relaxed));
@@ -143,6 +157,10 @@ impl Transport for GetIface {
             if key.creator.is_some_and(|pid| pid != ep.tl.pid) {
                 crate::error!("posix_get: get_zcopy through a key of pid {:?}'s segment on an endpoint to pid {}",
                               key.creator, ep.tl.pid);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            if key.mapping.creator_start.is_some_and(|s| s != ep.tl.start) {
+                crate::error!("posix_get: get_zcopy through a key of an earlier process with pid {}", ep.tl.pid);
                 return UCS_ERR_INVALID_PARAM;
             }
             let Some(src) = key.source(remote.addr, total) else {

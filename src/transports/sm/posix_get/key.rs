@@ -1,10 +1,11 @@
 //! The remote key of `posix_get`: its packed form (what the md writes and a
 //! peer sends back to us in a rendezvous request) and its unpacked form.
 //!
-//! Packed: four 8-byte words. `[KIND_SEGMENT, seg_id, owner address,
-//! length]` names the owner's posix segment (id as in a posix rkey, the
-//! address where the owner has it mapped, its length); `[KIND_NONE, 0, 0,
-//! 0]` says the memory is in no such segment, and unpacks to
+//! Packed: six 8-byte words. `[KIND_SEGMENT, seg_id, owner address,
+//! length, device, inode]` names the owner's posix segment (id as in a
+//! posix rkey, the address where the owner has it mapped, its length, and
+//! which file it is: see `attach`); `[KIND_NONE, 0, 0, 0, 0, 0]` says the
+//! memory is in no such segment, and unpacks to
 //! `UCS_ERR_UNREACHABLE`, which libucp takes as "this lane cannot reach
 //! that memory".
 //!
@@ -18,7 +19,7 @@ use crate::transports::sm::mm::posix::{by_id, owned::OwnedSeg};
 use libc::c_void;
 use std::sync::Arc;
 
-pub const PACKED_SIZE: usize = 32;
+pub const PACKED_SIZE: usize = 48;
 const KIND_SEGMENT: u64 = 0x7567_6574_7365_676d;
 const KIND_NONE: u64 = 0x7567_6574_6e6f_6e65;
 const KEY_MAGIC: u64 = 0x7567_6574_6b65_7921;
@@ -26,8 +27,8 @@ const KEY_MAGIC: u64 = 0x7567_6574_6b65_7921;
 /// The packed key of memory in `seg` (None: in no segment of ours).
 pub fn pack(seg: Option<&OwnedSeg>) -> [u8; PACKED_SIZE] {
     let words = match seg {
-        Some(s) => [KIND_SEGMENT, s.seg_id, s.address as u64, s.length as u64],
-        None => [KIND_NONE, 0, 0, 0],
+        Some(s) => [KIND_SEGMENT, s.seg_id, s.address as u64, s.length as u64, s.identity.0, s.identity.1],
+        None => [KIND_NONE, 0, 0, 0, 0, 0],
     };
     let mut out = [0u8; PACKED_SIZE];
     for (i, w) in words.iter().enumerate() {
@@ -39,7 +40,7 @@ pub fn pack(seg: Option<&OwnedSeg>) -> [u8; PACKED_SIZE] {
 /// A decoded packed key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packed {
-    Segment { seg_id: u64, owner: u64, length: usize },
+    Segment { seg_id: u64, owner: u64, length: usize, identity: (u64, u64) },
     None,
 }
 
@@ -49,7 +50,9 @@ pub fn parse(packed: &[u8]) -> Result<Packed, String> {
     let word = |i: usize| {
         packed.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
     };
-    let (Some(kind), Some(seg_id), Some(owner), Some(length)) = (word(0), word(1), word(2), word(3)) else {
+    let (Some(kind), Some(seg_id), Some(owner), Some(length), Some(dev), Some(ino)) =
+        (word(0), word(1), word(2), word(3), word(4), word(5))
+    else {
         return Err(format!("{} bytes, {} expected", packed.len(), PACKED_SIZE));
     };
     match kind {
@@ -63,7 +66,7 @@ pub fn parse(packed: &[u8]) -> Result<Packed, String> {
             if owner.checked_add(length as u64).is_none() {
                 return Err(format!("segment at {owner:#x} of {length} bytes wraps around"));
             }
-            Ok(Packed::Segment { seg_id, owner, length })
+            Ok(Packed::Segment { seg_id, owner, length, identity: (dev, ino) })
         }
         other => Err(format!("unknown kind {other:#x}")),
     }
@@ -77,7 +80,7 @@ pub struct Key {
     /// to another process, so a peer cannot have us read a third process's
     /// segment.
     pub creator: Option<u64>,
-    mapping: Arc<Mapping>,
+    pub mapping: Arc<Mapping>,
     /// The owner's address of the segment's first byte, and its length.
     owner: u64,
     length: usize,
@@ -115,7 +118,7 @@ pub fn unpack(packed: &[u8]) -> Result<(uct_rkey_t, *mut c_void), ucs_status_t> 
             crate::trace!("posix_get: the remote memory is in no posix segment: unreachable");
             Err(UCS_ERR_UNREACHABLE)
         }
-        Ok(Packed::Segment { seg_id, owner, length }) => match attach::acquire(seg_id, length) {
+        Ok(Packed::Segment { seg_id, owner, length, identity }) => match attach::acquire(seg_id, identity, length) {
             Ok(mapping) => {
                 let key = Box::new(Key { magic: KEY_MAGIC, creator: by_id::creator(seg_id), mapping, owner,
                                          length });
@@ -162,9 +165,10 @@ mod tests {
     fn packed_forms() {
         assert_eq!(parse(&pack(None)), Ok(Packed::None));
         let seg_id = (1u64 << 63) | (1 << 62) | 42 | (7 << 30);
-        let s = OwnedSeg { seg_id, address: 0x7000_0000, length: 1 << 20 };
-        assert_eq!(parse(&pack(Some(&s))), Ok(Packed::Segment { seg_id, owner: 0x7000_0000, length: 1 << 20 }));
-        assert!(parse(&pack(Some(&s))[..31]).is_err());
+        let s = OwnedSeg { seg_id, address: 0x7000_0000, length: 1 << 20, identity: (5, 77) };
+        assert_eq!(parse(&pack(Some(&s))),
+                   Ok(Packed::Segment { seg_id, owner: 0x7000_0000, length: 1 << 20, identity: (5, 77) }));
+        assert!(parse(&pack(Some(&s))[..PACKED_SIZE - 1]).is_err());
         // A file reached by path (needs a directory) is not taken.
         let by_path = OwnedSeg { seg_id: 0x1234, ..s };
         assert!(parse(&pack(Some(&by_path))).is_err());
@@ -182,7 +186,7 @@ mod tests {
         assert_eq!(unpack(&pack(None)).err(), Some(UCS_ERR_UNREACHABLE));
         // A proc link to a descriptor this process does not have.
         let gone = OwnedSeg { seg_id: (1u64 << 63) | (1 << 62) | std::process::id() as u64 | (1_000_000 << 30),
-                              address: 0x1000, length: 4096 };
+                              address: 0x1000, length: 4096, identity: (1, 1) };
         assert_eq!(unpack(&pack(Some(&gone))).err(), Some(UCS_ERR_UNREACHABLE));
     }
 }

@@ -215,6 +215,7 @@ impl Mapper for Posix {
             status
         };
         reserve(&fd, file_len).map_err(undo_name)?;
+        let identity = shm::file_identity(&fd).ok().map(|(dev, ino, _, _)| (dev, ino));
 
         let mut seg_id = named_id;
         if self.use_proc_link {
@@ -248,7 +249,11 @@ impl Mapper for Posix {
         if !rkey::needs_dir(seg_id) {
             // (a huge-page mapping may reach past the file's end: only
             // the file's bytes can be mapped by a peer)
-            owned::remember(owned::OwnedSeg { seg_id, address: addr as usize, length: mapped.min(file_len) });
+            // (and only with the file's identity, which its keys carry)
+            if let Some(identity) = identity {
+                owned::remember(owned::OwnedSeg { seg_id, address: addr as usize, length: mapped.min(file_len),
+                                                  identity });
+            }
         }
         Ok(Segment { seg_id, address: addr, length: mapped, fd })
     }
@@ -339,30 +344,29 @@ impl Mapper for Posix {
 /// (`posix_get`): ids that need no directory, that is, proc links and
 /// `shm_open` names.
 pub mod by_id {
-    use super::file::{attach_identified, identify, unmap};
+    use super::file::{attach_identified, unmap};
     use super::rkey::{check_seg_id, needs_dir};
     use crate::abi::*;
     use crate::transports::sm::mm::mapper::RemoteSeg;
+    use std::os::fd::OwnedFd;
 
     /// Whether a peer's segment id is one these functions take.
     pub fn usable(seg_id: u64) -> bool {
         !needs_dir(seg_id) && check_seg_id(seg_id).is_ok()
     }
 
-    /// Which file the id names now (device and inode numbers), and its size.
-    pub fn identify_id(seg_id: u64) -> Result<((u64, u64), u64), ucs_status_t> {
-        if !usable(seg_id) {
-            return Err(UCS_ERR_SHMEM_SEGMENT);
-        }
-        identify(seg_id, None)
-    }
-
-    /// Map `length` bytes of the segment, and say which file was mapped.
-    pub fn attach_id(seg_id: u64, length: usize) -> Result<(RemoteSeg, (u64, u64)), ucs_status_t> {
+    /// Map `length` bytes of the segment, and say which file was mapped
+    /// (with the descriptor it was opened through).
+    pub fn attach_id(seg_id: u64, length: usize) -> Result<(RemoteSeg, (u64, u64), OwnedFd), ucs_status_t> {
         if !usable(seg_id) {
             return Err(UCS_ERR_SHMEM_SEGMENT);
         }
         attach_identified(seg_id, length, None)
+    }
+
+    /// The size of the file open as `fd` now (None when it cannot be told).
+    pub fn size_of(fd: &OwnedFd) -> Option<u64> {
+        crate::sys::shm::file_identity(fd).ok().map(|(_, _, _, size)| size)
     }
 
     /// The process whose descriptor a proc-link id names (None for

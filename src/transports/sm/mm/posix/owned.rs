@@ -13,6 +13,9 @@ pub struct OwnedSeg {
     pub seg_id: u64,
     pub address: usize,
     pub length: usize,
+    /// The file's device and inode numbers (what a peer that maps it by
+    /// its id finds there).
+    pub identity: (u64, u64),
 }
 
 impl OwnedSeg {
@@ -51,7 +54,7 @@ mod tests {
 
     #[test]
     fn ranges() {
-        let s = OwnedSeg { seg_id: 1, address: 0x10000, length: 0x2000 };
+        let s = OwnedSeg { seg_id: 1, address: 0x10000, length: 0x2000, identity: (0, 0) };
         assert!(s.contains(0x10000, 0x2000));
         assert!(s.contains(0x11000, 0));
         assert!(!s.contains(0x0ffff, 2));
