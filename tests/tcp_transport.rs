@@ -533,7 +533,9 @@ fn coalescing_world(got: &Got) -> (World, Ep, Ep) {
 /// As `coalescing_world`, with more `UCX_TCP_*` settings on both interfaces.
 fn coalescing_world_with(got: &Got, more: &[(&std::ffi::CStr, &std::ffi::CStr)]) -> (World, Ep, Ep) {
     let mut w = World::new(0);
-    let mut settings = vec![(c"TX_COALESCE", c"64k")];
+    // (no safety-net timer: on a loaded machine it would send what these
+    // tests check is held; tests/ucp-data.sh relies on it instead)
+    let mut settings = vec![(c"TX_COALESCE", c"64k"), (c"TX_COALESCE_TIMEOUT", c"inf")];
     settings.extend_from_slice(more);
     w.open_with(&settings);
     w.open_peer_with(&settings);

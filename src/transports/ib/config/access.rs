@@ -398,13 +398,15 @@ mod tests {
         assert!(!c.flush_by_fc("softrdma0") && c.flush_by_fc("mthca0"));
         assert_eq!(c.ib().check_pools(), Ok(()));
         // the default ECE keeps the device's default: an interface opens on
-        // a device without ECE; "inf" (1.22+) or "auto" (1.14-1.21) asks for
-        // more and is refused there
+        // a device without ECE; "inf" or a value asks for more and is
+        // refused there ("auto" keeps the default from 1.14, and 0 up to
+        // 1.21)
         assert_eq!(c.common().check_ece("softrdma0"), Ok(()));
         let r = crate::ucs::release::running();
         if r.since(14) {
-            let more = if r.since(22) { crate::core::config::UNITS_INF } else { crate::core::config::UNITS_AUTO };
-            assert!(!release::ece_usable_without_support(more));
+            assert!(release::ece_usable_without_support(crate::core::config::UNITS_AUTO));
+            assert_eq!(release::ece_usable_without_support(0), !r.since(22));
+            assert!(!release::ece_usable_without_support(crate::core::config::UNITS_INF));
             assert!(!release::ece_usable_without_support(5));
         }
         // SAFETY: read above, not used after this.
