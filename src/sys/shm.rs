@@ -59,8 +59,9 @@ pub fn regular_file_size(fd: impl AsFd) -> nix::Result<(bool, u64)> {
 }
 
 /// Which file an open descriptor is (`fstat`): device and inode numbers,
-/// whether it is a regular file, and its size. A file keeps its numbers while it exists, and one that is
-/// mapped or open somewhere exists, so equal numbers mean the same file.
+/// whether it is a regular file, and its size. A file keeps its numbers
+/// while it exists, and one that is mapped or open somewhere exists, so
+/// equal numbers mean the same file.
 pub fn file_identity(fd: impl AsFd) -> nix::Result<(u64, u64, bool, u64)> {
     nix::sys::stat::fstat(fd).map(|st| identity_of(&st))
 }

@@ -43,9 +43,7 @@ pub fn cma_closed(worker: usize, bandwidth: f64) {
 /// The bandwidth `posix_get` estimates on `worker`: its own, or a
 /// sixteenth of the fastest cma interface open there if that is lower.
 pub fn posix_get_bandwidth(worker: usize, own: f64) -> f64 {
-    let cma = list().iter().filter(|&&(w, _)| w == worker).map(|&(_, b)| b).fold(None, |m: Option<f64>, b| {
-        Some(m.map_or(b, |m| m.max(b)))
-    });
+    let cma = list().iter().filter(|&&(w, _)| w == worker).map(|&(_, b)| b).reduce(f64::max);
     match cma {
         Some(b) => own.min(b / BELOW_CMA),
         None => own,

@@ -99,6 +99,7 @@ pub fn acquire(seg_id: u64, identity: (u64, u64), length: usize) -> Result<Arc<M
         return Ok(m.clone());
     }
     // (attach_id refuses a file shorter than `length`)
+    // (the mapping is unmapped when dropped, as on the refusal below)
     let (seg, found, fd) = by_id::attach_id(seg_id, length)?;
     let creator_start = by_id::creator(seg_id).map(|pid| ucs::proc_create_time(pid as libc::pid_t));
     let m = Arc::new(Mapping { seg_id, identity: found, address: seg.address as usize, length: seg.length, fd,

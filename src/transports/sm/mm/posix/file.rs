@@ -190,8 +190,7 @@ pub(super) fn attach_segment(seg_id: u64, length: usize, dir: Option<&[u8]>) -> 
 }
 
 /// [`attach_segment`], also saying which file was mapped (device and inode
-/// numbers) and handing back the descriptor it
-/// was opened through.
+/// numbers), and handing back the descriptor it was opened through.
 pub(super) fn attach_identified(seg_id: u64, length: usize, dir: Option<&[u8]>)
                                 -> Result<(RemoteSeg, (u64, u64), OwnedFd), ucs_status_t> {
     if length == 0 {

@@ -366,7 +366,7 @@ pub mod by_id {
 
     /// The size of the file open as `fd` now (None when it cannot be told).
     pub fn size_of(fd: &OwnedFd) -> Option<u64> {
-        crate::sys::shm::file_identity(fd).ok().map(|(_, _, _, size)| size)
+        crate::sys::shm::regular_file_size(fd).ok().map(|(_, size)| size)
     }
 
     /// The process whose descriptor a proc-link id names (None for
