@@ -16,11 +16,13 @@ pub static COMPONENTS: &[&Component] = &[
     &tcp::COMPONENT,
     &sm::mm::SYSV_COMPONENT,
     &sm::mm::POSIX_COMPONENT,
-    // Not in UCX: between two processes of this library only.
-    &sm::posix_get::COMPONENT,
     #[cfg(feature = "verbs")]
     &ib::COMPONENT,
     #[cfg(feature = "verbs")]
     &ib::rdmacm::COMPONENT,
     &sm::cma::COMPONENT,
+    // Not in UCX: between two processes of this library only. Last, so that
+    // libucp opens it after cma and its first query already knows whether a
+    // cma interface is beside it (see `sm::get_lanes`).
+    &sm::posix_get::COMPONENT,
 ];

@@ -1,16 +1,20 @@
 //! Which get lanes of this library a worker has open, for the performance
 //! estimate of `posix_get`.
 //!
-//! libucp (1.16 and later, its version 2 protocols) splits a rendezvous
-//! read over every lane whose estimated bandwidth is within
-//! `UCX_MULTI_LANE_MAX_RATIO` (4) of the fastest. Between two processes of
+//! libucp splits a rendezvous read over every lane whose bandwidth is
+//! within `UCX_MULTI_LANE_MAX_RATIO` (4) of the fastest (from 1.16 its
+//! protocols use `uct_iface_estimate_perf`; 1.14 and 1.15 take two
+//! rendezvous rails by `uct_iface_query`). Between two processes of
 //! this library, over `posix,cma`, that is `posix_get` and cma: both copies
-//! are then made by the receiving core one after the other, each part is too
-//! small for cma's split read, and a 64 KiB `tag_bw` runs at three quarters
-//! of the original's speed, 256 KiB at half of what cma alone reaches.
+//! are then made by the receiving core one after the other, and below 1 MiB
+//! each part is too small for cma's split read (a 256 KiB `tag_bw` ran at
+//! four fifths of cma alone; from 1 MiB the split was faster, but only for
+//! buffers libucp allocated from posix, which `malloc`ed buffers and the
+//! default allocation order with sysv selected are not).
 //! While a cma interface is open on the same worker, `posix_get` therefore
-//! estimates a sixteenth of cma's bandwidth, which keeps cma the one
-//! rendezvous lane, as it is under the older protocols. Without cma,
+//! reports a sixteenth of cma's bandwidth (it is listed after cma, so that
+//! libucp has opened cma when it queries `posix_get`), which keeps cma the one
+//! rendezvous lane, as it is on 1.13. Without cma,
 //! `posix_get` estimates its own bandwidth.
 
 use std::sync::Mutex;

@@ -74,7 +74,9 @@ impl Transport for GetIface {
         attr.latency.c = LATENCY;
         attr.latency.m = 0.0;
         attr.overhead = OVERHEAD;
-        attr.bandwidth.dedicated = iface.tl.bandwidth;
+        // Below a cma interface of the same worker (see `get_lanes`).
+        let worker = iface.hdr.worker() as *const WorkerObj as usize;
+        attr.bandwidth.dedicated = sm::get_lanes::posix_get_bandwidth(worker, iface.tl.bandwidth);
         attr.bandwidth.shared = 0.0;
         attr.priority = 0;
     }
@@ -119,16 +121,6 @@ impl Transport for GetIface {
             Some(pid) if pid != 0 && pid <= i32::MAX as u64 => Ok(()),
             pid => Err(release::reason(|| format!("bad peer pid {pid:?}"))),
         }
-    }
-
-    fn estimate_perf(iface: &Iface<Self>, perf: &mut uct_perf_attr_t) -> ucs_status_t {
-        let status = crate::core::iface::default_estimate_perf(iface, perf);
-        if perf.field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH != 0 {
-            // Below a cma interface of the same worker (see `get_lanes`).
-            let worker = iface.hdr.worker() as *const WorkerObj as usize;
-            perf.bandwidth.dedicated = sm::get_lanes::posix_get_bandwidth(worker, perf.bandwidth.dedicated);
-        }
-        status
     }
 
     fn close(iface: &mut Iface<Self>) {
