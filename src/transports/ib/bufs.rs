@@ -144,9 +144,10 @@ impl BufPool {
 
 /// Post up to `n` free buffers of `pool` as receives of `len` bytes each,
 /// in one chain of at most 16, through `post` (a QP's or an SRQ's
-/// `post_recv`). Returns how many were posted; on a failed post the
+/// `post_recv`), each with `mark` written into its first byte if given.
+/// Returns how many were posted; on a failed post the
 /// buffers go back to the pool and 0 is returned (logged as `what`).
-pub fn post_recv_batch(pool: &BufPool, n: usize, len: usize, what: &str,
+pub fn post_recv_batch(pool: &BufPool, n: usize, len: usize, mark: Option<u8>, what: &str,
                        post: impl FnOnce(*mut raw::ibv_recv_wr) -> Result<(), Errno>) -> usize {
     let n = n.min(16);
     // SAFETY: all-zero is valid for these plain structs.
@@ -155,6 +156,11 @@ pub fn post_recv_batch(pool: &BufPool, n: usize, len: usize, what: &str,
     let mut got = 0;
     while got < n {
         let Some(b) = pool.get() else { break };
+        if let Some(m) = mark {
+            // SAFETY: a buffer of the pool, `len` >= 1 bytes, ours until
+            // its completion.
+            unsafe { b.addr.write(m) };
+        }
         sgs[got] = raw::ibv_sge { addr: b.addr as u64, length: len as u32, lkey: b.lkey };
         wrs[got].wr_id = b.addr as u64;
         wrs[got].num_sge = 1;

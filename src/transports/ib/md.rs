@@ -116,6 +116,8 @@ pub struct MdParams {
     pub reg_methods: Vec<RegMethod>,
     pub rcache: RcacheParams,
     pub direct_cost: (f64, f64),
+    /// `GID_INDEX`: None for auto.
+    pub gid_index: Option<u32>,
 }
 
 impl Default for MdParams {
@@ -126,7 +128,7 @@ impl Default for MdParams {
         } else {
             vec![RegMethod::Direct]
         };
-        MdParams { reg_methods, rcache: RcacheParams::default(), direct_cost: DIRECT_REG_COST }
+        MdParams { reg_methods, rcache: RcacheParams::default(), direct_cost: DIRECT_REG_COST, gid_index: None }
     }
 }
 
@@ -313,6 +315,8 @@ pub struct IbMd {
     pub caps: DeviceCaps,
     /// The ports as queried when the md was opened (number, state).
     pub ports: Vec<(u8, PortInfo)>,
+    /// `GID_INDEX` (None: auto).
+    pub gid_index: Option<u32>,
 }
 
 /// `IBV_ATOMIC_HCA`.
@@ -364,7 +368,7 @@ impl IbMd {
             UCS_ERR_IO_ERROR
         })?;
         let mut md = IbMd { memhs: Mutex::new(HashMap::new()), cache: None, cache_ctx: None, reg_cost: (0.0, 0.0), pd,
-                            ctx, name: name.to_string(), caps, ports };
+                            ctx, name: name.to_string(), caps, ports, gid_index: params.gid_index };
         md.choose_reg_method(params)?;
         Ok(md)
     }

@@ -23,6 +23,7 @@ pub mod rc;
 pub mod rdmacm;
 pub mod ud;
 pub mod release;
+pub mod roce;
 
 use crate::abi::*;
 use crate::core::component::{self, Component, MdDesc, MdOpen, TlDesc};
@@ -44,7 +45,8 @@ impl MdOpen for IbOpen {
 
 /// The registration settings of the md configuration.
 fn md_params(cfg: &IbMdConfig) -> md::MdParams {
-    let mut p = md::MdParams { direct_cost: cfg.reg_cost(), ..md::MdParams::default() };
+    let gid_index = cfg.gid_index().map(|g| g.min(u32::MAX as libc::c_ulong) as u32);
+    let mut p = md::MdParams { direct_cost: cfg.reg_cost(), gid_index, ..md::MdParams::default() };
     // Releases with the cache settings in the md table (up to 1.15) also
     // choose the registration methods there.
     if release::md_table_has_reg_methods() {

@@ -610,3 +610,90 @@ pub fn path_bandwidth(iface_bw: f64, op: Option<uct_ep_operation_t>, speed: u32)
     };
     (iface_bw * ratio).min(cap)
 }
+
+// ---------------------------------------------------------------------------
+// RoCE ports (`super::roce`; docs/rdma/roce-facts.md)
+
+/// Whether a GID table entry is valid: not all zero (up to 1.17), a
+/// non-zero interface id (its last 8 bytes) from 1.18.
+pub fn gid_is_valid(gid: &[u8; 16]) -> bool {
+    if running().since(18) {
+        gid[8..].iter().any(|&b| b != 0)
+    } else {
+        gid.iter().any(|&b| b != 0)
+    }
+}
+
+/// The preference order of `GID_INDEX=auto` on a RoCE port: (version,
+/// IPv6, link-local allowed). From 1.21 a global IPv6 GID comes before a
+/// link-local one of the same version.
+pub fn gid_preferences() -> &'static [(super::roce::Version, bool, bool)] {
+    use super::roce::Version::{V1, V2};
+    if running().since(21) {
+        &[(V2, false, true), (V2, true, false), (V2, true, true), (V1, false, true), (V1, true, false), (V1, true, true)]
+    } else {
+        &[(V2, false, true), (V2, true, true), (V1, false, true), (V1, true, true)]
+    }
+}
+
+/// Whether GID selection passes over an invalid entry (1.21+) rather than
+/// failing on it.
+pub fn gid_selection_skips_invalid() -> bool {
+    running().since(21)
+}
+
+/// Whether the automatic subnet prefix passes over an IPv4 link-local
+/// (169.254/16) address of the interface (1.21+).
+pub fn roce_prefix_skips_ipv4_link_local() -> bool {
+    running().since(21)
+}
+
+/// Whether RoCE reachability follows `ROCE_REACHABILITY_MODE` (1.19+).
+pub fn roce_reachability_modes() -> bool {
+    running().since(19)
+}
+
+/// Up to 1.18: whether differing address families are caught only by the
+/// subnet comparison (1.18) instead of a check of their own (1.13-1.17).
+pub fn roce_reach_checks_family_late() -> bool {
+    running().since(18)
+}
+
+/// What the route test of `ROCE_REACHABILITY_MODE=route` accepts: 1.19
+/// only a non-default route on the GID's interface; 1.20 default routes
+/// too, or a route on `lo`; 1.21 only the longest covering route; 1.22
+/// also an address of this host.
+pub fn roce_route_rules() -> super::roce::routes::Rules {
+    let r = running();
+    super::roce::routes::Rules { default_routes: r.since(20), loopback: r.since(20), best_only: r.since(21),
+                                 local_addresses: r.since(22) }
+}
+
+/// Whether `TRAFFIC_CLASS=auto` on RoCE v2 takes the port's own traffic
+/// class from sysfs when it has one (1.21+).
+pub fn roce_tclass_from_sysfs() -> bool {
+    running().since(21)
+}
+
+/// Whether ud_verbs tells an IPv6 GRH from an IPv4 header by the first byte
+/// of the receive buffer (1.19+, which marks each buffer before posting
+/// it) instead of the completion's `sl` field.
+pub fn ud_grh_family_from_buffer() -> bool {
+    running().since(19)
+}
+
+/// Whether a RoCE port's bandwidth counts its LAG level (1.14+).
+pub fn roce_bandwidth_counts_lag() -> bool {
+    running().since(14)
+}
+
+/// Whether the LAG level is read through `lower_*` links of the interface
+/// (a VLAN on a bond, 1.16+).
+pub fn roce_lag_follows_lower_links() -> bool {
+    running().since(16)
+}
+
+/// Whether the interface table has `ROCE_SUBNETS` (1.18+).
+pub fn roce_subnets_exist() -> bool {
+    running().since(18)
+}

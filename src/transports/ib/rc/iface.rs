@@ -73,6 +73,8 @@ pub struct RcIface {
     /// `ibv_mtu` of the path.
     pub(super) path_mtu: u32,
     pub(super) dev_addr: IbDevAddr,
+    /// The RoCE addressing (a RoCE port), None on InfiniBand.
+    pub(super) roce: Option<crate::transports::ib::roce::Port>,
     pub(super) max_rd_atomic: u8,
     pub(super) max_get_zcopy: usize,
     pub(super) atomics: bool,
@@ -136,7 +138,7 @@ pub fn create_qp(s: &RcIface) -> Result<Qp, ucs_status_t> {
 
 /// INIT → RTR → RTS towards the peer at `peer` / `dest_qpn`.
 pub fn connect_qp(s: &RcIface, qp: &Qp, peer: &IbDevAddr, dest_qpn: u32) -> Result<(), ucs_status_t> {
-    let global = s.p.is_global || peer.subnet_prefix != s.dev_addr.subnet_prefix;
+    let global = s.roce.is_none() && (s.p.is_global || peer.subnet_prefix != s.dev_addr.subnet_prefix);
     // SAFETY: all-zero is a valid attribute struct.
     let mut a: raw::ibv_qp_attr = unsafe { std::mem::zeroed() };
     a.qp_state = QPS_RTR;
@@ -162,6 +164,13 @@ pub fn connect_qp(s: &RcIface, qp: &Qp, peer: &IbDevAddr, dest_qpn: u32) -> Resu
         a.ah_attr.grh.sgid_index = s.p.gid_index.unwrap_or(0);
         a.ah_attr.grh.hop_limit = s.p.hop_limit;
         a.ah_attr.grh.traffic_class = s.p.traffic_class;
+    }
+    if let Some(r) = &s.roce {
+        let Some(g) = &peer.roce else {
+            crate::error!("rc_verbs: a RoCE interface cannot connect to an InfiniBand address");
+            return Err(UCS_ERR_UNREACHABLE);
+        };
+        r.fill_ah(&mut a.ah_attr, &g.gid, 0);
     }
     qp.modify(&mut a, mask::STATE | mask::AV | mask::PATH_MTU | mask::DEST_QPN | mask::RQ_PSN
               | mask::MAX_DEST_RD_ATOMIC | mask::MIN_RNR_TIMER).map_err(|e| {
@@ -218,7 +227,7 @@ pub fn refill(s: &RcIface, all: bool) {
             return;
         }
         let n = missing.min(batch).min(16);
-        let got = bufs::post_recv_batch(&s.rx_pool, n, s.p.seg_size, "rc_verbs: ibv_post_srq_recv", |wr| {
+        let got = bufs::post_recv_batch(&s.rx_pool, n, s.p.seg_size, None, "rc_verbs: ibv_post_srq_recv", |wr| {
             // SAFETY: the chain holds our registered buffers, not used
             // until their completions are polled.
             unsafe { s.srq.post_recv(wr) }

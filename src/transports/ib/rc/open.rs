@@ -15,9 +15,10 @@ use crate::core::md::MdObj;
 use crate::core::handles::PeerAddr;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{CompChannel, Cq, Qp, QpCaps, Srq};
-use crate::transports::ib::device::{link_lanes, mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock,
+use crate::transports::ib::device::{link_lanes, mtu_bytes, port_perf, port_unusable, set_nonblock,
                                     tl_devices};
 use crate::transports::ib::md::IbMd;
+use crate::transports::ib::roce;
 use crate::transports::ib::release::SendCosts;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -48,15 +49,9 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
         crate::error!("rc_verbs: no device {} on memory domain {}", params.dev_name, ib.name);
         return Err(UCS_ERR_NO_DEVICE);
     };
-    if let Some(why) = port_unusable(&ib.ctx, port, &info, p.gid_index.unwrap_or(0) as i32) {
+    if let Some(why) = port_unusable(&ib.ctx, port, &info, ib.gid_index.unwrap_or(0).min(i32::MAX as u32) as i32) {
         crate::error!("rc_verbs: {} is not usable: {}", params.dev_name, why);
         return Err(UCS_ERR_NO_DEVICE);
-    }
-    // Not listed (query_devices), so only a caller naming the port itself
-    // gets here.
-    if let Some(why) = port_unsupported(&info) {
-        crate::error!("rc_verbs: {}: {}", params.dev_name, why);
-        return Err(UCS_ERR_UNSUPPORTED);
     }
     let d = p.derive().map_err(|e| {
         crate::error!("rc_verbs: invalid configuration: {}", e);
@@ -83,14 +78,9 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
                       granted.max_send_sge);
         return Err(UCS_ERR_UNSUPPORTED);
     }
-    let gid = ib.ctx.query_gid(port, p.gid_index.unwrap_or(0) as i32).map_err(|e| io("ibv_query_gid", e))?;
     let path_mtu = if p.path_mtu != 0 { p.path_mtu } else { info.active_mtu };
-    let mut prefix = [0u8; 8];
-    prefix.copy_from_slice(&gid[..8]);
-    let mut if_id = [0u8; 8];
-    if_id.copy_from_slice(&gid[8..]);
-    let dev_addr = IbDevAddr { lid: info.lid, subnet_prefix: prefix, if_id: p.is_global.then_some(if_id),
-                               path_mtu: path_mtu as u8, pkey: 0xffff, gid_index: None };
+    let settings = roce::Settings { gid_index: ib.gid_index, ..p.roce.clone() };
+    let (dev_addr, roce) = roce::iface_addressing(ib, port, &info, &settings, path_mtu, p.is_global, "rc_verbs")?;
     let max_rd_atomic = match p.max_rd_atomic {
         Some(v) if v as i32 > ib.caps.max_qp_rd_atom => {
             crate::error!("rc_verbs: MAX_RD_ATOMIC {} is beyond the device's {}", v, ib.caps.max_qp_rd_atom);
@@ -113,6 +103,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
         max_send_sge,
         path_mtu,
         dev_addr,
+        roce,
         max_rd_atomic,
         max_get_zcopy: p.max_get_zcopy.unwrap_or(info.max_msg_sz as usize),
         atomics: ib.caps.atomic_hca,

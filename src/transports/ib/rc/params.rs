@@ -94,6 +94,8 @@ pub struct RcParams {
     pub sl: Option<u8>,
     /// GID index (`UCX_IB_GID_INDEX`), None for `auto` (0).
     pub gid_index: Option<u8>,
+    /// The RoCE settings (used on a RoCE port).
+    pub roce: crate::transports::ib::roce::Settings,
     /// Outstanding RDMA READ/atomic operations (`MAX_RD_ATOMIC`), None for
     /// `auto` (the device's `max_qp_rd_atom`).
     pub max_rd_atomic: Option<u32>,
@@ -144,6 +146,7 @@ impl Default for RcParams {
             path_mtu: 0,
             sl: None,
             gid_index: None,
+            roce: Default::default(),
             max_rd_atomic: None,
             max_get_zcopy: None,
             fence: FenceMode::Weak,
@@ -199,6 +202,10 @@ impl RcParams {
             path_mtu: ib.path_mtu().unwrap_or(0),
             sl: (ib.sl != UNITS_AUTO).then(|| ib.sl()),
             gid_index: None,
+            roce: crate::transports::ib::roce::Settings::from_config(ib, None).map_err(|e| {
+                crate::error!("rc_verbs: {e}");
+                crate::abi::UCS_ERR_INVALID_PARAM
+            })?,
             max_rd_atomic: units(common.max_rd_atomic).map(|v| v.min(u32::MAX as usize) as u32),
             max_get_zcopy: units(common.max_get_zcopy as libc::c_ulong),
             fence: common.fence_mode(),

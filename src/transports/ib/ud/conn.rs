@@ -20,6 +20,9 @@ use crate::core::handles::PeerAddr;
 use crate::transports::ib::rc::addr::IbDevAddr;
 
 pub fn peer_key(dev: &IbDevAddr, qpn: u32) -> PeerKey {
+    if let Some(r) = &dev.roce {
+        return (r.gid.to_vec(), qpn);
+    }
     let mut k = dev.lid.to_le_bytes().to_vec();
     k.extend_from_slice(&dev.subnet_prefix);
     (k, qpn)

@@ -66,6 +66,10 @@ pub struct UdIface {
     /// Largest datagram (network header included), without the GRH area.
     pub seg_size: usize,
     pub dev_addr: IbDevAddr,
+    /// The RoCE addressing (a RoCE port), None on InfiniBand.
+    pub roce: Option<crate::transports::ib::roce::Port>,
+    /// The destination GID check of a RoCE port (`ETH_DGID_CHECK`).
+    pub dgid_check: Option<crate::transports::ib::roce::DgidCheck>,
     pub qpn: u32,
     pub rx_queue_len: u32,
     pub rx_batch: u32,
@@ -168,7 +172,13 @@ impl UdIface {
         a.sl = 0;
         a.port_num = self.port;
         let global = dev.subnet_prefix != self.dev_addr.subnet_prefix || self.dev_addr.if_id.is_some();
-        if global {
+        if let Some(r) = &self.roce {
+            let Some(g) = &dev.roce else {
+                crate::error!("ud_verbs: a RoCE interface cannot reach an InfiniBand address");
+                return Err(UCS_ERR_UNREACHABLE);
+            };
+            r.fill_ah(&mut a, &g.gid, 0);
+        } else if global {
             let Some(if_id) = dev.if_id else {
                 crate::error!("ud_verbs: the peer is on another subnet but its address has no interface id");
                 return Err(UCS_ERR_UNREACHABLE);
@@ -291,7 +301,8 @@ pub fn refill(s: &UdIface) {
         }
         let n = missing.min(batch).min(16);
         // every receive starts with the GRH area, the datagram follows it
-        let got = bufs::post_recv_batch(&s.rx_pool, n, neth::GRH_LEN + s.seg_size, "ud_verbs: ibv_post_recv",
+        let mark = s.dgid_check.as_ref().filter(|c| c.marks_buffers()).map(|_| 0xff);
+        let got = bufs::post_recv_batch(&s.rx_pool, n, neth::GRH_LEN + s.seg_size, mark, "ud_verbs: ibv_post_recv",
                                         |wr| {
             // SAFETY: the chain holds our registered buffers, not used
             // until their completions are polled.
@@ -445,6 +456,15 @@ pub fn rx_progress(iface: &Iface<UdIface>, max: usize) -> u32 {
             crate::debug!("ud_verbs: dropped a datagram of {} bytes", total);
             s.rx_pool.put(b);
             continue;
+        }
+        if let Some(c) = &s.dgid_check {
+            // SAFETY: every receive buffer starts with the GRH area.
+            let grh = unsafe { &*(b.addr as *const [u8; neth::GRH_LEN]) };
+            if let Err(to) = c.check(grh, wc.wc_flags, wc.sl) {
+                crate::debug!("ud_verbs: drop packet with wrong dgid {}", to);
+                s.rx_pool.put(b);
+                continue;
+            }
         }
         if !rx_packet(iface, b, total - neth::GRH_LEN) {
             s.rx_pool.put(b);

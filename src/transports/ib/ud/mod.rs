@@ -133,7 +133,7 @@ impl Transport for UdIface {
     fn reachable(iface: &Iface<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>) -> Result<(), String> {
         let Some(dev) = dev else { return Err(release::reason(|| "device address is empty".into())) };
         let peer = IbDevAddr::read(&dev, iface.tl.dev_addr.len()).map_err(|e| release::reason(|| e))?;
-        iface.tl.dev_addr.reaches(&peer).map_err(|e| release::reason(|| e))
+        iface.tl.dev_addr.reaches(&peer, iface.tl.roce.as_ref().map(|r| &r.reach)).map_err(|e| release::reason(|| e))
     }
 
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>,

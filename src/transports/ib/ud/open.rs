@@ -10,9 +10,9 @@ use crate::core::md::MdObj;
 use crate::core::worker::WorkerObj;
 use crate::sys::verbs::{raw, CompChannel, Cq, Qp, QpCaps};
 use crate::transports::ib::config::UdVerbsIfaceConfig;
-use crate::transports::ib::device::{mtu_bytes, port_perf, port_unsupported, port_unusable, set_nonblock, tl_devices};
+use crate::transports::ib::device::{is_roce, mtu_bytes, port_perf, port_unusable, set_nonblock, tl_devices};
+use crate::transports::ib::roce;
 use crate::transports::ib::md::IbMd;
-use crate::transports::ib::rc::addr::IbDevAddr;
 use crate::transports::ib::bufs::BufPool;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -86,16 +86,14 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         crate::error!("ud_verbs: no device {} on memory domain {}", params.dev_name, ib.name);
         return Err(UCS_ERR_NO_DEVICE);
     };
-    if let Some(why) = port_unusable(&ib.ctx, port, &info, 0) {
+    if let Some(why) = port_unusable(&ib.ctx, port, &info, ib.gid_index.unwrap_or(0).min(i32::MAX as u32) as i32) {
         crate::error!("ud_verbs: {} is not usable: {}", params.dev_name, why);
         return Err(UCS_ERR_NO_DEVICE);
     }
-    // Not listed (query_devices), so only a caller naming the port itself
-    // gets here.
-    if let Some(why) = port_unsupported(&info) {
-        crate::error!("ud_verbs: {}: {}", params.dev_name, why);
-        return Err(UCS_ERR_UNSUPPORTED);
-    }
+    let settings = roce::Settings::from_config(ibc, ib.gid_index).map_err(|e| {
+        crate::error!("ud_verbs: {e}");
+        UCS_ERR_INVALID_PARAM
+    })?;
     let seg_size = super::release::seg_size(ud.seg_size(mtu_bytes(info.active_mtu)));
     let io = |what: &str, e: crate::sys::verbs::Errno| {
         crate::error!("ud_verbs: {} on {} failed: {}", what, params.dev_name, e);
@@ -115,13 +113,15 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
     }
     let granted = qp.caps();
     let zcopy_sge = (granted.max_send_sge as usize).saturating_sub(1).min(MAX_ZCOPY_SGE);
-    let gid = ib.ctx.query_gid(port, 0).map_err(|e| io("ibv_query_gid", e))?;
-    let mut prefix = [0u8; 8];
-    prefix.copy_from_slice(&gid[..8]);
-    let mut if_id = [0u8; 8];
-    if_id.copy_from_slice(&gid[8..]);
-    let dev_addr = IbDevAddr { lid: info.lid, subnet_prefix: prefix, if_id: ibc.force_global().then_some(if_id),
-                               path_mtu: info.active_mtu as u8, pkey: 0xffff, gid_index: None };
+    let (dev_addr, roce) = roce::iface_addressing(ib, port, &info, &settings, info.active_mtu, ibc.force_global(),
+                                                 "ud_verbs")?;
+    let dgid_check = match ud.dgid_check(is_roce(&info)) {
+        true => Some(roce::DgidCheck::new(&ib.ctx, port, info.gid_tbl_len.max(0) as u32).map_err(|e| {
+            crate::error!("ud_verbs: {}: {e}", params.dev_name);
+            UCS_ERR_IO_ERROR
+        })?),
+        false => None,
+    };
     let rx_pool = Box::new(BufPool::new(&ib.pd, params.rx_headroom + 8, neth::GRH_LEN + seg_size,
                                         p.rx_queue_len as usize, "ud receive buffers"));
     let tx_pool = BufPool::new(&ib.pd, 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
@@ -133,7 +133,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
     let qpn = qp.qp_num();
     let tl = UdIface {
         qp, tx_cq, rx_cq, channel, rx_pool, tx_pool, release, md: ib, port, port_info: info,
-        max_inline: granted.max_inline_data as usize, zcopy_sge, seg_size, dev_addr, qpn,
+        max_inline: granted.max_inline_data as usize, zcopy_sge, seg_size, dev_addr, roce, dgid_check, qpn,
         rx_queue_len: p.rx_queue_len, rx_batch: ibc.rx_max_batch().clamp(1, 16), rx_max_poll: ibc.rx_max_poll(),
         tx_max_poll: ibc.tx_max_poll(), p,
         max_num_eps: iface::units(ibc.max_num_eps()),
