@@ -7,6 +7,16 @@
 #   the devices marked "eth" in SOFTRDMA_LINK_LAYERS (one word per device
 #   from softrdma0, "ib" or "eth"; SOFTRDMA_NDEV defaults to its length):
 #   SOFTRDMA_LINK_LAYERS="ib eth" is an IB device and a RoCE one;
+#   a RoCE port's GID table is made from a network interface of the
+#   caller's network namespace when SOFTRDMA_NETDEVS names one (one word per
+#   RoCE device, in order; see gid-table.py): its link-local address and
+#   each of its IPv4 and global IPv6 addresses, as RoCE v1 and v2, with
+#   gid_attrs/ndevs naming the interface and an active MTU that follows its
+#   MTU; without, a fixed table (10.83.0.<N+1>, no interface);
+# - the tree is also what /sys/class/infiniband and
+#   /sys/class/infiniband_verbs show inside the namespace (where UCX reads
+#   a GID's RoCE version, interface and traffic class): /sys/class becomes a
+#   copy of the host's (bind mounts) plus those two;
 # - a private mount namespace (unshare -m as root, unshare -mr otherwise)
 #   whose /dev is a copy of the host's (bind mounts) plus
 #   /dev/infiniband/uverbsN, each a bind of /dev/null (device 1:3, as the
@@ -44,6 +54,7 @@ sys=$tmp/sys
 put() { mkdir -p "$(dirname "$1")"; printf '%s\n' "$2" > "$1"; }
 put "$sys/class/infiniband_verbs/abi_version" 6
 i=0
+eth_seen=0
 while [ "$i" -lt "$ndev" ]; do
     dev=softrdma$i
     uv=$sys/class/infiniband_verbs/uverbs$i
@@ -70,11 +81,12 @@ while [ "$i" -lt "$ndev" ]; do
     put "$p/state" "4: ACTIVE"
     put "$p/phys_state" "5: LinkUp"
     if [ "$ll" = eth ]; then
-        # RoCE: no LID, no subnet manager; the GID table of a RoCE port
-        # with one IPv4 address: the link-local GID made from the MAC
-        # address 02:00:53:52:4d:<N+1> and the address 10.83.0.<N+1> as an
-        # IPv4-mapped GID, each as RoCE v1 and as RoCE v2 (no gid_attrs/ndevs:
-        # the netdev is not in this network namespace)
+        # RoCE: no LID, no subnet manager; the GID table from the
+        # interface SOFTRDMA_NETDEVS names, or that of a RoCE port with one
+        # IPv4 address: the link-local GID made from the MAC address
+        # 02:00:53:52:4d:<N+1> and the address 10.83.0.<N+1> as an
+        # IPv4-mapped GID, each as RoCE v1 and as RoCE v2 (no
+        # gid_attrs/ndevs: no such interface exists)
         put "$p/lid" "0x0"
         put "$p/sm_lid" "0x0"
         put "$p/lid_mask_count" "0"
@@ -82,16 +94,37 @@ while [ "$i" -lt "$ndev" ]; do
         put "$p/rate" "100 Gb/sec (4X EDR)"
         put "$p/link_layer" "Ethernet"
         put "$p/cap_mask" "0x04010000"
-        ll_gid=$(printf 'fe80:0000:0000:0000:0000:53ff:fe52:4d%02x' $((i + 1)))
-        ip_gid=$(printf '0000:0000:0000:0000:0000:ffff:0a53:00%02x' $((i + 1)))
-        put "$p/gids/0" "$ll_gid"
-        put "$p/gid_attrs/types/0" "IB/RoCE v1"
-        put "$p/gids/1" "$ll_gid"
-        put "$p/gid_attrs/types/1" "RoCE v2"
-        put "$p/gids/2" "$ip_gid"
-        put "$p/gid_attrs/types/2" "IB/RoCE v1"
-        put "$p/gids/3" "$ip_gid"
-        put "$p/gid_attrs/types/3" "RoCE v2"
+        nd=
+        k=0
+        for w in ${SOFTRDMA_NETDEVS:-}; do
+            [ "$k" = "$eth_seen" ] && nd=$w
+            k=$((k + 1))
+        done
+        eth_seen=$((eth_seen + 1))
+        if [ -n "$nd" ]; then
+            python3 "$here/gid-table.py" "$nd" > "$tmp/gids" || {
+                echo "$0: SOFTRDMA_NETDEVS: no GID table from interface '$nd'" >&2
+                exit 2
+            }
+            while read -r what idx val; do
+                case $what in
+                    mtu) put "$p/active_mtu" "$idx" ;;
+                    gid) put "$p/gids/$idx" "$val"; put "$p/gid_attrs/ndevs/$idx" "$nd" ;;
+                    type) put "$p/gid_attrs/types/$idx" "$val" ;;
+                esac
+            done < "$tmp/gids"
+        else
+            ll_gid=$(printf 'fe80:0000:0000:0000:0000:53ff:fe52:4d%02x' $((i + 1)))
+            ip_gid=$(printf '0000:0000:0000:0000:0000:ffff:0a53:00%02x' $((i + 1)))
+            put "$p/gids/0" "$ll_gid"
+            put "$p/gid_attrs/types/0" "IB/RoCE v1"
+            put "$p/gids/1" "$ll_gid"
+            put "$p/gid_attrs/types/1" "RoCE v2"
+            put "$p/gids/2" "$ip_gid"
+            put "$p/gid_attrs/types/2" "IB/RoCE v1"
+            put "$p/gids/3" "$ip_gid"
+            put "$p/gid_attrs/types/3" "RoCE v2"
+        fi
     else
         put "$p/lid" "$(printf '0x%x' $((i + 1)))"
         put "$p/sm_lid" "0x1"
@@ -133,6 +166,23 @@ while [ "$i" -lt "$ndev" ]; do
     i=$((i + 1))
 done
 umount -l "$tmp/hostdev"
+# /sys/class: the classes of the host (bind mounts) and the device tree
+mkdir "$tmp/sysclass"
+if mount -t tmpfs -o mode=755 softrdma-sysclass "$tmp/sysclass" 2>/dev/null; then
+    for e in /sys/class/*; do
+        [ -e "$e" ] || continue
+        n=$tmp/sysclass/${e##*/}
+        mkdir "$n"; mount --rbind "$e" "$n"
+    done
+    for c in infiniband infiniband_verbs; do
+        mkdir -p "$tmp/sysclass/$c"
+        mount --bind "$tmp/sys/class/$c" "$tmp/sysclass/$c"
+    done
+    mount --rbind "$tmp/sysclass" /sys/class
+    umount -l "$tmp/sysclass"
+else
+    echo "softrdma: /sys/class/infiniband not shown (no tmpfs mount here)" >&2
+fi
 export SYSFS_PATH="$tmp/sys"
 export RDMAV_DRIVERS="$out/libsoftrdma"
 export LD_PRELOAD="$out/libsoftrdma-shim.so${LD_PRELOAD:+:$LD_PRELOAD}"

@@ -9,12 +9,13 @@
 #include <infiniband/verbs.h>
 
 /* RESET -> INIT -> RTR -> RTS on port 1. UD QPs get `qkey`; RC QPs connect
- * to `dqpn` at LID `dlid` with remote write/read/atomic access, `rd_atomic`
- * outstanding reads/atomics each way and the given RNR retry count and
- * minimum RNR timer. 0 on success. */
+ * to `dqpn` at LID `dlid` (and, when `dgid` is given, globally routed to
+ * that GID from GID index 0, as a RoCE port needs) with remote
+ * write/read/atomic access, `rd_atomic` outstanding reads/atomics each way
+ * and the given RNR retry count and minimum RNR timer. 0 on success. */
 static inline int sr_qp_to_rts(struct ibv_qp *q, uint32_t dqpn, uint16_t dlid,
-			       uint32_t qkey, int rd_atomic, int rnr_retry,
-			       int min_rnr_timer)
+			       const uint8_t *dgid, uint32_t qkey,
+			       int rd_atomic, int rnr_retry, int min_rnr_timer)
 {
 	struct ibv_qp_attr a;
 	int ud = q->qp_type == IBV_QPT_UD;
@@ -45,6 +46,11 @@ static inline int sr_qp_to_rts(struct ibv_qp *q, uint32_t dqpn, uint16_t dlid,
 		a.dest_qp_num = dqpn;
 		a.ah_attr.dlid = dlid;
 		a.ah_attr.port_num = 1;
+		if (dgid) {
+			a.ah_attr.is_global = 1;
+			memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
+			a.ah_attr.grh.hop_limit = 64;
+		}
 		a.max_dest_rd_atomic = rd_atomic;
 		a.min_rnr_timer = min_rnr_timer;
 		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV |

@@ -171,8 +171,8 @@ static int sender(const char *dev, const char *mode, int n, int rfd, int wfd)
 	xwrite(wfd, &me, sizeof(me));
 	if (xread(rfd, &peer, sizeof(peer)))
 		return 3;
-	if (sr_qp_to_rts(s.ud, 0, 0, QKEY, 0, 0, 0) ||
-	    sr_qp_to_rts(s.rc, peer.rc, 1, 0, 1, 7, 1))
+	if (sr_qp_to_rts(s.ud, 0, 0, NULL, QKEY, 0, 0, 0) ||
+	    sr_qp_to_rts(s.rc, peer.rc, 1, NULL, 0, 1, 7, 1))
 		return 3;
 	memset(&aa, 0, sizeof(aa));
 	aa.dlid = 1;
@@ -270,8 +270,8 @@ int main(int argc, char **argv)
 	xwrite(p2c[1], &me, sizeof(me));
 	if (xread(c2p[0], &peer, sizeof(peer)))
 		return 2;
-	st = sr_qp_to_rts(s.ud, 0, 0, QKEY, 0, 0, 0) ||
-	     sr_qp_to_rts(s.rc, peer.rc, 1, 0, 1, 7, 1);
+	st = sr_qp_to_rts(s.ud, 0, 0, NULL, QKEY, 0, 0, 0) ||
+	     sr_qp_to_rts(s.rc, peer.rc, 1, NULL, 0, 1, 7, 1);
 	for (i = 0; !st && i < n; i++)
 		st = post_recv(&s, s.ud, i, i);
 	for (i = 0; !st && is_drop && i < 100; i++)

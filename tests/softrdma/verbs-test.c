@@ -56,7 +56,7 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type)
 
 static int to_rts(struct ibv_qp *qp, uint32_t dqpn)
 {
-	return sr_qp_to_rts(qp, dqpn, lid, 0x1234, 1, 7, 1);
+	return sr_qp_to_rts(qp, dqpn, lid, NULL, 0x1234, 1, 7, 1);
 }
 
 static int post1(struct ibv_qp *qp, enum ibv_wr_opcode op, void *buf,

@@ -172,10 +172,12 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, struct ibv_srq *s)
 	return ibv_create_qp(pd, &a);
 }
 
-static int to_rts(struct ibv_qp *q, uint32_t dqpn, uint16_t dlid, int rnr_retry,
-		  int min_rnr_timer)
+/* RC QPs are globally routed to `dgid` (RoCE ports route by GID only). */
+static int to_rts(struct ibv_qp *q, uint32_t dqpn, uint16_t dlid,
+		  const uint8_t *dgid, int rnr_retry, int min_rnr_timer)
 {
-	return sr_qp_to_rts(q, dqpn, dlid, 0x11111111, 4, rnr_retry, min_rnr_timer);
+	return sr_qp_to_rts(q, dqpn, dlid, dgid, 0x11111111, 4, rnr_retry,
+			    min_rnr_timer);
 }
 
 static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *buf,
@@ -293,9 +295,9 @@ static void run(void)
 	get(&peer, sizeof(peer));
 	r = 0;
 	for (i = 0; i < NQP; i++)
-		r |= to_rts(qp[i], peer.qpn[i], peer.lid, i == 3 ? 1 : 7,
+		r |= to_rts(qp[i], peer.qpn[i], peer.lid, peer.gid, i == 3 ? 1 : 7,
 			    i == 3 ? 1 : 12);
-	r |= to_rts(ud, 0, 0, 0, 0);
+	r |= to_rts(ud, 0, 0, NULL, 0, 0);
 	sync_peer();
 	if (is_server) {
 		check(!r, "");
@@ -521,8 +523,8 @@ static void server(void)
 
 		l1 = make_qp(IBV_QPT_RC, NULL);
 		l2 = make_qp(IBV_QPT_RC, NULL);
-		bad = !l1 || !l2 || to_rts(l1, l2->qp_num, me.lid, 7, 12) ||
-		      to_rts(l2, l1->qp_num, me.lid, 7, 12);
+		bad = !l1 || !l2 || to_rts(l1, l2->qp_num, me.lid, me.gid, 7, 12) ||
+		      to_rts(l2, l1->qp_num, me.lid, me.gid, 7, 12);
 		sync_peer();
 		for (i = 0; i < NRACE && !bad; i++)
 			bad = atomic(l1, IBV_WR_ATOMIC_FETCH_AND_ADD, res,

@@ -18,8 +18,9 @@
 #include <infiniband/verbs.h>
 
 #define SR_MAX_SGE 16
+#define SR_QP_GIDS 16 /* GIDs of a QP's port the registry keeps */
 #define SR_SHM_MAGIC 0x31414d4452534f53ull /* "SOSRDMA1" */
-#define SR_SHM_VERSION 5
+#define SR_SHM_VERSION 6
 #define SR_MAX_USERS 256
 #define SR_NQP 16384 /* QP table: index in the low 14 bits of a QP number */
 #define SR_QPN_IDX_BITS 14
@@ -75,6 +76,9 @@ struct sr_sqp {
 	uint64_t uptr; /* owner's struct ibv_qp * */
 	uint32_t ev_posted; /* async events written for this QP */
 	uint32_t eth; /* its port's link layer is Ethernet (RoCE) */
+	uint8_t dgid[16]; /* RC on Ethernet: the GID its packets go to */
+	uint32_t ngids;	  /* Ethernet: its port's GID table (packets reach */
+	uint8_t gids[SR_QP_GIDS][16]; /* it only when sent to one of these) */
 	struct sr_sring rq;
 };
 
@@ -123,6 +127,7 @@ struct sr_udq {
 	uint32_t held; /* reordered: waits for the next datagram to dqpn */
 	uint32_t len;
 	uint32_t eth; /* sent from an Ethernet (RoCE) port */
+	uint8_t dgid[16]; /* its GRH's destination GID (eth) */
 	char data[];
 };
 

@@ -53,6 +53,7 @@ struct sr_port {
 	enum ibv_port_state state;
 	uint16_t lid, sm_lid;
 	uint8_t link_layer;
+	enum ibv_mtu active_mtu; /* ports/<p>/active_mtu (bytes), else 4096 */
 	int gid_tbl_len; /* the gids/<i> files of the port, from 0 on */
 	union ibv_gid gid[SR_MAX_GIDS];
 };
@@ -255,6 +256,16 @@ static void load_sysfs(struct sr_ctx *ctx, const char *ibdev_path)
 				    strtoul(buf, NULL, 0) : 0;
 		port->sm_lid = read_attr(dir, "sm_lid", buf, sizeof(buf)) > 0 ?
 				       strtoul(buf, NULL, 0) : 0;
+		port->active_mtu = IBV_MTU_4096;
+		if (read_attr(dir, "active_mtu", buf, sizeof(buf)) > 0) {
+			unsigned long b = strtoul(buf, NULL, 0);
+
+			port->active_mtu = b >= 4096 ? IBV_MTU_4096 :
+					   b >= 2048 ? IBV_MTU_2048 :
+					   b >= 1024 ? IBV_MTU_1024 :
+					   b >= 512  ? IBV_MTU_512 :
+						       IBV_MTU_256;
+		}
 		port->link_layer = IBV_LINK_LAYER_INFINIBAND;
 		if (read_attr(dir, "link_layer", buf, sizeof(buf)) > 0 &&
 		    !strcmp(buf, "Ethernet"))
@@ -336,7 +347,7 @@ static int sr_query_port(struct ibv_context *context, uint8_t port_num,
 	memset(attr, 0, sizeof(*attr));
 	attr->state = p->state;
 	attr->max_mtu = IBV_MTU_4096;
-	attr->active_mtu = IBV_MTU_4096;
+	attr->active_mtu = p->active_mtu;
 	attr->gid_tbl_len = p->gid_tbl_len ? p->gid_tbl_len : 1;
 	attr->port_cap_flags = IBV_PORT_CM_SUP;
 	if (p->link_layer == IBV_LINK_LAYER_ETHERNET)
@@ -354,6 +365,18 @@ static int sr_query_port(struct ibv_context *context, uint8_t port_num,
 	attr->phys_state = p->state == IBV_PORT_ACTIVE ? 5 : 3;
 	attr->link_layer = p->link_layer;
 	return 0;
+}
+
+/* Record the GID table of port port_num of ctx in QP q (Ethernet). */
+static void qp_take_gids(struct sr_sqp *q, const struct sr_ctx *ctx,
+			 int port_num)
+{
+	const struct sr_port *p = &ctx->port[port_num - 1];
+	int i;
+
+	q->ngids = 0;
+	for (i = 0; i < p->gid_tbl_len && i < SR_QP_GIDS; i++)
+		memcpy(q->gids[q->ngids++], p->gid[i].raw, 16);
 }
 
 /* ---------------------------------------------------------- device lock */
@@ -950,6 +973,7 @@ static struct ibv_qp *create_qp_common(struct ibv_context *context,
 	q->uptr = (uintptr_t)&qp->qp;
 	q->lid = ctx->port[0].lid;
 	q->eth = ctx->port[0].link_layer == IBV_LINK_LAYER_ETHERNET;
+	qp_take_gids(q, ctx, 1);
 	qp->cap = init->cap;
 	if (qp->cap.max_send_wr == 0)
 		qp->cap.max_send_wr = 1;
@@ -1128,7 +1152,10 @@ static int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		q->lid = ctx->port[qp->attr.port_num - 1].lid;
 		q->eth = ctx->port[qp->attr.port_num - 1].link_layer ==
 			 IBV_LINK_LAYER_ETHERNET;
+		qp_take_gids(q, ctx, qp->attr.port_num);
 	}
+	if (qp->attr.ah_attr.is_global)
+		memcpy(q->dgid, qp->attr.ah_attr.grh.dgid.raw, 16);
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp_to_error(qp);
 	} else if (next == IBV_QPS_RESET) {
@@ -1465,14 +1492,27 @@ static int rkey_check(struct sr_sqp *d, uint32_t rkey, uint64_t va,
 }
 
 /* Whether a packet from a port (Ethernet or not) with address vector DLID
- * dlid reaches the port of QP d. InfiniBand: the DLID is the responder
- * port's LID (0: not checked). Ethernet (RoCE) carries no LID (UCX puts
- * the UDP source port in the DLID field) and reaches only Ethernet ports;
- * IB and Ethernet ports never reach each other. */
-static int path_ok(uint32_t eth, uint16_t dlid, const struct sr_sqp *d)
+ * dlid and destination GID dgid reaches the port of QP d. InfiniBand: the
+ * DLID is the responder port's LID (0: not checked). Ethernet (RoCE)
+ * carries no LID (UCX puts the UDP source port in the DLID field): the
+ * packet is routed by its destination GID, which must be one of the GIDs
+ * of d's port; IB and Ethernet ports never reach each other. */
+static int path_ok(uint32_t eth, uint16_t dlid, const uint8_t *dgid,
+		   const struct sr_sqp *d)
 {
-	if (eth || d->eth)
-		return eth && d->eth;
+	uint32_t i;
+
+	if (eth || d->eth) {
+		if (!eth || !d->eth)
+			return 0;
+		for (i = 0; i < d->ngids && i < SR_QP_GIDS; i++)
+			if (!memcmp(d->gids[i], dgid, 16))
+				return 1;
+		if (g_debug)
+			fprintf(stderr, "softrdma: no GID of QP 0x%x's port "
+				"is the packet's destination\n", d->qpn);
+		return 0;
+	}
 	return !dlid || dlid == d->lid;
 }
 
@@ -1492,7 +1532,7 @@ static void ud_deliver(const struct sr_udq *m, const struct sr_iov *gl)
 	d = qp_by_num(m->dqpn);
 	if (!d || d->type != IBV_QPT_UD ||
 	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS) ||
-	    d->qkey != m->qkey || !path_ok(m->eth, m->dlid, d))
+	    d->qkey != m->qkey || !path_ok(m->eth, m->dlid, m->dgid, d))
 		return;
 	rq = d->srq >= 0 ? &g_shm->srqs[d->srq].rq : &d->rq;
 	if (!rq->count)
@@ -1761,6 +1801,8 @@ static int exec_ud(struct sr_qp *qp, const struct ibv_send_wr *wr,
 	m.slid = sqp(qp)->lid;
 	m.dlid = ah->attr.dlid;
 	m.eth = sqp(qp)->eth;
+	if (ah->attr.is_global)
+		memcpy(m.dgid, ah->attr.grh.dgid.raw, 16);
 	m.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
 		m.wc_flags |= IBV_WC_WITH_IMM;
@@ -1954,7 +1996,7 @@ static int exec_wr(struct sr_qp *qp, const struct ibv_send_wr *wr,
 	}
 	d = qp_by_num(q->dest_qpn);
 	if (!d || d->type != IBV_QPT_RC || d->dest_qpn != q->qpn ||
-	    !path_ok(q->eth, q->dlid, d) ||
+	    !path_ok(q->eth, q->dlid, q->dgid, d) ||
 	    (d->state != IBV_QPS_RTR && d->state != IBV_QPS_RTS))
 		return fail_wr(qp, wr, IBV_WC_RETRY_EXC_ERR);
 	slot = d->owner;
