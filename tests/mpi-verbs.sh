@@ -20,6 +20,11 @@
 #             1 % dropped (UD's retransmission carries all of the data)
 #   MPICH     2 and 4 ranks; + 2 ranks over rc_verbs,ud_verbs,posix,self
 #   OpenSHMEM 2 ranks; + 4 ranks
+#   RoCE      the device's port with an Ethernet link layer
+#             (SOFTRDMA_LINK_LAYERS=eth): Open MPI and OpenSHMEM 2 ranks,
+#             + MPICH 2 ranks; across the namespaces below with each port's
+#             GID table from the namespace's interface (SOFTRDMA_NETDEVS):
+#             Open MPI 2 ranks, + MPICH and OpenSHMEM 2 ranks
 #   two network namespaces joined by a veth pair, ranks in both, the soft
 #   device spanning them: Open MPI 2 ranks (its launch agent is
 #   tests/mpi-verbs/netns-launch.sh, which starts the remote daemon under
@@ -89,10 +94,11 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
     if ip netns add "$NS_A" 2>/dev/null && ip netns add "$NS_B" &&
        ip link add "mpa$$" type veth peer name "mpb$$" &&
        ip link set "mpa$$" netns "$NS_A" && ip link set "mpb$$" netns "$NS_B" &&
-       ip -n "$NS_A" addr add "$NET.1/24" dev "mpa$$" &&
-       ip -n "$NS_B" addr add "$NET.2/24" dev "mpb$$" &&
+       ip -n "$NS_A" link set "mpa$$" name mpv0 && ip -n "$NS_B" link set "mpb$$" name mpv0 &&
+       ip -n "$NS_A" addr add "$NET.1/24" dev mpv0 &&
+       ip -n "$NS_B" addr add "$NET.2/24" dev mpv0 &&
        ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up &&
-       ip -n "$NS_A" link set "mpa$$" up && ip -n "$NS_B" link set "mpb$$" up; then
+       ip -n "$NS_A" link set mpv0 up && ip -n "$NS_B" link set mpv0 up; then
         NETNS_OK=1
         export MPI_NETNS_HOSTS="$NET.1=$NS_A $NET.2=$NS_B"
     else
@@ -160,7 +166,7 @@ run_case() {
         mpich)
             prog=$T_WORK/mpi_check_mpich
             if [ "$place" = netns ]; then
-                hosts=(-launcher ssh -launcher-exec "$AGENT" -hosts "$NET.1,$NET.2" -iface "mpa$$")
+                hosts=(-launcher ssh -launcher-exec "$AGENT" -hosts "$NET.1,$NET.2" -iface mpv0)
             fi
             cmd=(mpirun.mpich "${hosts[@]}" -n "$np" -genv LD_LIBRARY_PATH "$lib"
                  -genv UCX_TLS "$tls" -genv UCX_NET_DEVICES "$DEV" "$prog") ;;
@@ -219,16 +225,25 @@ cases() {
     full_tier && echo "mpich 2 $mixed local"
     echo "shmem 2 $rcud local"
     full_tier && echo "shmem 4 $rcud local"
+    # the device's port as RoCE (an Ethernet link layer)
+    echo "ompi 2 $rcud local $ROCE"
+    echo "shmem 2 $rcud local $ROCE"
+    full_tier && echo "mpich 2 $rcud local $ROCE"
     if [ "$NETNS_OK" = 1 ]; then
         echo "ompi 2 $rcud netns"
         echo "mpich 2 $rcud netns"
+        # RoCE, each port's GIDs from the namespace's interface
+        echo "ompi 2 $rcud netns $ROCE SOFTRDMA_NETDEVS=mpv0"
         full_tier && echo "ompi 4 $rcud netns"
         full_tier && echo "mpich 4 $rcud netns"
         full_tier && echo "shmem 2 $rcud netns"
+        full_tier && echo "mpich 2 $rcud netns $ROCE SOFTRDMA_NETDEVS=mpv0"
+        full_tier && echo "shmem 2 $rcud netns $ROCE SOFTRDMA_NETDEVS=mpv0"
     fi
     return 0
 }
 
+ROCE=SOFTRDMA_LINK_LAYERS=eth
 declare -A LABEL=([ompi]="Open MPI" [mpich]=MPICH [shmem]=OpenSHMEM)
 while read -r kind np tls place extra; do
     name="${LABEL[$kind]} $np ranks UCX_TLS=$tls${extra:+ $extra}"

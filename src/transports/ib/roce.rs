@@ -322,7 +322,7 @@ impl Settings {
 
 /// `ROCE_SUBNETS` as a filter.
 fn subnet_filter(l: &super::config::AllowList) -> Result<SubnetFilter, String> {
-    if l.mode == 2 {
+    if l.mode == 0 {
         return Ok(SubnetFilter::All);
     }
     let mut v = Vec::new();
@@ -338,7 +338,7 @@ fn subnet_filter(l: &super::config::AllowList) -> Result<SubnetFilter, String> {
             v.push(parse_subnet(&s)?);
         }
     }
-    Ok(if l.mode == 1 { SubnetFilter::Deny(v) } else { SubnetFilter::Allow(v) })
+    Ok(if l.mode == 2 { SubnetFilter::Deny(v) } else { SubnetFilter::Allow(v) })
 }
 
 /// The traffic class a RoCE port's own settings give (`tc/<port>/traffic_class`,

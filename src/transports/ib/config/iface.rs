@@ -38,7 +38,7 @@ pub struct HexSlot {
 #[repr(C)]
 pub struct AllowList {
     pub names: ConfigArray<*mut c_char>,
-    /// 0: allow the listed, 1: deny them, 2: allow all.
+    /// 0: allow all, 1: allow only the listed, 2: deny the listed.
     pub mode: c_int,
 }
 
