@@ -43,8 +43,10 @@
 //!   no effect.
 //! - IB interface: `ROCE_REACHABILITY_MODE` (route|local_subnet|all) after
 //!   `ROCE_SUBNETS` (1.19); "auto" `TRAFFIC_CLASS` on RoCEv2 takes the
-//!   port's own traffic class when it has one (1.21). Both concern RoCE
-//!   ports only, which this library does not drive: no effect here.
+//!   port's own traffic class when it has one (1.21).
+//! - RoCE ports (`super::roce`, the last section of this file): valid GIDs,
+//!   the GID preference order, reachability and its route test, the UD
+//!   destination-GID check change in 1.18, 1.19, 1.20, 1.21 and 1.22.
 //! - RC common: `ECE` defaults to auto, which now keeps the device's default
 //!   (0 did before), and inf asks for the most the device supports (auto
 //!   did before) (1.22). No device here has ECE, so an interface opens only
@@ -360,9 +362,8 @@ pub fn roce_subnets_rows(offset: usize) -> Vec<ucs_config_field_t> {
 static REACHABILITY_MODE_NAMES: Names = Names(&[c"route".as_ptr(), c"local_subnet".as_ptr(), c"all".as_ptr(),
                                                 std::ptr::null()]);
 
-/// `ROCE_REACHABILITY_MODE` (1.19+). Only RoCE (Ethernet) ports consult it,
-/// and this library does not drive those (their ports are not listed): the
-/// value is read and shown, and changes nothing here.
+/// `ROCE_REACHABILITY_MODE` (1.19+), which RoCE (Ethernet) ports consult
+/// (`super::roce::Reach`).
 pub fn roce_reachability_rows(offset: usize) -> Vec<ucs_config_field_t> {
     if !running().since(19) {
         return Vec::new();

@@ -105,7 +105,7 @@ pub struct IbIfaceConfig {
     /// RoCE: subnets whose GIDs may be used (1.18+).
     pub roce_subnets: AllowList,
     /// RoCE: how a peer is judged reachable (1.19+; index into route,
-    /// local_subnet, all). RoCE ports are not driven here: no effect.
+    /// local_subnet, all).
     pub roce_reachability_mode: c_uint,
     /// Multiplier of the UDP source port on RoCE LAG.
     pub roce_path_factor: c_uint,
