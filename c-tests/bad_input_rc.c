@@ -28,7 +28,8 @@
  *             handler) and neither the guard pages nor the target change
  *             (for garbage rkeys the target too);
  *   addr      a device address with unknown flags, the RoCE flag on an IB
- *             port, or flags that promise fields past the address's length
+ *             port, a whole RoCE address given to an IB port, or flags
+ *             that promise fields past the address's length
  *             (it sits right before an inaccessible page: reading past it
  *             faults): "not reachable", connect_to_ep fails, an error line;
  *             an ep address with unknown flag bits: no crash (the flags
@@ -529,8 +530,17 @@ static void case_addr(int which)
      * reading past it faults */
     page2 = mmap(NULL, 2 * fx.page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     mprotect(page2 + fx.page, fx.page, PROT_NONE);
-    dev = page2 + fx.page - dlen;
-    memcpy(dev, fx.s[1].dev_addr, dlen);
+    if (which == 5) {
+        /* a whole RoCE device address: RoCE v2, IPv4, ::ffff:10.1.2.3 */
+        static const uint8_t roce[17] = { 0x48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0xff, 0xff, 10, 1, 2, 3 };
+        dlen = sizeof(roce);
+        dev  = page2 + fx.page - dlen;
+        memcpy(dev, roce, dlen);
+    } else {
+        dev = page2 + fx.page - dlen;
+        memcpy(dev, fx.s[1].dev_addr, dlen);
+    }
     ep  = new_ep(0);
     epa = ep_address(fx.ep[1], 1);
     switch (which) {
@@ -539,6 +549,7 @@ static void case_addr(int which)
     case 2: name = "device address: flags promise an interface id past its end"; dev[0] |= 0x40; break;
     case 3: name = "device address: flags promise pkey + mtu past its end"; dev[0] |= 0x06; break;
     case 4: name = "ep address: unknown flags 0xfe"; ((uint8_t*)epa)[0] = 0xfe; break;
+    case 5: name = "device address: a RoCE peer's, on an IB port"; break;
     }
     g_log_errors = 0;
     reach  = uct_iface_is_reachable(fx.s[0].iface, (uct_device_addr_t*)dev, NULL);
@@ -776,6 +787,7 @@ static void build_table(void)
     add("device address: flags promise an interface id past its end", case_addr, 2, 1);
     add("device address: flags promise pkey + mtu past its end", case_addr, 3, 1);
     add("ep address: unknown flags 0xfe", case_addr, 4, 1);
+    add("device address: a RoCE peer's, on an IB port", case_addr, 5, 1);
     add("device address of a peer with another path MTU (longer, valid)", longer, 0, 0);
     add("made-up QP number: first put_short", case_no_qpn, 0, 0);
     add("made-up QP number: first am_short", case_no_qpn, 1, 0);

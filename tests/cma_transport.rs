@@ -48,8 +48,13 @@ fn component() -> (uct_component_h, bool) {
             found = Some((c, attr.md_resource_count == 1));
         }
     }
-    // cma is the last component, as in Debian's UCX.
-    let last = (n as usize).checked_sub(1).expect("components are registered");
+    // cma is the last of UCX's components, as in Debian's UCX; only
+    // posix_get (ours alone) follows it.
+    let mut last = (n as usize).checked_sub(1).expect("components are registered");
+    // SAFETY: `last` indexes the list.
+    if component_name(unsafe { *list.add(last) }) == "posix_get" {
+        last = last.checked_sub(1).expect("posix_get is not alone");
+    }
     // SAFETY: `last` indexes the list.
     assert_eq!(component_name(unsafe { *list.add(last) }), "cma");
     // SAFETY: the list came from uct_query_components and is not used again.

@@ -138,6 +138,10 @@ pub fn create_qp(s: &RcIface) -> Result<Qp, ucs_status_t> {
 
 /// INIT → RTR → RTS towards the peer at `peer` / `dest_qpn`.
 pub fn connect_qp(s: &RcIface, qp: &Qp, peer: &IbDevAddr, dest_qpn: u32) -> Result<(), ucs_status_t> {
+    if s.roce.is_none() && peer.roce.is_some() {
+        crate::error!("rc_verbs: an InfiniBand interface cannot connect to a RoCE address");
+        return Err(UCS_ERR_UNREACHABLE);
+    }
     let global = s.roce.is_none() && (s.p.is_global || peer.subnet_prefix != s.dev_addr.subnet_prefix);
     // SAFETY: all-zero is a valid attribute struct.
     let mut a: raw::ibv_qp_attr = unsafe { std::mem::zeroed() };

@@ -172,6 +172,10 @@ impl UdIface {
         a.sl = 0;
         a.port_num = self.port;
         let global = dev.subnet_prefix != self.dev_addr.subnet_prefix || self.dev_addr.if_id.is_some();
+        if self.roce.is_none() && dev.roce.is_some() {
+            crate::error!("ud_verbs: an InfiniBand interface cannot reach a RoCE address");
+            return Err(UCS_ERR_UNREACHABLE);
+        }
         if let Some(r) = &self.roce {
             let Some(g) = &dev.roce else {
                 crate::error!("ud_verbs: a RoCE interface cannot reach an InfiniBand address");
