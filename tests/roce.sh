@@ -25,9 +25,9 @@
 #    1.18, fails from 1.19, whose default reachability mode refuses both);
 #  - a GID index with no entry (99): the interface does not open, with an
 #    error line, in LIBDIR as in the original.
-# Needs root (ip netns) and the soft device. The quick tier runs auto and
-# GID index 1 (IPv6 link-local RoCE v2); the full tier every choice. In the
-# conformance tier (UCT_RS_CONFORMANCE_RUN) only GID auto, and only for
+# Needs root (ip netns) and the soft device. The quick tier runs GID auto;
+# the full tier every choice. The conformance tier (UCT_RS_CONFORMANCE_RUN)
+# runs the quick one only for
 # 1.19 (the first with reachability modes) and 1.22 (the latest route test
 # and GID preferences); scripts/test-all.sh with UCT_RS_FULL naming a
 # release runs it there in full.
@@ -165,7 +165,7 @@ matrix() {
             >>"$T_WORK/m.$label.$gid"
     done
 }
-if full_tier; then GIDS="auto 0 1 2 5"; elif [ -n "$CONFORMANCE" ]; then GIDS=auto; else GIDS="auto 1"; fi
+if full_tier; then GIDS="auto 0 1 2 5"; else GIDS=auto; fi
 for g in $GIDS; do
     gid=${g#auto}
     what="GID ${g}"

@@ -637,12 +637,6 @@ pub fn gid_preferences() -> &'static [(super::roce::Version, bool, bool)] {
     }
 }
 
-/// Whether GID selection passes over an invalid entry (1.21+) rather than
-/// failing on it.
-pub fn gid_selection_skips_invalid() -> bool {
-    running().since(21)
-}
-
 /// Whether the automatic subnet prefix passes over an IPv4 link-local
 /// (169.254/16) address of the interface (1.21+).
 pub fn roce_prefix_skips_ipv4_link_local() -> bool {

@@ -236,12 +236,10 @@ pub fn select_gid(ctx: &Context, pd: &Pd, dev: &str, port: u8, tbl_len: u32, exp
     }
     for &(version, ipv6, link_local_ok) in release::gid_preferences() {
         for i in 0..tbl_len.min(256) {
-            let g = match entry(ctx, dev, port, i) {
-                Ok(Some(g)) => g,
-                Ok(None) if release::gid_selection_skips_invalid() => continue,
-                Ok(None) => return Err(format!("invalid gid[{i}] on {dev}:{port}")),
-                Err(e) => return Err(e),
-            };
+            // An empty entry is passed over (the original up to 1.20 could
+            // choose an all-zero entry of the right kind and then fail to
+            // open; from 1.21 it passes over it too).
+            let Some(g) = entry(ctx, dev, port, i)? else { continue };
             if g.version != version || g.ipv6 != ipv6 || (!link_local_ok && is_link_local(&g.gid)) {
                 continue;
             }
