@@ -751,6 +751,34 @@ mod tests {
     }
 
     #[test]
+    fn dgid_check() {
+        let mine = v4([10, 83, 0, 1]);
+        let ll = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0xff, 0xfe, 0, 0, 1];
+        let c = DgidCheck { gids: vec![ll, mine], last: std::cell::Cell::new([0xff; 16]) };
+        // an IPv6 GRH (version 6 in the first byte): bytes 24..40
+        let mut grh = [0u8; 40];
+        grh[0] = 0x60;
+        grh[24..].copy_from_slice(&ll);
+        assert!(c.check(&grh, WC_GRH, 0).is_ok());
+        grh[39] ^= 1;
+        assert!(c.check(&grh, WC_GRH, 0).is_err());
+        // no GRH flag: accepted (with a warning)
+        assert!(c.check(&grh, 0, 0).is_ok());
+        // an IPv4 header: the destination address at bytes 36..40; the
+        // release tells it by the first byte (1.19+) or by `sl` (up to 1.18)
+        let mut ip4 = [0u8; 40];
+        ip4[20] = 0x45;
+        ip4[36..].copy_from_slice(&[10, 83, 0, 1]);
+        let sl = if release::ud_grh_family_from_buffer() { 0 } else { 2 };
+        if release::ud_grh_family_from_buffer() {
+            ip4[0] = 0xff;
+        }
+        assert!(c.check(&ip4, WC_GRH, sl).is_ok());
+        ip4[39] = 9;
+        assert_eq!(c.check(&ip4, WC_GRH, sl), Err("::ffff:10.83.0.9".to_string()));
+    }
+
+    #[test]
     fn route_rules() {
         let v4 = routes::parse_v4("Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n\
             eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
