@@ -60,8 +60,8 @@ pub struct EpState {
     pub qp: Option<Qp>,
     pub qpn: u32,
     pub ep: uct_ep_h,
-    /// Connected to (peer LID, peer QPN).
-    pub peer: Option<(u16, u32)>,
+    /// Connected to (peer LID, peer QPN, the peer's GID on RoCE).
+    pub peer: Option<(u16, u32, Option<[u8; 16]>)>,
     /// Post and completion counters.
     pub pi: u16,
     pub ci: u16,

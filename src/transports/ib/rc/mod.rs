@@ -98,7 +98,9 @@ impl Transport for RcIface {
     fn ep_is_connected(iface: &Iface<Self>, ep: &Ep<Self>, dev: Option<PeerAddr<'_>>, _addr: Option<PeerAddr<'_>>,
                        ep_addr: Option<PeerAddr<'_>>) -> bool {
         let Some(peer) = ep.tl.st.borrow().peer else { return false };
-        let lid_ok = dev.is_none_or(|d| addr::IbDevAddr::read(&d, iface.tl.dev_addr.len()).is_ok_and(|a| a.lid == peer.0));
+        // InfiniBand: the LID; RoCE (no LID): the GID
+        let lid_ok = dev.is_none_or(|d| addr::IbDevAddr::read(&d, iface.tl.dev_addr.len())
+            .is_ok_and(|a| a.lid == peer.0 && a.roce.map(|r| r.gid) == peer.2));
         let qpn_ok = ep_addr.is_none_or(|a| addr::unpack_ep_addr(a.bytes()).is_ok_and(|q| q == peer.1));
         lid_ok && qpn_ok
     }

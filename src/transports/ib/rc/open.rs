@@ -240,7 +240,7 @@ pub fn connect_to_ep(s: &RcIface, ep: &Ep<RcIface>, dev: Option<PeerAddr<'_>>, e
         return e;
     }
     crate::debug!("rc_verbs: qp 0x{:x} connected to lid {} qp 0x{:x}", st.qpn, peer.lid, qpn);
-    st.peer = Some((peer.lid, qpn));
+    st.peer = Some((peer.lid, qpn, peer.roce.map(|r| r.gid)));
     UCS_OK
 }
 
