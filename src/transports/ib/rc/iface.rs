@@ -138,8 +138,8 @@ pub fn create_qp(s: &RcIface) -> Result<Qp, ucs_status_t> {
 
 /// INIT → RTR → RTS towards the peer at `peer` / `dest_qpn`.
 pub fn connect_qp(s: &RcIface, qp: &Qp, peer: &IbDevAddr, dest_qpn: u32) -> Result<(), ucs_status_t> {
-    if s.roce.is_none() && peer.roce.is_some() {
-        crate::error!("rc_verbs: an InfiniBand interface cannot connect to a RoCE address");
+    if s.roce.is_some() != peer.roce.is_some() {
+        crate::error!("rc_verbs: the peer's address is of the other link layer (InfiniBand and RoCE never connect)");
         return Err(UCS_ERR_UNREACHABLE);
     }
     let global = s.roce.is_none() && (s.p.is_global || peer.subnet_prefix != s.dev_addr.subnet_prefix);
@@ -169,11 +169,7 @@ pub fn connect_qp(s: &RcIface, qp: &Qp, peer: &IbDevAddr, dest_qpn: u32) -> Resu
         a.ah_attr.grh.hop_limit = s.p.hop_limit;
         a.ah_attr.grh.traffic_class = s.p.traffic_class;
     }
-    if let Some(r) = &s.roce {
-        let Some(g) = &peer.roce else {
-            crate::error!("rc_verbs: a RoCE interface cannot connect to an InfiniBand address");
-            return Err(UCS_ERR_UNREACHABLE);
-        };
+    if let (Some(r), Some(g)) = (&s.roce, &peer.roce) {
         r.fill_ah(&mut a.ah_attr, &g.gid, 0);
     }
     qp.modify(&mut a, mask::STATE | mask::AV | mask::PATH_MTU | mask::DEST_QPN | mask::RQ_PSN

@@ -172,15 +172,11 @@ impl UdIface {
         a.sl = 0;
         a.port_num = self.port;
         let global = dev.subnet_prefix != self.dev_addr.subnet_prefix || self.dev_addr.if_id.is_some();
-        if self.roce.is_none() && dev.roce.is_some() {
-            crate::error!("ud_verbs: an InfiniBand interface cannot reach a RoCE address");
+        if self.roce.is_some() != dev.roce.is_some() {
+            crate::error!("ud_verbs: the peer's address is of the other link layer (InfiniBand and RoCE never meet)");
             return Err(UCS_ERR_UNREACHABLE);
         }
-        if let Some(r) = &self.roce {
-            let Some(g) = &dev.roce else {
-                crate::error!("ud_verbs: a RoCE interface cannot reach an InfiniBand address");
-                return Err(UCS_ERR_UNREACHABLE);
-            };
+        if let (Some(r), Some(g)) = (&self.roce, &dev.roce) {
             r.fill_ah(&mut a, &g.gid, 0);
         } else if global {
             let Some(if_id) = dev.if_id else {
