@@ -2,32 +2,40 @@
 //! send buffers for bcopy, atomics results and am_zcopy headers.
 //!
 //! A pool grows by chunks; each chunk is one allocation registered as one
-//! memory region. A buffer is `lead` bytes of room (the receive side keeps
+//! memory region, made by the interface's allocation methods (`ALLOC`): with
+//! `thp` first, a large chunk is aligned to the huge page size and advised
+//! to use transparent huge pages, so a receive queue of thousands of
+//! buffers stays within a few TLB entries for the device and for us. A buffer is `lead` bytes of room (the receive side keeps
 //! the user's headroom and the release pointer there) followed by `size`
 //! bytes the device reads or writes. Buffers are handed out as the address
 //! of that device part plus its lkey. A pool is used by one interface, from
 //! the thread that progresses it (UCX refuses multi-threaded workers for
 //! IB interfaces), hence no locking.
 
+use crate::abi::{uct_alloc_method_t, uct_allocated_memory_t, UCS_MEMORY_TYPE_HOST, UCT_ALLOC_METHOD_HEAP,
+                 UCT_ALLOC_METHOD_MD};
+use crate::core::mem;
 use crate::sys::verbs::{access, raw, Errno, Mr, Pd};
-use std::alloc::Layout;
 use std::cell::RefCell;
 
 const ALIGN: usize = 64;
+const PAGE: usize = 4096;
 
 struct Chunk {
-    /// Declared before `mem`'s release in Drop: deregistered first.
+    /// Declared before the memory's release in Drop: deregistered first.
     mr: Option<Mr>,
     mem: *mut u8,
-    layout: Layout,
+    /// Bytes of buffers (the allocation may be longer).
+    len: usize,
+    block: uct_allocated_memory_t,
 }
 
 impl Drop for Chunk {
     fn drop(&mut self) {
         drop(self.mr.take());
-        // SAFETY: allocated in `grow` with this layout, freed once, after
-        // its registration is gone.
-        unsafe { std::alloc::dealloc(self.mem, self.layout) };
+        // Freed once, after its registration is gone; a failure was
+        // already impossible for a block `mem::alloc` made.
+        let _ = mem::free(&self.block);
     }
 }
 
@@ -46,6 +54,9 @@ struct Inner {
 
 pub struct BufPool {
     pd: *const Pd,
+    /// The interface's allocation methods, in order (`md` left out: a
+    /// pool registers its own memory).
+    methods: Vec<uct_alloc_method_t>,
     lead: usize,
     size: usize,
     stride: usize,
@@ -56,11 +67,23 @@ pub struct BufPool {
 
 impl BufPool {
     /// A pool of buffers of `size` device bytes after `lead` bytes of room,
-    /// growing `per_chunk` buffers at a time. `pd` must outlive the pool.
-    pub fn new(pd: &Pd, lead: usize, size: usize, per_chunk: usize, name: &'static str) -> BufPool {
+    /// growing `per_chunk` buffers at a time, allocated by `methods` (heap
+    /// when none of them can). `pd` must outlive the pool.
+    pub fn new(pd: &Pd, methods: &[uct_alloc_method_t], lead: usize, size: usize, per_chunk: usize,
+               name: &'static str) -> BufPool {
         let lead = lead.div_ceil(8) * 8;
-        let stride = (lead + size).div_ceil(ALIGN) * ALIGN;
-        BufPool { pd, lead, size, stride, per_chunk: per_chunk.max(1), name,
+        let mut stride = (lead + size).div_ceil(ALIGN) * ALIGN;
+        if stride % PAGE == 0 {
+            // Buffers a whole number of pages apart all start at one page
+            // offset: every copy into them then competes for the same cache
+            // sets, and a source at that offset too (a user's page-aligned
+            // buffer) makes the CPU's string copy stall on 4 KiB aliasing
+            // (measured: a 4000-byte bcopy took 20 times longer).
+            stride += ALIGN;
+        }
+        let mut methods: Vec<_> = methods.iter().copied().filter(|&m| m != UCT_ALLOC_METHOD_MD).collect();
+        methods.push(UCT_ALLOC_METHOD_HEAP);
+        BufPool { pd, methods, lead, size, stride, per_chunk: per_chunk.max(1), name,
                   inner: RefCell::new(Inner { chunks: Vec::new(), free: Vec::new(), total: 0 }) }
     }
 
@@ -75,22 +98,29 @@ impl BufPool {
 
     fn grow(&self, inner: &mut Inner) -> bool {
         let bytes = self.stride * self.per_chunk;
-        let Ok(layout) = Layout::from_size_align(bytes, 4096) else { return false };
-        // SAFETY: a non-zero size (stride and count are positive).
-        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-        if mem.is_null() {
-            crate::error!("rc_verbs: failed to allocate {} bytes of {}", bytes, self.name);
-            return false;
-        }
+        let req = mem::AllocRequest { length: bytes, flags: 0, address: std::ptr::null_mut(),
+                                      mem_type: UCS_MEMORY_TYPE_HOST, mds: &[], name: self.name };
+        let block = match mem::alloc(&self.methods, &req) {
+            Ok(a) => uct_allocated_memory_t { address: a.address, length: a.length, method: a.method, mem_type: a.mem_type,
+                                              md: a.md, memh: a.memh,
+                                              sys_device: crate::abi::UCS_SYS_DEVICE_ID_UNKNOWN },
+            Err(_) => {
+                crate::error!("failed to allocate {} bytes of {}", bytes, self.name);
+                return false;
+            }
+        };
+        let mem = block.address as *mut u8;
+        // Zeroed, and faulted in now rather than on the data path.
+        // SAFETY: the block holds at least `bytes` bytes, ours alone.
+        unsafe { std::ptr::write_bytes(mem, 0, bytes) };
         // SAFETY: the PD outlives the pool (constructor contract).
         let pd = unsafe { &*self.pd };
         let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
         let mr = match Mr::reg(pd, mem as usize, bytes, access) {
             Ok(m) => m,
             Err(e) => {
-                crate::error!("rc_verbs: ibv_reg_mr of {} ({} bytes) failed: {}", self.name, bytes, e);
-                // SAFETY: just allocated with this layout, not registered.
-                unsafe { std::alloc::dealloc(mem, layout) };
+                crate::error!("ibv_reg_mr of {} ({} bytes) failed: {}", self.name, bytes, e);
+                let _ = mem::free(&block);
                 return false;
             }
         };
@@ -101,7 +131,7 @@ impl BufPool {
             inner.free.push(Buf { addr, lkey });
         }
         inner.total += self.per_chunk;
-        inner.chunks.push(Chunk { mr: Some(mr), mem, layout });
+        inner.chunks.push(Chunk { mr: Some(mr), mem, len: bytes, block });
         true
     }
 
@@ -129,7 +159,7 @@ impl BufPool {
         let a = addr as usize;
         inner.chunks.iter().find_map(|c| {
             let start = c.mem as usize;
-            let end = start + c.layout.size();
+            let end = start + c.len;
             let ok = a >= start + self.lead && a < end && (a - start - self.lead) % self.stride == 0;
             ok.then(|| Buf { addr, lkey: c.mr.as_ref().map_or(0, |m| m.lkey()) })
         })

@@ -136,6 +136,15 @@ static int g_debug;
 static unsigned g_yield;
 static __thread unsigned t_empty_polls;
 
+/* SOFTRDMA_STATS=1: at exit, a stderr line with how often the data-path
+ * verbs were called (to compare what two libraries ask of the device). */
+enum { ST_SEND_CALLS, ST_SEND_WRS, ST_RECV_CALLS, ST_RECV_WRS, ST_POLL_EMPTY,
+       ST_POLL_FULL, ST_POLL_WCS, ST_NOTIFY, ST_NUM };
+static int g_stats;
+static uint64_t g_stat[ST_NUM];
+#define STAT_ADD(i, n) \
+	do { if (g_stats) __atomic_fetch_add(&g_stat[i], (n), __ATOMIC_RELAXED); } while (0)
+
 /* Process-local: QPs with waiting WRs; open contexts. */
 static struct sr_qp *g_pending_qps;
 static int g_nctx;
@@ -676,6 +685,7 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			t_empty_polls = 0;
 			sched_yield();
 		}
+		STAT_ADD(ST_POLL_EMPTY, 1);
 		return 0;
 	}
 	t_empty_polls = 0;
@@ -692,6 +702,8 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		c->count--;
 	}
 	reg_unlock();
+	STAT_ADD(i ? ST_POLL_FULL : ST_POLL_EMPTY, 1);
+	STAT_ADD(ST_POLL_WCS, i);
 	return i;
 }
 
@@ -699,6 +711,7 @@ static int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sr_scq *c;
 
+	STAT_ADD(ST_NOTIFY, 1);
 	if (dev_lock())
 		return errno;
 	c = scq_of(ibcq);
@@ -1244,6 +1257,13 @@ static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (qp->qp.srq) {
 		*bad_wr = wr;
 		return EINVAL;
+	}
+	if (g_stats) {
+		struct ibv_recv_wr *w;
+
+		STAT_ADD(ST_RECV_CALLS, 1);
+		for (w = wr; w; w = w->next)
+			STAT_ADD(ST_RECV_WRS, 1);
 	}
 	if (dev_lock()) {
 		*bad_wr = wr;
@@ -2161,11 +2181,13 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sr_qp *qp = to_qp(ibqp);
 	int ret = 0;
 
+	STAT_ADD(ST_SEND_CALLS, 1);
 	if (dev_lock()) {
 		*bad_wr = wr;
 		return EIO;
 	}
 	for (; wr; wr = wr->next) {
+		STAT_ADD(ST_SEND_WRS, 1);
 		int inl = !!(wr->send_flags & IBV_SEND_INLINE);
 		uint32_t st = sqp(qp)->state;
 
@@ -2416,6 +2438,14 @@ static void sr_atfork_child(void)
  * removes it). Later verbs calls fail with EIO instead of touching it. */
 __attribute__((destructor)) static void sr_unregister(void)
 {
+	if (g_stats)
+		fprintf(stderr, "softrdma stats pid %d: post_send %llu calls %llu wrs, "
+			"post_recv %llu calls %llu wrs, poll_cq %llu empty %llu full %llu wcs, "
+			"req_notify %llu\n", (int)getpid(),
+			(unsigned long long)g_stat[ST_SEND_CALLS], (unsigned long long)g_stat[ST_SEND_WRS],
+			(unsigned long long)g_stat[ST_RECV_CALLS], (unsigned long long)g_stat[ST_RECV_WRS],
+			(unsigned long long)g_stat[ST_POLL_EMPTY], (unsigned long long)g_stat[ST_POLL_FULL],
+			(unsigned long long)g_stat[ST_POLL_WCS], (unsigned long long)g_stat[ST_NOTIFY]);
 	reg_detach();
 }
 
@@ -2425,7 +2455,10 @@ __attribute__((constructor)) static void sr_register(void)
 
 	const char *y = getenv("SOFTRDMA_YIELD");
 
+	const char *st = getenv("SOFTRDMA_STATS");
+
 	g_debug = dbg && *dbg && *dbg != '0';
+	g_stats = st && *st && *st != '0';
 	g_yield = y ? atoi(y) : 0;
 	ud_lossy_init();
 	pthread_atfork(NULL, NULL, sr_atfork_child);

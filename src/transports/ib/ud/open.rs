@@ -122,9 +122,9 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         })?),
         false => None,
     };
-    let rx_pool = Box::new(BufPool::new(&ib.pd, params.rx_headroom + 8, neth::GRH_LEN + seg_size,
+    let rx_pool = Box::new(BufPool::new(&ib.pd, &ibc.base.alloc_methods(), params.rx_headroom + 8, neth::GRH_LEN + seg_size,
                                         p.rx_queue_len as usize, "ud receive buffers"));
-    let tx_pool = BufPool::new(&ib.pd, 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
+    let tx_pool = BufPool::new(&ib.pd, &ibc.base.alloc_methods(), 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
                                "ud send buffers");
     let release = Box::new(RxRelease { base: uct_recv_desc_t { cb: Some(iface::release_rx_desc) },
                                        pool: &*rx_pool, headroom: params.rx_headroom,

@@ -57,12 +57,16 @@ pub fn process_ack(iface: &Iface<UdIface>, st: &mut EpState, ack: u16) {
         }
     }
     drop(done);
-    let t = now();
-    st.send_time = t;
     st.tick = s.p.timer_tick;
-    st.next_check = if st.window.is_empty() { f64::INFINITY } else { t + st.tick };
     if st.window.is_empty() {
+        // Nothing to watch: the next send starts the clock again (a ping-pong
+        // then reads it once per message, not twice).
+        st.next_check = f64::INFINITY;
         st.resending = false;
+    } else {
+        let t = now();
+        st.send_time = t;
+        st.next_check = t + st.tick;
     }
     s.schedule(st);
     if st.resending && psn_le(st.resent_psn, st.tx.acked_psn) {
@@ -73,10 +77,10 @@ pub fn process_ack(iface: &Iface<UdIface>, st: &mut EpState, ack: u16) {
 /// Post a packet of the window (its buffer holds the network header and
 /// the inline part), with the current acknowledgement, and keep it.
 pub fn send_skb(s: &UdIface, st: &mut EpState, mut skb: Skb, inline: bool) -> Result<(), ucs_status_t> {
-    let Some(peer) = st.peer.clone() else {
+    if st.peer.is_none() {
         s.tx_pool.put(skb.buf);
         return Err(UCS_ERR_NO_RESOURCE);
-    };
+    }
     let ack = st.rx.take_ack();
     // SAFETY: the buffer holds at least the network header we wrote.
     unsafe { skb.buf.addr.add(6).cast::<[u8; 2]>().write_unaligned(ack.to_le_bytes()) };
@@ -94,7 +98,11 @@ pub fn send_skb(s: &UdIface, st: &mut EpState, mut skb: Skb, inline: bool) -> Re
         // SAFETY: see above.
         unsafe { std::slice::from_raw_parts(skb.buf.addr, neth::NETH_LEN) }).map_or(0, |h| h.ptype);
     let flags = if ptype & neth::CTL != 0 { flags | SEND_SOLICITED } else { flags };
-    if let Err(e) = s.post(&peer, &mut sg[..n], flags, None) {
+    let posted = match &st.peer {
+        Some(peer) => s.post(peer, &mut sg[..n], flags, None),
+        None => Err(UCS_ERR_NO_RESOURCE),
+    };
+    if let Err(e) = posted {
         s.tx_pool.put(skb.buf);
         return Err(e);
     }
@@ -127,7 +135,7 @@ pub fn ack_req_bit(st: &mut EpState) -> u32 {
 
 /// Send the explicit control packets `st` owes: ACK, ACK_REQ, NAK.
 pub fn send_owed(s: &UdIface, st: &mut EpState) -> bool {
-    let (Some(dest), Some(peer)) = (st.dest_id, st.peer.clone()) else {
+    let Some(dest) = st.dest_id.filter(|_| st.peer.is_some()) else {
         return true;
     };
     let o = st.owed;
@@ -144,7 +152,8 @@ pub fn send_owed(s: &UdIface, st: &mut EpState) -> bool {
     let hdr = Neth { ptype, psn: st.tx.psn, ack_psn: st.rx.take_ack() }.pack();
     let mut sg = [sge(hdr.as_ptr(), hdr.len(), 0)];
     let solicited = if o.ack_req && st.tick >= s.p.min_poke_time { SEND_SOLICITED } else { 0 };
-    if s.post(&peer, &mut sg, SEND_INLINE | solicited, None).is_err() {
+    let Some(peer) = st.peer.as_ref() else { return true };
+    if s.post(peer, &mut sg, SEND_INLINE | solicited, None).is_err() {
         return false;
     }
     st.owed.ack = false;

@@ -200,18 +200,24 @@ pub fn progress(iface: &Iface<UdIface>) -> u32 {
     if count == 0 {
         count += super::iface::tx_progress(iface);
     }
-    send_owed_all(iface);
+    // The bookkeeping below is skipped when its queues are empty: an empty
+    // pass must stay short, it delays the next packet.
+    if !s.owed.borrow().is_empty() {
+        send_owed_all(iface);
+    }
     // The timers have a resolution of a quarter tick: look at the clock
-    // every 16th progress, sweep when a quarter tick has passed (an empty
+    // every 64th progress, sweep when a quarter tick has passed (an empty
     // poll must stay cheap, it is the latency of the next packet).
     let polls = s.polls.get().wrapping_add(1);
     s.polls.set(polls);
-    if polls % 16 == 0 {
+    if polls % 64 == 0 {
         let t = proto::now();
         if t >= s.next_sweep.get() {
             s.next_sweep.set(t + s.p.timer_tick / 4.0);
             sweep(iface, t);
-            send_owed_all(iface);
+            if !s.owed.borrow().is_empty() {
+                send_owed_all(iface);
+            }
         }
     }
     if !s.timeouts.borrow().is_empty() {
@@ -220,6 +226,8 @@ pub fn progress(iface: &Iface<UdIface>) -> u32 {
     if !s.arb.borrow().is_empty() {
         xfer::dispatch_pending(iface);
     }
-    proto::run_done(s);
+    if !s.done.borrow().is_empty() {
+        proto::run_done(s);
+    }
     count
 }
