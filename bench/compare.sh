@@ -12,7 +12,8 @@
 #          (self's device is "memory" from UCX 1.14 on)
 #          (LAYOUT '-' for atomics; TL self runs in one process with -l)
 # Env: BENCH_CSV=file also writes the table as CSV; BENCH_ROUNDS_CSV=file
-# appends every round ("uct:CASE,ours|ucx,ROUND,LAT,BW", for bench/report.sh). BASE_LIBDIR=dir compares
+# appends every round ("uct:CASE,ours|ucx,ROUND,LAT,BW", for bench/report.sh; BENCH_ROUND_BASE=N
+# numbers the rounds from N). BASE_LIBDIR=dir compares
 # with that build of ours (before/after a change) instead of the C original;
 # the "ucx" columns are then that build. BENCH_WRAP="CMD..." runs every
 # ucx_perftest under CMD (e.g. tests/softrdma/run.sh: the soft RDMA device
@@ -64,9 +65,9 @@ for c in "$@"; do
   ol=(); ob=(); tl_=(); tb=()
   for ((r = 0; r < rounds; r++)); do
     read -r l b < <(one "$libdir" "$tl" "$dev" "$test" "$layout" "$size"); ol+=("$l"); ob+=("$b")
-    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "uct:$c,ours,$r,$l,$b" >> "$BENCH_ROUNDS_CSV"
+    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "uct:$c,ours,$((r + ${BENCH_ROUND_BASE:-0})),$l,$b" >> "$BENCH_ROUNDS_CSV"
     read -r l b < <(one "${BASE_LIBDIR:-}" "$tl" "$dev" "$test" "$layout" "$size"); tl_+=("$l"); tb+=("$b")
-    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "uct:$c,ucx,$r,$l,$b" >> "$BENCH_ROUNDS_CSV"
+    [ -n "${BENCH_ROUNDS_CSV:-}" ] && echo "uct:$c,ucx,$((r + ${BENCH_ROUND_BASE:-0})),$l,$b" >> "$BENCH_ROUNDS_CSV"
   done
   mo=$(printf '%s\n' "${ol[@]}" | grep -v NA | median); mt=$(printf '%s\n' "${tl_[@]}" | grep -v NA | median)
   bo=$(printf '%s\n' "${ob[@]}" | grep -v NA | median); bt=$(printf '%s\n' "${tb[@]}" | grep -v NA | median)

@@ -13,7 +13,8 @@
 # Usage: bench/mpi-verbs.sh OURS_LIBDIR [ROUNDS]     (ROUNDS default 7)
 # Env: BENCH_TLS (rc_verbs,ud_verbs), BENCH_LAT_ITERS (20000),
 #      BENCH_BW_ITERS (50), BENCH_NP_BIND (core: Open MPI --bind-to),
-#      PAIR_TIMEOUT (seconds per run, 120), BENCH_CSV=FILE.
+#      PAIR_TIMEOUT (seconds per run, 120), BENCH_CSV=FILE, BENCH_ROUNDS_CSV=FILE
+#      (every round as "mpi:TLS:pingpong,ours|ucx,ROUND,LAT,BW", bench/lib.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -70,7 +71,7 @@ printf '# Open MPI ping-pong, UCX_TLS=%s on softrdma0:1; ours: %s   original: %s
     "$tls" "$libdir/libuct.so.0" "$UCT_SYSTEM_LIB"
 printf '# %s rounds (ours and the original alternate), %s latency iterations, %s bandwidth windows, --bind-to %s\n' \
     "$rounds" "$lat_iters" "$bw_iters" "$bind"
-bench_cell "$rounds" "$libdir"
+BENCH_ROW=${BENCH_ROW:-mpi:$tls:pingpong} bench_cell "$rounds" "$libdir"
 fmt='%-22s %12s %12s %8s\n'
 printf "$fmt" "" ours original ratio
 printf "$fmt" "8 B latency (us)" "$mlo" "$mlu" "$rl"

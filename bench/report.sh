@@ -10,6 +10,14 @@
 #   ucp   tag_lat 8 B (posix,self and tcp), tag_bw and stream_bw 4-64 KiB
 #         over tcp, tag_bw 64 KiB and 1 MiB over posix,self and
 #         posix,cma,self (pinned to the two CPUs)
+#   rdma  the soft RDMA device (tests/softrdma, pinned to the two CPUs):
+#         rc_verbs and ud_verbs am_lat short 8 B, rc_verbs put_lat; am_bw
+#         short 8 B and bcopy 4000 B, rc_verbs put_bw and get zcopy 64 KiB;
+#         UCP tag_lat 8 B and tag_bw 64 KiB / 1 MiB over rc_verbs,ud_verbs;
+#         an Open MPI ping-pong over them (8 B latency, 1 MiB bandwidth);
+#         beside them the device's own figures in the same rounds
+#         (tests/softrdma/xproc-bench: the least an active-message
+#         ping-pong can take on it, RDMA WRITE bandwidth)
 #   raw   the machine's ceilings in the same run (bench/raw_ceiling.c): tcp
 #         ping-pong and one-sendmsg streams, memcpy and process_vm_readv of
 #         1 MiB, the split read, and a two-process shared-memory pipe (the
@@ -21,7 +29,9 @@
 #
 # Usage: bench/report.sh LIBDIR [ROUNDS] [OUTDIR]
 #        (ROUNDS 7; OUTDIR bench/results/report-DATE)
-# Env: REPORT_GROUPS="shm tcp ucp raw" (a subset), REPORT_TITLE.
+# Env: REPORT_GROUPS="shm tcp ucp rdma raw" (a subset; rdma is left out
+# by default: it needs the soft device's build, libibverbs-dev and Open
+# MPI), REPORT_TITLE.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 libdir=${1:?usage: bench/report.sh LIBDIR [ROUNDS] [OUTDIR]}
@@ -60,6 +70,43 @@ if has ucp; then
 tcp:stream_bw:4096 tcp:stream_bw:16384 tcp:stream_bw:32768 tcp:stream_bw:65536 posix,self:tag_bw:65536 \
 posix,self:tag_bw:1048576 posix,cma,self:tag_bw:65536 posix,cma,self:tag_bw:262144 posix,cma,self:tag_bw:1048576" \
         "$here/ucp-compare.sh" "$libdir" "$rounds" >>"$log" 2>&1
+fi
+if has rdma; then
+    echo "== rdma" | tee -a "$log"
+    sr=$here/../tests/softrdma
+    "$sr/build.sh" >>"$log" 2>&1 || echo "the soft RDMA device does not build: see $log"
+    lat_rows="rc_verbs:softrdma0:1:am_lat:short:8 ud_verbs:softrdma0:1:am_lat:short:8 rc_verbs:softrdma0:1:put_lat:short:8"
+    floor_rc=() floor_ud=()
+    # the device's floor in each round, just before that round's rows
+    for ((r = 0; r < rounds; r++)); do
+        f=$(XPROC_PIN=0,1 timeout 120 "$sr/run.sh" "$sr/build/xproc-bench" --floor 50000 2>>"$log")
+        floor_rc+=("$(awk '$1 == "rc" && /floor/ {print $(NF-4)}' <<<"$f")")
+        floor_ud+=("$(awk '$1 == "ud" && /floor/ {print $(NF-4)}' <<<"$f")")
+        # shellcheck disable=SC2086 # a list of rows
+        BENCH_ROUND_BASE=$r BENCH_PIN=1 BENCH_WRAP="$sr/run.sh" BENCH_LATENCY=median \
+            "$here/compare.sh" "$libdir" 1 50000 $lat_rows >>"$log" 2>&1
+    done
+    med() { printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+    echo "device floor rc one way=uct:rc_verbs:softrdma0:1:am_lat:short:8,lat,$(med "${floor_rc[@]}")" >>"$raw"
+    echo "device floor ud one way=uct:ud_verbs:softrdma0:1:am_lat:short:8,lat,$(med "${floor_ud[@]}")" >>"$raw"
+    BENCH_PIN=1 BENCH_WRAP="$sr/run.sh" BENCH_LATENCY=median "$here/compare.sh" "$libdir" "$rounds" 50000 \
+        rc_verbs:softrdma0:1:am_bw:short:8 ud_verbs:softrdma0:1:am_bw:short:8 \
+        rc_verbs:softrdma0:1:am_bw:bcopy:4000 ud_verbs:softrdma0:1:am_bw:bcopy:4000 >>"$log" 2>&1
+    BENCH_PIN=1 BENCH_WRAP="$sr/run.sh" "$here/compare.sh" "$libdir" "$rounds" 20000 \
+        rc_verbs:softrdma0:1:put_bw:zcopy:65536 rc_verbs:softrdma0:1:get:zcopy:65536 >>"$log" 2>&1
+    w=$(for _ in 1 2 3; do XPROC_PIN=0,1 timeout 120 "$sr/run.sh" "$sr/build/xproc-bench" 20000 2>>"$log"; done)
+    wbw() { awk -v s="$1" '$0 ~ "rdma write " s " KiB, window 16" {print $7}' <<<"$w" | sort -g | sed -n 2p; }
+    echo "RDMA WRITE 64 KiB with 16 in flight=uct:rc_verbs:softrdma0:1:put_bw:zcopy:65536,bw,$(wbw 64)" >>"$raw"
+    echo "RDMA WRITE 1 MiB with 16 in flight=ucp:rc_verbs+ud_verbs:tag_bw:1048576,bw,$(wbw 1024)" >>"$raw"
+    BENCH_WRAP="$sr/run.sh" BENCH_LATENCY=median \
+        BENCH_ROWS="rc_verbs,ud_verbs:tag_lat:8 rc_verbs,ud_verbs:tag_bw:65536 rc_verbs,ud_verbs:tag_bw:1048576" \
+        "$here/ucp-compare.sh" "$libdir" "$rounds" >>"$log" 2>&1
+    # one row of lat and bw per run: split into a latency and a bandwidth row
+    mcsv=$out/mpi-rounds.csv
+    BENCH_ROUNDS_CSV=$mcsv BENCH_LAT_ITERS=100000 "$here/mpi-verbs.sh" "$libdir" "$rounds" >>"$log" 2>&1
+    [ -f "$mcsv" ] && awk -F, -v OFS=, '{ print $1 "_lat:8", $2, $3, $4, ""; print $1 "_bw:1048576", $2, $3, "", $5 }' \
+        "$mcsv" >>"$rcsv"
+    rm -f "$mcsv"
 fi
 if has raw; then
     echo "== raw" | tee -a "$log"
