@@ -550,11 +550,19 @@ ordered_op! { iface
 }
 
 unsafe extern "C" fn t_progress_enable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), iface!(iface).hdr.progress_enable(flags))
+    guard!((), {
+        let i = iface!(iface);
+        i.hdr.progress_enable(flags);
+        T::progress_changed(i)
+    })
 }
 
 unsafe extern "C" fn t_progress_disable<T: Transport>(iface: uct_iface_h, flags: c_uint) {
-    guard!((), iface!(iface).hdr.progress_disable(flags))
+    guard!((), {
+        let i = iface!(iface);
+        i.hdr.progress_disable(flags);
+        T::progress_changed(i)
+    })
 }
 
 ordered_op! { iface

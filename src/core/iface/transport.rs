@@ -280,6 +280,10 @@ pub trait Transport: Sized + 'static {
     /// beyond.
     const PEER_DEVICE_ADDR_MAX: usize = 0;
     fn progress(iface: &Iface<Self>) -> u32 { 0 }
+    /// Called after `uct_iface_progress_enable`/`_disable` changed the
+    /// header's progress flags (read them there), for transports whose
+    /// background work follows them.
+    fn progress_changed(iface: &Iface<Self>) {}
     fn iface_flush(iface: &Iface<Self>, flags: u32, comp: Completion) -> ucs_status_t { UCS_OK }
     fn iface_fence(iface: &Iface<Self>, flags: u32) -> ucs_status_t {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);

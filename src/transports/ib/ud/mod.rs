@@ -153,6 +153,10 @@ impl Transport for UdIface {
         timer::progress(iface)
     }
 
+    fn progress_changed(iface: &Iface<Self>) {
+        timer::progress_changed(iface)
+    }
+
     fn iface_flush(iface: &Iface<Self>, _flags: u32, comp: Completion) -> ucs_status_t {
         if !comp.is_none() {
             return UCS_ERR_UNSUPPORTED;

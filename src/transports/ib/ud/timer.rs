@@ -66,6 +66,9 @@ unsafe extern "C" fn on_event(_id: c_int, _events: c_uint, arg: *mut c_void) {
     }
 }
 
+/// At open: the completion channel's handler (a solicited packet wakes a
+/// user waiting in the async event callback). The timer follows progress
+/// ([`progress_changed`]).
 pub fn start(iface: &Iface<UdIface>) {
     let ctx = iface.hdr.worker().async_ctx;
     if let (Some(mode), Some(_)) = (mode_of(ctx), iface.tl.async_cb.0) {
@@ -82,7 +85,21 @@ pub fn start(iface: &Iface<UdIface>) {
             crate::debug!("ud_verbs: ucs_async_set_event_handler failed ({})", status);
         }
     }
-    start_timer(iface);
+}
+
+/// The async timer runs while progress is enabled, as the original's: an
+/// interface libucp keeps only for wireup then costs the worker's async
+/// thread nothing (libucs wakes for a timer, and spins through the last
+/// millisecond before it is due, on the CPU the user's thread polls on).
+pub fn progress_changed(iface: &Iface<UdIface>) {
+    if iface.hdr.progress_flags() != 0 {
+        if iface.tl.async_timer.get().is_none() {
+            start_timer(iface);
+        }
+    } else if let Some(id) = iface.tl.async_timer.take() {
+        // sync: waits for a running timer callback
+        crate::ucs::remove_handler(id, true);
+    }
 }
 
 fn start_timer(iface: &Iface<UdIface>) {
