@@ -139,7 +139,7 @@ static __thread unsigned t_empty_polls;
 /* SOFTRDMA_STATS=1: at exit, a stderr line with how often the data-path
  * verbs were called (to compare what two libraries ask of the device). */
 enum { ST_SEND_CALLS, ST_SEND_WRS, ST_RECV_CALLS, ST_RECV_WRS, ST_POLL_EMPTY,
-       ST_POLL_FULL, ST_POLL_WCS, ST_NOTIFY, ST_NUM };
+       ST_POLL_FULL, ST_POLL_WCS, ST_NOTIFY, ST_REG, ST_DEREG, ST_NUM };
 static int g_stats;
 static uint64_t g_stat[ST_NUM];
 #define STAT_ADD(i, n) \
@@ -482,6 +482,7 @@ static struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = EINVAL;
 		return NULL;
 	}
+	STAT_ADD(ST_REG, 1);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
 		errno = ENOMEM;
@@ -527,6 +528,7 @@ static int sr_dereg_mr(struct sr_verbs_mr *vmr)
 {
 	struct sr_mr *mr = (struct sr_mr *)vmr;
 
+	STAT_ADD(ST_DEREG, 1);
 	if (!dev_lock()) {
 		struct sr_smr *m = &g_shm->mrs[mr->idx];
 
@@ -2441,11 +2443,12 @@ __attribute__((destructor)) static void sr_unregister(void)
 	if (g_stats)
 		fprintf(stderr, "softrdma stats pid %d: post_send %llu calls %llu wrs, "
 			"post_recv %llu calls %llu wrs, poll_cq %llu empty %llu full %llu wcs, "
-			"req_notify %llu\n", (int)getpid(),
+			"req_notify %llu, reg_mr %llu, dereg_mr %llu\n", (int)getpid(),
 			(unsigned long long)g_stat[ST_SEND_CALLS], (unsigned long long)g_stat[ST_SEND_WRS],
 			(unsigned long long)g_stat[ST_RECV_CALLS], (unsigned long long)g_stat[ST_RECV_WRS],
 			(unsigned long long)g_stat[ST_POLL_EMPTY], (unsigned long long)g_stat[ST_POLL_FULL],
-			(unsigned long long)g_stat[ST_POLL_WCS], (unsigned long long)g_stat[ST_NOTIFY]);
+			(unsigned long long)g_stat[ST_POLL_WCS], (unsigned long long)g_stat[ST_NOTIFY],
+			(unsigned long long)g_stat[ST_REG], (unsigned long long)g_stat[ST_DEREG]);
 	reg_detach();
 }
 
