@@ -65,6 +65,15 @@ pub struct Allocated {
     pub mem_type: ucs_memory_type_t,
 }
 
+impl Allocated {
+    /// The record `uct_mem_free` (and [`free`]) takes back.
+    pub fn record(&self) -> uct_allocated_memory_t {
+        uct_allocated_memory_t { address: self.address, length: self.length, method: self.method,
+                                 mem_type: self.mem_type, md: self.md, memh: self.memh,
+                                 sys_device: UCS_SYS_DEVICE_ID_UNKNOWN }
+    }
+}
+
 pub struct AllocRequest<'a> {
     pub length: usize,
     pub flags: u32,

@@ -14,15 +14,7 @@ use libc::{c_char, c_uint};
 /// `mem` points to a writable `uct_allocated_memory_t` of the running
 /// release.
 unsafe fn fill(mem: *mut uct_allocated_memory_t, a: Allocated) {
-    let out = uct_allocated_memory_t {
-        address: a.address,
-        length: a.length,
-        method: a.method,
-        mem_type: a.mem_type,
-        md: a.md,
-        memh: a.memh,
-        sys_device: UCS_SYS_DEVICE_ID_UNKNOWN,
-    };
+    let out = a.record();
     // SAFETY: see the function contract.
     unsafe { out.write_in(mem, crate::ucs::release::running()) };
 }

@@ -5,7 +5,8 @@
 //! memory region, made by the interface's allocation methods (`ALLOC`): with
 //! `thp` first, a large chunk is aligned to the huge page size and advised
 //! to use transparent huge pages, so a receive queue of thousands of
-//! buffers stays within a few TLB entries for the device and for us. A buffer is `lead` bytes of room (the receive side keeps
+//! buffers stays within a few TLB entries for the device and for us. A
+//! buffer is `lead` bytes of room (the receive side keeps
 //! the user's headroom and the release pointer there) followed by `size`
 //! bytes the device reads or writes. Buffers are handed out as the address
 //! of that device part plus its lkey. A pool is used by one interface, from
@@ -24,9 +25,9 @@ const PAGE: usize = 4096;
 struct Chunk {
     /// Declared before the memory's release in Drop: deregistered first.
     mr: Option<Mr>,
-    mem: *mut u8,
     /// Bytes of buffers (the allocation may be longer).
     len: usize,
+    /// The allocation, as `mem::free` takes it back.
     block: uct_allocated_memory_t,
 }
 
@@ -93,9 +94,7 @@ impl BufPool {
         let req = mem::AllocRequest { length: bytes, flags: 0, address: std::ptr::null_mut(),
                                       mem_type: UCS_MEMORY_TYPE_HOST, mds: &[], name: self.name };
         let block = match mem::alloc(&self.methods, &req) {
-            Ok(a) => uct_allocated_memory_t { address: a.address, length: a.length, method: a.method, mem_type: a.mem_type,
-                                              md: a.md, memh: a.memh,
-                                              sys_device: crate::abi::UCS_SYS_DEVICE_ID_UNKNOWN },
+            Ok(a) => a.record(),
             Err(_) => {
                 crate::error!("failed to allocate {} bytes of {}", bytes, self.name);
                 return false;
@@ -123,7 +122,7 @@ impl BufPool {
             inner.free.push(Buf { addr, lkey });
         }
         inner.total += self.per_chunk;
-        inner.chunks.push(Chunk { mr: Some(mr), mem, len: bytes, block });
+        inner.chunks.push(Chunk { mr: Some(mr), len: bytes, block });
         true
     }
 
@@ -150,7 +149,7 @@ impl BufPool {
         let inner = self.inner.borrow();
         let a = addr as usize;
         inner.chunks.iter().find_map(|c| {
-            let start = c.mem as usize;
+            let start = c.block.address as usize;
             let end = start + c.len;
             let ok = a >= start + self.lead && a < end && (a - start - self.lead) % self.stride == 0;
             ok.then(|| Buf { addr, lkey: c.mr.as_ref().map_or(0, |m| m.lkey()) })
