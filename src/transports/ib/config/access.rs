@@ -384,6 +384,8 @@ mod tests {
         assert_eq!((c.ib().tx_queue_len(), c.ib().rx_queue_len(), c.ib().seg_size()), (256, 4095, 8256));
         assert_eq!((c.ib().tx_min_inline(), c.ib().tx_inline_resp(), c.ib().tx_min_sge()), (64, 64, 5));
         assert_eq!((c.ib().rx_max_batch(), c.ib().max_num_eps()), (16, 256));
+        assert_eq!(c.ib().rx_pool_grow(), 4505);
+        assert_eq!(crate::transports::ib::rc::params::RcParams::from_config(c).map(|p| p.rx_pool_grow), Ok(4505));
         assert_eq!((c.ib().path_mtu(), c.ib().sl(), c.ib().pkey(), c.ib().num_paths()), (None, 0, None, None));
         assert_eq!(c.ib().traffic_class(true), 106);
         assert_eq!((c.tx_max_wr(), c.tx_moderation(), c.short_desc_size()), (256, 64, 128));

@@ -339,6 +339,8 @@ mod tests {
                                  peer_timeout: 30.0, linger_timeout: 300.0, min_poke_time: 0.25, timer_tick: 0.01,
                                  timer_backoff: 2.0, async_tick: 0.1, rx_async_max_poll: 64 });
         assert_eq!(c.ud().rx_quota(), 4096 - 128);
+        // The receive pool's chunk leaves room for buffers a user holds.
+        assert_eq!(c.ib().rx_pool_grow(), 4506);
         assert_eq!((c.ud().seg_size(4096), c.ud().seg_size(1 << 20)), (4096, 8192));
         assert_eq!((c.ib().tx_min_inline(), c.ib().tx_min_sge(), c.ib().rx_max_batch()), (64, 5, 16));
         assert_eq!(c.ib().max_num_eps(), libc::c_ulong::MAX);

@@ -89,7 +89,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, base: &BaseIfa
         Some(v) => v,
         None => ib.caps.max_qp_rd_atom.max(0) as u32,
     }.min(255) as u8;
-    let rx_pool = Box::new(BufPool::new(&ib.pd, &base.alloc_methods(), params.rx_headroom + 8, p.seg_size, p.rx_queue_len as usize,
+    let rx_pool = Box::new(BufPool::new(&ib.pd, &base.alloc_methods(), params.rx_headroom + 8, p.seg_size, p.rx_pool_grow.max(1) as usize,
                                         "rc receive buffers"));
     let tx_pool = BufPool::new(&ib.pd, &base.alloc_methods(), 0, p.seg_size, (p.tx_bufs_grow as usize).clamp(16, 256), "rc send buffers");
     let release = Box::new(RxRelease { base: uct_recv_desc_t { cb: Some(iface::release_rx_desc) },

@@ -42,6 +42,10 @@ pub struct RcParams {
     /// Receive buffers posted to the shared receive queue (`RX_QUEUE_LEN`,
     /// 4095).
     pub rx_queue_len: u32,
+    /// Receive buffers per pool chunk: the queue plus 10 % (1024 under a
+    /// queue of 1024), so that buffers a user holds do not make the pool
+    /// grow while the queue is kept full (`RX_MAX_BUFS` bounds it).
+    pub rx_pool_grow: u32,
     /// Size of a send or receive buffer, transport header included
     /// (`SEG_SIZE`, 8256).
     pub seg_size: usize,
@@ -122,6 +126,7 @@ impl Default for RcParams {
             tx_queue_len: 256,
             tx_max_wr: u32::MAX,
             rx_queue_len: 4095,
+            rx_pool_grow: 4505,
             seg_size: 8256,
             tx_min_inline: 64,
             tx_min_sge: 5,
@@ -178,6 +183,7 @@ impl RcParams {
             tx_queue_len: ib.tx_queue_len,
             tx_max_wr: cfg.tx_max_wr,
             rx_queue_len: ib.rx_queue_len,
+            rx_pool_grow: ib.rx_pool_grow(),
             seg_size: ib.seg_size,
             tx_min_inline: ib.tx_min_inline.min(u32::MAX as usize) as u32,
             tx_min_sge: ib.tx_min_sge,

@@ -123,7 +123,7 @@ pub fn open(md: &MdObj, worker: &WorkerObj, params: &IfaceParams, cfg: &UdVerbsI
         false => None,
     };
     let rx_pool = Box::new(BufPool::new(&ib.pd, &ibc.base.alloc_methods(), params.rx_headroom + 8, neth::GRH_LEN + seg_size,
-                                        p.rx_queue_len as usize, "ud receive buffers"));
+                                        ibc.rx_pool_grow().max(1) as usize, "ud receive buffers"));
     let tx_pool = BufPool::new(&ib.pd, &ibc.base.alloc_methods(), 0, seg_size, (ibc.tx_mp.bufs_grow as usize).clamp(16, 256),
                                "ud send buffers");
     let release = Box::new(RxRelease { base: uct_recv_desc_t { cb: Some(iface::release_rx_desc) },
