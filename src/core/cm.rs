@@ -146,3 +146,212 @@ pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
     cm.worker().order_all();
     cm.imp.ep_create(params)
 }
+
+// ---------------------------------------------------------------------------
+// What every connection manager shares: the `UCX_<CM>_CM_*` base settings,
+// the endpoint callbacks a user registers and their checks, and the calls
+// into those callbacks.
+
+use crate::core::config::{field, parser, Table};
+use libc::{c_char, c_void};
+use once_cell::sync::Lazy;
+
+/// The settings every CM's table embeds first under "CM_" (UCX's
+/// `uct_cm_config_table`): a config struct starts with these two ints.
+pub static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
+    Table::new(vec![
+        field(c"FAILURE", c"diag", c"Log level of network errors seen by the connection manager", 0,
+              parser::enumeration(std::ptr::addr_of!(crate::ucs::ucs_log_level_names) as *const *const c_char)),
+        field(c"REUSEADDR", c"no", c"Let listeners bind to an address that is still in use",
+              std::mem::size_of::<libc::c_int>(), parser::boolean()),
+    ])
+});
+
+/// The callbacks and argument of a CM endpoint.
+#[derive(Clone, Copy)]
+pub struct Callbacks {
+    pub user_data: *mut c_void,
+    pub resolve: uct_cm_ep_resolve_callback_t,
+    pub pack: uct_cm_ep_priv_data_pack_callback_t,
+    pub client_connect: uct_cm_ep_client_connect_callback_t,
+    pub server_notify: uct_cm_ep_server_conn_notify_callback_t,
+    pub disconnect: uct_ep_disconnect_cb_t,
+}
+
+impl Callbacks {
+    pub const NONE: Callbacks = Callbacks {
+        user_data: std::ptr::null_mut(),
+        resolve: None,
+        pack: None,
+        client_connect: None,
+        server_notify: None,
+        disconnect: None,
+    };
+
+    /// Take the callbacks common to both sides from `params`, checked as
+    /// UCX checks them (the callbacks must be asynchronous-safe; a field
+    /// that is set names a callback). `who` starts the log lines.
+    pub fn common(params: &uct_ep_params_t, who: &str) -> Result<Callbacks, ucs_status_t> {
+        let m = params.field_mask;
+        if m & UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS == 0 || params.sockaddr_cb_flags & UCT_CB_FLAG_ASYNC == 0 {
+            crate::error!("{}: UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS with UCT_CB_FLAG_ASYNC is required \
+                           (field_mask 0x{:x}, sockaddr_cb_flags 0x{:x})", who, m, params.sockaddr_cb_flags);
+            return Err(UCS_ERR_UNSUPPORTED);
+        }
+        let mut cbs = Callbacks::NONE;
+        macro_rules! take {
+            ($flag:expr, $src:expr, $dst:expr, $name:literal) => {
+                if m & $flag != 0 {
+                    if $src.is_none() {
+                        crate::error!("{}: {} is set but the callback is NULL", who, $name);
+                        return Err(UCS_ERR_INVALID_PARAM);
+                    }
+                    $dst = $src;
+                }
+            };
+        }
+        take!(UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB, params.sockaddr_pack_cb, cbs.pack,
+              "UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB");
+        take!(UCT_EP_PARAM_FIELD_CM_RESOLVE_CB, params.cm_resolve_cb, cbs.resolve, "UCT_EP_PARAM_FIELD_CM_RESOLVE_CB");
+        take!(UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB, params.disconnect_cb, cbs.disconnect,
+              "UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB");
+        take!(UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT, params.sockaddr_cb_client, cbs.client_connect,
+              "UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT");
+        take!(UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER, params.sockaddr_cb_server, cbs.server_notify,
+              "UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER");
+        cbs.user_data = if m & UCT_EP_PARAM_FIELD_USER_DATA != 0 { params.user_data } else { std::ptr::null_mut() };
+        Ok(cbs)
+    }
+}
+
+/// A device name as the CM argument structs carry it (NUL-terminated,
+/// truncated to fit).
+pub fn dev_name_array(name: &str) -> [c_char; UCT_DEVICE_NAME_MAX] {
+    let mut out = [0 as c_char; UCT_DEVICE_NAME_MAX];
+    for (o, b) in out.iter_mut().zip(name.bytes().take(UCT_DEVICE_NAME_MAX - 1)) {
+        *o = b as c_char;
+    }
+    out
+}
+
+/// The user's private data pack callback for device `dev`, into at most
+/// `max` bytes: the packed bytes, or the callback's failure (or
+/// `UCS_ERR_EXCEEDS_LIMIT` when it claims more than `max`). No callback:
+/// no data.
+pub fn invoke_pack(cbs: &Callbacks, dev: &str, max: usize, who: &str) -> Result<Vec<u8>, ucs_status_t> {
+    let Some(pack) = cbs.pack else { return Ok(Vec::new()) };
+    let args = uct_cm_ep_priv_data_pack_args_t {
+        field_mask: UCT_CM_EP_PRIV_DATA_PACK_ARGS_FIELD_DEVICE_NAME,
+        dev_name: dev_name_array(dev),
+    };
+    let mut buf = vec![0u8; max];
+    // SAFETY: the user's callback; `buf` holds `max` bytes, the most it may
+    // write (the CM's max_conn_priv).
+    let r = unsafe { pack(cbs.user_data, &args, buf.as_mut_ptr() as *mut c_void) };
+    if r < 0 {
+        let s = r.max(i8::MIN as isize) as ucs_status_t;
+        crate::debug!("{}: private data pack callback failed: {}", who, crate::core::log::status_str(s));
+        return Err(s);
+    }
+    if r as usize > max {
+        crate::debug!("{}: pack callback returned {} bytes (at most {})", who, r, max);
+        return Err(UCS_ERR_EXCEEDS_LIMIT);
+    }
+    buf.truncate(r as usize);
+    Ok(buf)
+}
+
+/// The resolve callback of a client endpoint: the status it returns.
+pub fn invoke_resolve(cbs: &Callbacks, dev: &str, status: ucs_status_t) -> ucs_status_t {
+    let Some(cb) = cbs.resolve else { return UCS_OK };
+    let args = uct_cm_ep_resolve_args_t {
+        field_mask: UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME | UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS,
+        dev_name: dev_name_array(dev),
+        status,
+    };
+    // SAFETY: the user's callback with its own argument; `args` lives
+    // across the call.
+    unsafe { cb(cbs.user_data, &args) }
+}
+
+/// The connect callback of a client endpoint, with the server's device
+/// address and private data when there is an answer.
+pub fn invoke_client_connect(handle: uct_ep_h, cbs: &Callbacks, remote: Option<(&[u8], &[u8])>,
+                             status: ucs_status_t) {
+    let Some(cb) = cbs.client_connect else { return };
+    let mut rd = uct_cm_remote_data_t {
+        field_mask: 0,
+        dev_addr: std::ptr::null(),
+        dev_addr_length: 0,
+        conn_priv_data: std::ptr::null(),
+        conn_priv_data_length: 0,
+    };
+    if let Some((dev_addr, data)) = remote {
+        rd.field_mask = UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
+            | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
+        rd.dev_addr = dev_addr.as_ptr() as *const uct_device_addr_t;
+        rd.dev_addr_length = dev_addr.len();
+        rd.conn_priv_data = data.as_ptr() as *const c_void;
+        rd.conn_priv_data_length = data.len();
+    }
+    let args = uct_cm_ep_client_connect_args_t {
+        field_mask: UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA | UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS,
+        remote_data: &rd,
+        status,
+    };
+    // SAFETY: the user's callback; everything it is given lives across
+    // the call.
+    unsafe { cb(handle, cbs.user_data, &args) };
+}
+
+/// The notify callback of a server endpoint.
+pub fn invoke_server_notify(handle: uct_ep_h, cbs: &Callbacks, status: ucs_status_t) {
+    let Some(cb) = cbs.server_notify else { return };
+    let args = uct_cm_ep_server_conn_notify_args_t { field_mask: UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS, status };
+    // SAFETY: the user's callback with its own argument.
+    unsafe { cb(handle, cbs.user_data, &args) };
+}
+
+/// The disconnect callback of an endpoint.
+pub fn invoke_disconnect(handle: uct_ep_h, cbs: &Callbacks) {
+    if let Some(cb) = cbs.disconnect {
+        // SAFETY: the user's callback with its own argument.
+        unsafe { cb(handle, cbs.user_data) };
+    }
+}
+
+/// A connection request for a listener's callback.
+pub struct ConnRequest<'a> {
+    pub dev: &'a str,
+    pub request: uct_conn_request_h,
+    pub dev_addr: &'a [u8],
+    pub data: &'a [u8],
+    pub client: (libc::sockaddr_storage, libc::socklen_t),
+}
+
+/// The connection request callback of a listener.
+pub fn invoke_conn_request(listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t,
+                           user_data: *mut c_void, req: &ConnRequest<'_>) {
+    let Some(cb) = cb else { return };
+    let rd = uct_cm_remote_data_t {
+        field_mask: UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
+            | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH,
+        dev_addr: req.dev_addr.as_ptr() as *const uct_device_addr_t,
+        dev_addr_length: req.dev_addr.len(),
+        conn_priv_data: req.data.as_ptr() as *const c_void,
+        conn_priv_data_length: req.data.len(),
+    };
+    let args = uct_cm_listener_conn_request_args_t {
+        field_mask: UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME
+            | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST
+            | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA
+            | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CLIENT_ADDR,
+        dev_name: dev_name_array(req.dev),
+        conn_request: req.request,
+        remote_data: &rd,
+        client_address: ucs_sock_addr_t { addr: &req.client.0 as *const _ as *const libc::sockaddr,
+                                          addrlen: req.client.1 },
+    };
+    // SAFETY: the user's callback; all it is given lives across the call.
+    unsafe { cb(listener, user_data, &args) };
+}

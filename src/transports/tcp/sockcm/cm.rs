@@ -15,7 +15,7 @@ use crate::core::config::{field, parser, Table, TIME_AUTO, TIME_INF};
 use crate::core::iface::{Iface, IfaceHeader};
 use crate::core::worker::WorkerObj;
 use crate::ucs;
-use libc::{c_char, c_int, c_ulong, c_void};
+use libc::{c_int, c_ulong, c_void};
 use once_cell::sync::Lazy;
 use std::mem::offset_of;
 use std::sync::atomic::AtomicBool;
@@ -40,15 +40,7 @@ pub struct SockCmConfig {
     pub user_timeout: u64,
 }
 
-static BASE_TABLE: Lazy<Table> = Lazy::new(|| {
-    Table::new(vec![
-        field(c"FAILURE", c"diag", c"Log level of network errors seen by the connection manager",
-              offset_of!(SockCmConfig, failure),
-              parser::enumeration(std::ptr::addr_of!(crate::ucs::ucs_log_level_names) as *const *const c_char)),
-        field(c"REUSEADDR", c"no", c"Let listeners bind to an address that is still in use",
-              offset_of!(SockCmConfig, reuse_addr), parser::boolean()),
-    ])
-});
+use crate::core::cm::BASE_TABLE;
 
 static TABLE: Lazy<Table> = Lazy::new(|| {
     let mut t = vec![

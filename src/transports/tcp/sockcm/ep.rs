@@ -133,28 +133,7 @@ impl SockCmTl {
 
 /// Whether `cbs` were set as UCX's common endpoint checks ask.
 pub(super) fn common_callbacks(params: &uct_ep_params_t, cbs: &mut Callbacks) -> Result<(), ucs_status_t> {
-    let m = params.field_mask;
-    if m & UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS == 0 || params.sockaddr_cb_flags & UCT_CB_FLAG_ASYNC == 0 {
-        crate::error!("tcp sockcm: UCT_EP_PARAM_FIELD_SOCKADDR_CB_FLAGS with UCT_CB_FLAG_ASYNC is required \
-                       (field_mask 0x{:x}, sockaddr_cb_flags 0x{:x})", m, params.sockaddr_cb_flags);
-        return Err(UCS_ERR_UNSUPPORTED);
-    }
-    macro_rules! take {
-        ($flag:expr, $src:expr, $dst:expr, $name:literal) => {
-            if m & $flag != 0 {
-                if $src.is_none() {
-                    crate::error!("tcp sockcm: {} is set but the callback is NULL", $name);
-                    return Err(UCS_ERR_INVALID_PARAM);
-                }
-                $dst = $src;
-            }
-        };
-    }
-    take!(UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB, params.sockaddr_pack_cb, cbs.pack, "UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB");
-    take!(UCT_EP_PARAM_FIELD_CM_RESOLVE_CB, params.cm_resolve_cb, cbs.resolve, "UCT_EP_PARAM_FIELD_CM_RESOLVE_CB");
-    take!(UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB, params.disconnect_cb, cbs.disconnect,
-          "UCT_EP_PARAM_FIELD_SOCKADDR_DISCONNECT_CB");
-    cbs.user_data = if m & UCT_EP_PARAM_FIELD_USER_DATA != 0 { params.user_data } else { std::ptr::null_mut() };
+    *cbs = Callbacks::common(params, "tcp sockcm")?;
     Ok(())
 }
 

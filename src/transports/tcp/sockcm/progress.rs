@@ -4,7 +4,7 @@
 //! changes call for with no lock held.
 
 use super::state::{pending, st, Call, CmIface, SockCmTl};
-use super::sockio::dev_name_array;
+use crate::core::cm;
 use crate::abi::*;
 use crate::sys::epoll::poll_now;
 use libc::{c_uint, c_void};
@@ -17,17 +17,12 @@ impl SockCmTl {
         match call {
             Call::None => {}
             Call::Resolve { handle, cbs, dev, status, id } => {
-                let args = uct_cm_ep_resolve_args_t {
-                    field_mask: UCT_CM_EP_RESOLVE_ARGS_FIELD_DEV_NAME | UCT_CM_EP_RESOLVE_ARGS_FIELD_STATUS,
-                    dev_name: dev_name_array(&dev),
-                    status,
-                };
-                let Some(cb) = cbs.resolve else { return };
+                if cbs.resolve.is_none() {
+                    return;
+                }
                 crate::debug!("tcp sockcm: client ep {:p} resolved on {} ({})", handle, dev,
                               crate::core::log::status_str(status));
-                // SAFETY: the user's callback with its own argument; `args`
-                // lives across the call.
-                let r = unsafe { cb(cbs.user_data, &args) };
+                let r = cm::invoke_resolve(&cbs, &dev, status);
                 if r != UCS_OK {
                     crate::diag!("tcp sockcm: resolve callback failed: {}", crate::core::log::status_str(r));
                     let mut s = self.lock();
@@ -64,76 +59,21 @@ impl SockCmTl {
                 self.run(call);
             }
             Call::ClientConnect { handle, cbs, remote, status } => {
-                let Some(cb) = cbs.client_connect else { return };
-                let mut rd = uct_cm_remote_data_t {
-                    field_mask: 0,
-                    dev_addr: std::ptr::null(),
-                    dev_addr_length: 0,
-                    conn_priv_data: std::ptr::null(),
-                    conn_priv_data_length: 0,
-                };
-                if let Some((dev_addr, data)) = &remote {
-                    rd.field_mask = UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
-                        | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
-                    rd.dev_addr = dev_addr.as_ptr() as *const uct_device_addr_t;
-                    rd.dev_addr_length = dev_addr.len();
-                    rd.conn_priv_data = data.as_ptr() as *const c_void;
-                    rd.conn_priv_data_length = data.len();
-                }
-                let args = uct_cm_ep_client_connect_args_t {
-                    field_mask: UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_REMOTE_DATA | UCT_CM_EP_CLIENT_CONNECT_ARGS_FIELD_STATUS,
-                    remote_data: &rd,
-                    status,
-                };
-                // SAFETY: the user's callback; everything it is given lives
-                // across the call.
-                unsafe { cb(handle, cbs.user_data, &args) };
+                let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.as_slice()));
+                cm::invoke_client_connect(handle, &cbs, remote, status);
             }
-            Call::ServerNotify { handle, cbs, status } => {
-                let Some(cb) = cbs.server_notify else { return };
-                let args = uct_cm_ep_server_conn_notify_args_t {
-                    field_mask: UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS,
-                    status,
-                };
-                // SAFETY: the user's callback with its own argument.
-                unsafe { cb(handle, cbs.user_data, &args) };
-            }
-            Call::Disconnect { handle, cbs } => {
-                if let Some(cb) = cbs.disconnect {
-                    // SAFETY: the user's callback with its own argument.
-                    unsafe { cb(handle, cbs.user_data) };
-                }
-            }
+            Call::ServerNotify { handle, cbs, status } => cm::invoke_server_notify(handle, &cbs, status),
+            Call::Disconnect { handle, cbs } => cm::invoke_disconnect(handle, &cbs),
             Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data, peer } => {
-                let rd = uct_cm_remote_data_t {
-                    field_mask: UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR | UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH
-                        | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA | UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH,
-                    dev_addr: dev_addr.as_ptr() as *const uct_device_addr_t,
-                    dev_addr_length: dev_addr.len(),
-                    conn_priv_data: data.as_ptr() as *const c_void,
-                    conn_priv_data_length: data.len(),
-                };
-                let args = uct_cm_listener_conn_request_args_t {
-                    field_mask: UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME
-                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CONN_REQUEST
-                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_REMOTE_DATA
-                        | UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_CLIENT_ADDR,
-                    dev_name: dev_name_array(&dev),
-                    conn_request: handle as uct_conn_request_h,
-                    remote_data: &rd,
-                    client_address: ucs_sock_addr_t { addr: &peer.0 as *const _ as *const libc::sockaddr, addrlen: peer.1 },
-                };
                 // SAFETY: the ep's iface is this CM's; remember the request
                 // so that uct_ep_create/uct_listener_reject can check it.
                 let iface = unsafe { (*handle).iface } as usize;
                 pending().insert(handle as usize, iface);
                 crate::debug!("tcp sockcm: connection request {:p} on {} with {} bytes of private data",
                               handle, dev, data.len());
-                if let Some(cb) = cb {
-                    // SAFETY: the user's callback; all it is given lives
-                    // across the call.
-                    unsafe { cb(listener, user_data, &args) };
-                }
+                let req = cm::ConnRequest { dev: &dev, request: handle as uct_conn_request_h, dev_addr: &dev_addr,
+                                            data: &data, client: peer };
+                cm::invoke_conn_request(listener, cb, user_data, &req);
             }
         }
     }

@@ -11,22 +11,12 @@ use crate::abi::*;
 use crate::sys::addr::SockAddr;
 use crate::sys::errno_str;
 use crate::sys::socket::{Io, MsgFlags};
-use libc::{c_char, c_void};
 
 /// `uct_tcp_device_addr_t` of a peer: flags 0, family, then the raw IP.
 pub(super) fn device_addr_of(peer: &SockAddr) -> Vec<u8> {
     let mut v = vec![0u8, peer.family as u8];
     v.extend_from_slice(peer.ip_bytes());
     v
-}
-
-/// A device name as the NUL-terminated array of the callback arguments.
-pub(super) fn dev_name_array(name: &str) -> [c_char; UCT_DEVICE_NAME_MAX] {
-    let mut out = [0 as c_char; UCT_DEVICE_NAME_MAX];
-    for (o, b) in out.iter_mut().zip(name.bytes().take(UCT_DEVICE_NAME_MAX - 1)) {
-        *o = b as c_char;
-    }
-    out
 }
 
 impl SockCmTl {
@@ -175,25 +165,6 @@ impl SockCmTl {
 
     /// Call the user's pack callback for up to `priv_data_len` bytes.
     pub(super) fn invoke_pack(&self, cbs: Callbacks, dev: &str) -> Result<Vec<u8>, ucs_status_t> {
-        let Some(pack) = cbs.pack else { return Ok(Vec::new()) };
-        let args = uct_cm_ep_priv_data_pack_args_t {
-            field_mask: UCT_CM_EP_PRIV_DATA_PACK_ARGS_FIELD_DEVICE_NAME,
-            dev_name: dev_name_array(dev),
-        };
-        let mut buf = vec![0u8; self.priv_data_len];
-        // SAFETY: the user's callback; `buf` holds priv_data_len bytes,
-        // the most it may write (max_conn_priv).
-        let r = unsafe { pack(cbs.user_data, &args, buf.as_mut_ptr() as *mut c_void) };
-        if r < 0 {
-            let s = r.max(i8::MIN as isize) as ucs_status_t;
-            crate::debug!("tcp sockcm: private data pack callback failed: {}", crate::core::log::status_str(s));
-            return Err(s);
-        }
-        if r as usize > self.priv_data_len {
-            crate::debug!("tcp sockcm: pack callback returned {} bytes (at most {})", r, self.priv_data_len);
-            return Err(UCS_ERR_EXCEEDS_LIMIT);
-        }
-        buf.truncate(r as usize);
-        Ok(buf)
+        crate::core::cm::invoke_pack(&cbs, dev, self.priv_data_len, "tcp sockcm")
     }
 }

@@ -28,26 +28,7 @@ pub(super) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-#[derive(Clone, Copy)]
-pub(super) struct Callbacks {
-    pub(super) user_data: *mut c_void,
-    pub(super) resolve: uct_cm_ep_resolve_callback_t,
-    pub(super) pack: uct_cm_ep_priv_data_pack_callback_t,
-    pub(super) client_connect: uct_cm_ep_client_connect_callback_t,
-    pub(super) server_notify: uct_cm_ep_server_conn_notify_callback_t,
-    pub(super) disconnect: uct_ep_disconnect_cb_t,
-}
-
-impl Callbacks {
-    pub(super) const NONE: Callbacks = Callbacks {
-        user_data: std::ptr::null_mut(),
-        resolve: None,
-        pack: None,
-        client_connect: None,
-        server_notify: None,
-        disconnect: None,
-    };
-}
+pub(super) use crate::core::cm::Callbacks;
 
 pub(super) struct EpState {
     pub(super) handle: uct_ep_h,
