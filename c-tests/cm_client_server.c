@@ -1,6 +1,8 @@
 /*
  * Client/server exchange over the connection manager of the "tcp" component
- * (UCX 1.13.1 API), one process per side:
+ * (UCX 1.13.1 API), or with CMCS_COMPONENT=rdmacm of the "rdmacm" one (then
+ * CMCS_DEV names the device:port both sides must report, and the private
+ * data fits RDMA CM's 54 bytes), one process per side:
  *
  *   cm_client_server server PORTFILE MODE   listen on 127.0.0.1 (port 0), write
  *                                            the bound port to PORTFILE
@@ -39,8 +41,12 @@ typedef struct {
 #define CMCS_EP_ATTR_FIELD_REMOTE_SOCKADDR (1ul << 1)
 ucs_status_t uct_ep_query(uct_ep_h ep, cmcs_ep_attr_t *ep_attr);
 
-#define CLIENT_LEN 2000
-#define SERVER_LEN 1000
+#define CLIENT_MAX 2000
+#define SERVER_MAX 1000
+/* tcp: 2000 and 1000 bytes; rdmacm: 54 and 40 */
+static size_t g_client_len = CLIENT_MAX, g_server_len = SERVER_MAX;
+static int g_rdmacm;
+static const char *g_want_dev = "lo";
 
 static volatile int g_resolved, g_connected, g_notified, g_disconnected, g_conn_req;
 static volatile ucs_status_t g_status = UCS_OK;
@@ -119,6 +125,13 @@ static void save_remote(const uct_cm_remote_data_t *rd)
     memcpy(g_remote, rd->conn_priv_data, rd->conn_priv_data_length);
     g_remote_len   = rd->conn_priv_data_length;
     g_dev_addr_len = (rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH) ? rd->dev_addr_length : 0;
+    if (g_rdmacm) {
+        /* an IB device address: a flags byte and at least a LID or a GID */
+        if (!(rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR) || rd->dev_addr_length < 3 ||
+            rd->dev_addr_length > 23)
+            g_dev_addr_len = 0;
+        return;
+    }
     if ((rd->field_mask & UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR) && rd->dev_addr_length == expected_dev_addr_len()) {
         /* the tcp device address: flags, address family, then the address */
         const unsigned char *d = (const unsigned char*)rd->dev_addr;
@@ -151,10 +164,10 @@ static ssize_t pack_cb(void *arg, const uct_cm_ep_priv_data_pack_args_t *a, void
 {
     int server = (int)(long)arg == 2;
     (void)a;
-    if (server) { fill(priv, SERVER_LEN, 3, 5); return SERVER_LEN; }
-    fill(priv, CLIENT_LEN, 7, 1);
+    if (server) { fill(priv, g_server_len, 3, 5); return g_server_len; }
+    fill(priv, g_client_len, 7, 1);
     __atomic_store_n(&g_resolved, 1, __ATOMIC_RELEASE);
-    return CLIENT_LEN;
+    return g_client_len;
 }
 
 static void client_connect_cb(uct_ep_h ep, void *arg, const uct_cm_ep_client_connect_args_t *a)
@@ -180,6 +193,7 @@ static void disconnect_cb(uct_ep_h ep, void *arg)
 
 static uct_component_h find_tcp(void)
 {
+    const char *want = g_rdmacm ? "rdmacm" : "tcp";
     uct_component_h *comps;
     unsigned n;
     uct_component_attr_t attr;
@@ -187,14 +201,14 @@ static uct_component_h find_tcp(void)
     for (unsigned i = 0; i < n; i++) {
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_FLAGS;
         if (uct_component_query(comps[i], &attr) != UCS_OK) continue;
-        if (!strcmp(attr.name, "tcp") && (attr.flags & UCT_COMPONENT_FLAG_CM)) {
+        if (!strcmp(attr.name, want) && (attr.flags & UCT_COMPONENT_FLAG_CM)) {
             uct_component_h c = comps[i];
             uct_release_component_list(comps);
             return c;
         }
     }
     uct_release_component_list(comps);
-    printf("%s: SKIP no tcp component with a connection manager\n", g_side);
+    printf("%s: SKIP no %s component with a connection manager\n", g_side, want);
     exit(77);
 }
 
@@ -246,6 +260,12 @@ int main(int argc, char **argv)
     use_pack = !strcmp(mode, "pack");
     setvbuf(stdout, NULL, _IONBF, 0);
 
+    g_rdmacm = getenv("CMCS_COMPONENT") != NULL && !strcmp(getenv("CMCS_COMPONENT"), "rdmacm");
+    if (g_rdmacm) {
+        g_client_len = 54;
+        g_server_len = 40;
+        g_want_dev = getenv("CMCS_DEV") ? getenv("CMCS_DEV") : "softrdma0:1";
+    }
     uct_component_h comp = find_tcp();
     g_async_poll = getenv("CMCS_ASYNC") != NULL && !strcmp(getenv("CMCS_ASYNC"), "poll");
     if (ucs_async_context_create(g_async_poll ? UCS_ASYNC_MODE_POLL : UCS_ASYNC_MODE_THREAD_SPINLOCK, &async)
@@ -257,7 +277,7 @@ int main(int argc, char **argv)
     uct_config_release(cfg);
     if (s != UCS_OK) FAIL("uct_cm_open: %s", ucs_status_string(s));
     cm_attr.field_mask = UCT_CM_ATTR_FIELD_MAX_CONN_PRIV;
-    if (uct_cm_query(cm, &cm_attr) != UCS_OK || cm_attr.max_conn_priv != 2064)
+    if (uct_cm_query(cm, &cm_attr) != UCS_OK || cm_attr.max_conn_priv != (g_rdmacm ? 54 : 2064))
         FAIL("uct_cm_query: max_conn_priv %zu", cm_attr.max_conn_priv);
 
     v6      = getenv("CMCS_IPV6");
@@ -296,11 +316,11 @@ int main(int argc, char **argv)
         fclose(f);
 
         wait_for(&g_conn_req, "a connection request");
-        if (g_remote_len != CLIENT_LEN || !check(g_remote, CLIENT_LEN, 7, 1))
+        if (g_remote_len != g_client_len || !check(g_remote, g_client_len, 7, 1))
             FAIL("client private data: %zu bytes, pattern %s", g_remote_len,
-                 check(g_remote, CLIENT_LEN, 7, 1) ? "ok" : "bad");
-        if (g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
-        if (strcmp(g_dev_name, "lo")) FAIL("dev_name '%s' (expected lo)", g_dev_name);
+                 check(g_remote, g_client_len, 7, 1) ? "ok" : "bad");
+        if (g_rdmacm ? g_dev_addr_len == 0 : g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
+        if (strcmp(g_dev_name, g_want_dev)) FAIL("dev_name '%s' (expected %s)", g_dev_name, g_want_dev);
         printf("server: connection request with %zu bytes from the client on %s\n", g_remote_len, g_dev_name);
 
         if (!strcmp(mode, "reject")) {
@@ -309,8 +329,8 @@ int main(int argc, char **argv)
             progress_for(300);
             printf("server: rejected\n");
         } else {
-            unsigned char data[SERVER_LEN];
-            fill(data, sizeof(data), 3, 5);
+            unsigned char data[SERVER_MAX];
+            fill(data, g_server_len, 3, 5);
             memset(&ep_params, 0, sizeof(ep_params));
             ep_params.field_mask = UCT_EP_PARAM_FIELD_CM | UCT_EP_PARAM_FIELD_CONN_REQUEST |
                                    UCT_EP_PARAM_FIELD_USER_DATA | UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER |
@@ -327,7 +347,7 @@ int main(int argc, char **argv)
             } else {
                 ep_params.field_mask         |= UCT_EP_PARAM_FIELD_PRIV_DATA | UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH;
                 ep_params.private_data        = data;
-                ep_params.private_data_length = sizeof(data);
+                ep_params.private_data_length = g_server_len;
             }
             s = uct_ep_create(&ep_params, &ep);
             if (s != UCS_OK) FAIL("server uct_ep_create: %s", ucs_status_string(s));
@@ -351,7 +371,7 @@ int main(int argc, char **argv)
         uct_listener_destroy(listener);
     } else {
         ucs_sock_addr_t sa;
-        unsigned char data[CLIENT_LEN];
+        unsigned char data[CLIENT_MAX];
 
         if (g_ipv6) ((struct sockaddr_in6*)&sin)->sin6_port = htons(atoi(argv[2]));
         else ((struct sockaddr_in*)&sin)->sin_port = htons(atoi(argv[2]));
@@ -380,12 +400,12 @@ int main(int argc, char **argv)
         if (!use_pack) {
             uct_ep_connect_params_t cp;
             if (g_status != UCS_OK) FAIL("resolve status %s", ucs_status_string(g_status));
-            if (strcmp(g_dev_name, "lo")) FAIL("resolved dev_name '%s' (expected lo)", g_dev_name);
-            fill(data, sizeof(data), 7, 1);
+            if (strcmp(g_dev_name, g_want_dev)) FAIL("resolved dev_name '%s' (expected %s)", g_dev_name, g_want_dev);
+            fill(data, g_client_len, 7, 1);
             cp.field_mask          = UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA |
                                      UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH;
             cp.private_data        = data;
-            cp.private_data_length = sizeof(data);
+            cp.private_data_length = g_client_len;
             s = uct_ep_connect(ep, &cp);
             if (s != UCS_OK) FAIL("uct_ep_connect: %s", ucs_status_string(s));
         }
@@ -395,9 +415,9 @@ int main(int argc, char **argv)
             printf("client: rejected as expected\n");
         } else {
             if (g_status != UCS_OK) FAIL("connect status %s", ucs_status_string(g_status));
-            if (g_remote_len != SERVER_LEN || !check(g_remote, SERVER_LEN, 3, 5))
+            if (g_remote_len != g_server_len || !check(g_remote, g_server_len, 3, 5))
                 FAIL("server private data: %zu bytes", g_remote_len);
-            if (g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
+            if (!g_rdmacm && g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
             printf("client: connected, %zu bytes from the server\n", g_remote_len);
             s = uct_cm_client_ep_conn_notify(ep);
             if (s != UCS_OK) FAIL("uct_cm_client_ep_conn_notify: %s", ucs_status_string(s));

@@ -224,6 +224,26 @@ impl Callbacks {
     }
 }
 
+/// The backlog of a new listener: the user's (`UCT_LISTENER_PARAM_FIELD_BACKLOG`)
+/// up to the system's `max`, else `max`; refused when not positive.
+pub fn listener_backlog(params: &uct_listener_params_t, max: i32, who: &str) -> Result<i32, ucs_status_t> {
+    let backlog = if params.field_mask & UCT_LISTENER_PARAM_FIELD_BACKLOG != 0 {
+        if params.backlog > max {
+            crate::diag!("{}: backlog {} is more than the system's {}; using {}", who, params.backlog, max, max);
+            max
+        } else {
+            params.backlog
+        }
+    } else {
+        max
+    };
+    if backlog <= 0 {
+        crate::error!("{}: backlog ({}) must be a positive number", who, backlog);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    Ok(backlog)
+}
+
 /// A device name as the CM argument structs carry it (NUL-terminated,
 /// truncated to fit).
 pub fn dev_name_array(name: &str) -> [c_char; UCT_DEVICE_NAME_MAX] {
@@ -276,7 +296,11 @@ pub fn invoke_resolve(cbs: &Callbacks, dev: &str, status: ucs_status_t) -> ucs_s
 
 /// The connect callback of a client endpoint, with the server's device
 /// address and private data when there is an answer.
-pub fn invoke_client_connect(handle: uct_ep_h, cbs: &Callbacks, remote: Option<(&[u8], &[u8])>,
+///
+/// # Safety
+/// `handle` and `cbs` are a live endpoint's and the callbacks its user
+/// registered with it (the callback receives the handle).
+pub unsafe fn invoke_client_connect(handle: uct_ep_h, cbs: &Callbacks, remote: Option<(&[u8], &[u8])>,
                              status: ucs_status_t) {
     let Some(cb) = cbs.client_connect else { return };
     let mut rd = uct_cm_remote_data_t {
@@ -305,7 +329,10 @@ pub fn invoke_client_connect(handle: uct_ep_h, cbs: &Callbacks, remote: Option<(
 }
 
 /// The notify callback of a server endpoint.
-pub fn invoke_server_notify(handle: uct_ep_h, cbs: &Callbacks, status: ucs_status_t) {
+///
+/// # Safety
+/// As [`invoke_client_connect`].
+pub unsafe fn invoke_server_notify(handle: uct_ep_h, cbs: &Callbacks, status: ucs_status_t) {
     let Some(cb) = cbs.server_notify else { return };
     let args = uct_cm_ep_server_conn_notify_args_t { field_mask: UCT_CM_EP_SERVER_CONN_NOTIFY_ARGS_FIELD_STATUS, status };
     // SAFETY: the user's callback with its own argument.
@@ -313,7 +340,10 @@ pub fn invoke_server_notify(handle: uct_ep_h, cbs: &Callbacks, status: ucs_statu
 }
 
 /// The disconnect callback of an endpoint.
-pub fn invoke_disconnect(handle: uct_ep_h, cbs: &Callbacks) {
+///
+/// # Safety
+/// As [`invoke_client_connect`].
+pub unsafe fn invoke_disconnect(handle: uct_ep_h, cbs: &Callbacks) {
     if let Some(cb) = cbs.disconnect {
         // SAFETY: the user's callback with its own argument.
         unsafe { cb(handle, cbs.user_data) };
@@ -330,7 +360,11 @@ pub struct ConnRequest<'a> {
 }
 
 /// The connection request callback of a listener.
-pub fn invoke_conn_request(listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t,
+///
+/// # Safety
+/// `listener`, `cb` and `user_data` are a live listener's as its user
+/// created it; `req.request` is a request the CM can answer.
+pub unsafe fn invoke_conn_request(listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t,
                            user_data: *mut c_void, req: &ConnRequest<'_>) {
     let Some(cb) = cb else { return };
     let rd = uct_cm_remote_data_t {

@@ -46,6 +46,16 @@ pub fn errno() -> i32 {
     Errno::last_raw()
 }
 
+/// Set `O_NONBLOCK` on a descriptor another library owns (librdmacm's
+/// event channel), keeping its other status flags.
+pub fn set_nonblocking(fd: std::os::fd::RawFd) -> Result<(), Errno> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    // SAFETY: the caller's descriptor is open for the duration of the call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let fl = fcntl(fd, FcntlArg::F_GETFL)?;
+    fcntl(fd, FcntlArg::F_SETFL(OFlag::from_bits_retain(fl) | OFlag::O_NONBLOCK)).map(drop)
+}
+
 /// The system's text for an errno value.
 pub fn errno_str(e: i32) -> String {
     std::io::Error::from_raw_os_error(e).to_string()

@@ -203,6 +203,12 @@ pub fn somaxconn() -> i32 {
         .and_then(|s| s.trim().parse().ok()).unwrap_or(libc::SOMAXCONN)
 }
 
+/// `net.rdma_ucm.max_backlog`, the most an RDMA CM listen backlog can be
+/// (None when it cannot be read: no RDMA CM module).
+pub fn rdma_cm_max_backlog() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/net/rdma_ucm/max_backlog").ok().and_then(|s| s.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,7 @@
 //! - [`md`]: the memory domain: the opened device, its PD, registrations,
 //!   and the packed remote key format.
 //! - [`ud`]: the `ud_verbs` transport.
-//! - [`rdmacm`]: the `rdmacm` component (its connection manager is not
-//!   implemented: opening it fails, as it fails without RDMA CM).
+//! - [`rdmacm`]: the `rdmacm` component and its connection manager (RDMA CM).
 
 pub mod bufs;
 pub mod config;

@@ -21,21 +21,7 @@ impl SockCm {
             crate::error!("tcp sockcm: a listener needs UCT_LISTENER_PARAM_FIELD_CONN_REQUEST_CB");
             return Err(UCS_ERR_INVALID_PARAM);
         }
-        let max = netif::somaxconn();
-        let backlog = if params.field_mask & UCT_LISTENER_PARAM_FIELD_BACKLOG != 0 {
-            if params.backlog > max {
-                crate::diag!("tcp sockcm: backlog {} is more than the system's {}; using {}", params.backlog, max, max);
-                max
-            } else {
-                params.backlog
-            }
-        } else {
-            max
-        };
-        if backlog <= 0 {
-            crate::error!("tcp sockcm: backlog ({}) must be a positive number", backlog);
-            return Err(UCS_ERR_INVALID_PARAM);
-        }
+        let backlog = crate::core::cm::listener_backlog(params, netif::somaxconn(), "tcp sockcm")?;
         // SAFETY: the user's listener address: NULL or `len` readable bytes.
         let at = unsafe { user_addr(addr, len) }?;
         let tl = self.tl();

@@ -60,10 +60,13 @@ impl SockCmTl {
             }
             Call::ClientConnect { handle, cbs, remote, status } => {
                 let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.as_slice()));
-                cm::invoke_client_connect(handle, &cbs, remote, status);
+                // SAFETY: a live endpoint of this CM with its user's callbacks.
+                unsafe { cm::invoke_client_connect(handle, &cbs, remote, status) };
             }
-            Call::ServerNotify { handle, cbs, status } => cm::invoke_server_notify(handle, &cbs, status),
-            Call::Disconnect { handle, cbs } => cm::invoke_disconnect(handle, &cbs),
+            // SAFETY: a live endpoint of this CM with its user's callbacks.
+            Call::ServerNotify { handle, cbs, status } => unsafe { cm::invoke_server_notify(handle, &cbs, status) },
+            // SAFETY: a live endpoint of this CM with its user's callbacks.
+            Call::Disconnect { handle, cbs } => unsafe { cm::invoke_disconnect(handle, &cbs) },
             Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data, peer } => {
                 // SAFETY: the ep's iface is this CM's; remember the request
                 // so that uct_ep_create/uct_listener_reject can check it.
@@ -73,7 +76,9 @@ impl SockCmTl {
                               handle, dev, data.len());
                 let req = cm::ConnRequest { dev: &dev, request: handle as uct_conn_request_h, dev_addr: &dev_addr,
                                             data: &data, client: peer };
-                cm::invoke_conn_request(listener, cb, user_data, &req);
+                // SAFETY: a live listener of this CM with its user's callback;
+                // the request is pending for uct_ep_create/uct_listener_reject.
+                unsafe { cm::invoke_conn_request(listener, cb, user_data, &req) };
             }
         }
     }
