@@ -17,6 +17,12 @@
  *       cli-disc  same, client disconnects first
  *       pack      like cli-disc, both sides fill their data with a pack callback
  *       reject    the server rejects; the client must see UCS_ERR_REJECTED
+ *       kill-pre  the server prints "HOLD <pid>" once it has the request and
+ *                 never answers (the test SIGKILLs it); the client must see
+ *                 its connect callback fail within 20 s
+ *       kill-post the server holds (prints "HOLD <pid>") once connected; the
+ *                 client must see its disconnect callback within 20 s
+ *       ckill-post the same with the client held and the server waiting
  *
  * Callbacks may come from UCX's async thread, so they only record what
  * happened; the main thread acts. Exit 0 on success, 77 when the library
@@ -30,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* uct_ep_query of UCX 1.13.1 (uct/api/v2/uct_v2.h, not shipped by Debian). */
 typedef struct {
@@ -91,6 +98,24 @@ static void wait_for(volatile int *flag, const char *what)
         progress();
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (t.tv_sec - t0.tv_sec > 10) FAIL("timeout waiting for %s", what);
+    }
+}
+
+/* Be killed: say so with our pid and keep the connection served. */
+static void hold(void)
+{
+    printf("%s: HOLD %d\n", g_side, (int)getpid());
+    for (;;) progress();
+}
+
+static void wait_long(volatile int *flag, const char *what)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+        progress();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) FAIL("timeout waiting for %s", what);
     }
 }
 
@@ -322,6 +347,7 @@ int main(int argc, char **argv)
         if (g_rdmacm ? g_dev_addr_len == 0 : g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
         if (strcmp(g_dev_name, g_want_dev)) FAIL("dev_name '%s' (expected %s)", g_dev_name, g_want_dev);
         printf("server: connection request with %zu bytes from the client on %s\n", g_remote_len, g_dev_name);
+        if (!strcmp(mode, "kill-pre")) hold();
 
         if (!strcmp(mode, "reject")) {
             s = uct_listener_reject(listener, g_request);
@@ -356,6 +382,14 @@ int main(int argc, char **argv)
             wait_for(&g_notified, "the client's notification");
             if (g_status != UCS_OK) FAIL("notify status %s", ucs_status_string(g_status));
             printf("server: client notified\n");
+            if (!strcmp(mode, "kill-post")) hold();
+            if (!strcmp(mode, "ckill-post")) {
+                wait_long(&g_disconnected, "the disconnect callback after the client died");
+                printf("server: the client's death seen as a disconnection\n");
+                uct_ep_destroy(ep);
+                uct_listener_destroy(listener);
+                goto out;
+            }
             {
                 cmcs_ep_attr_t ea;
                 ea.field_mask = CMCS_EP_ATTR_FIELD_LOCAL_SOCKADDR | CMCS_EP_ATTR_FIELD_REMOTE_SOCKADDR;
@@ -409,6 +443,13 @@ int main(int argc, char **argv)
             s = uct_ep_connect(ep, &cp);
             if (s != UCS_OK) FAIL("uct_ep_connect: %s", ucs_status_string(s));
         }
+        if (!strcmp(mode, "kill-pre")) {
+            wait_long(&g_connected, "the connect callback after the server died");
+            if (g_status == UCS_OK) FAIL("connected to a dead server");
+            printf("client: the server's death reported as %s\n", ucs_status_string(g_status));
+            uct_ep_destroy(ep);
+            goto out;
+        }
         wait_for(&g_connected, "the server's answer");
         if (!strcmp(mode, "reject")) {
             if (g_status != UCS_ERR_REJECTED) FAIL("status %s (expected rejected)", ucs_status_string(g_status));
@@ -421,11 +462,18 @@ int main(int argc, char **argv)
             printf("client: connected, %zu bytes from the server\n", g_remote_len);
             s = uct_cm_client_ep_conn_notify(ep);
             if (s != UCS_OK) FAIL("uct_cm_client_ep_conn_notify: %s", ucs_status_string(s));
-            do_disconnect(ep, strcmp(mode, "srv-disc") != 0);
+            if (!strcmp(mode, "ckill-post")) hold();
+            if (!strcmp(mode, "kill-post")) {
+                wait_long(&g_disconnected, "the disconnect callback after the server died");
+                printf("client: the server's death seen as a disconnection\n");
+            } else {
+                do_disconnect(ep, strcmp(mode, "srv-disc") != 0);
+            }
         }
         uct_ep_destroy(ep);
     }
 
+out:
     uct_cm_close(cm);
     uct_worker_destroy(g_worker);
     ucs_async_context_destroy(async);

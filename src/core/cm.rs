@@ -244,6 +244,28 @@ pub fn listener_backlog(params: &uct_listener_params_t, max: i32, who: &str) -> 
     Ok(backlog)
 }
 
+/// A peer's private data as it is handed to a user callback: the bytes
+/// that arrived, in a zero-filled buffer of at least the CM's largest
+/// private data. libucp reads its own header out of that data without
+/// checking the length it was given; with the original's CMs that read
+/// stays inside the CM's receive buffer, and here it stays inside this one.
+pub struct PrivData {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl PrivData {
+    pub fn new(data: &[u8], room: usize) -> PrivData {
+        let mut buf = vec![0u8; room.max(data.len())];
+        buf[..data.len()].copy_from_slice(data);
+        PrivData { buf, len: data.len() }
+    }
+    /// The bytes that arrived (their pointer is the start of the buffer).
+    pub fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// A device name as the CM argument structs carry it (NUL-terminated,
 /// truncated to fit).
 pub fn dev_name_array(name: &str) -> [c_char; UCT_DEVICE_NAME_MAX] {

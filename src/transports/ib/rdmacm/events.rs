@@ -131,7 +131,7 @@ impl RdmaCmTl {
         }
         let (user, status) = match split_private(data) {
             Ok((u, b)) => match peer_status(b) {
-                Some(st) => (u.to_vec(), st),
+                Some(st) => (cm::PrivData::new(u, MAX_CONN_PRIV), st),
                 None => {
                     crate::error!("rdmacm: {}: the server's answer carries status {}, not a UCX status; \
                                    connection dropped", ep.addrs(), b as i8);
@@ -210,7 +210,7 @@ impl RdmaCmTl {
         };
         let (listener, cb, user_data) = (l.handle, l.conn_request_cb, l.user_data);
         let (data, status) = match split_private(&e.private_data) {
-            Ok((d, b)) => (d.to_vec(), b),
+            Ok((d, b)) => (cm::PrivData::new(d, MAX_CONN_PRIV), b),
             Err(why) => return refuse(id, &why),
         };
         if status != 0 {
@@ -229,7 +229,8 @@ impl RdmaCmTl {
         s.reqs.insert(key, ReqState { id, failed: false });
         pending().insert(key, self as *const RdmaCmTl as usize);
         self.mark_busy();
-        Some(Call::ConnRequest { listener, cb, user_data, key, dev, dev_addr, data, client: peer.to_storage() })
+        Some(Call::ConnRequest { listener, cb, user_data, key, dev, dev_addr, data,
+                                 client: peer.to_storage() })
     }
 
     /// The endpoint failed: tell the user through whichever callback is
@@ -293,7 +294,7 @@ impl RdmaCmTl {
                 let _ = cm::invoke_resolve(&cbs, "", status);
             }
             Call::ClientConnect { handle, cbs, remote, status } => {
-                let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.as_slice()));
+                let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.data()));
                 // SAFETY: a live endpoint of this CM with its user's callbacks.
                 unsafe { cm::invoke_client_connect(handle, &cbs, remote, status) };
             }
@@ -303,9 +304,9 @@ impl RdmaCmTl {
             Call::Disconnect { handle, cbs } => unsafe { cm::invoke_disconnect(handle, &cbs) },
             Call::ConnRequest { listener, cb, user_data, key, dev, dev_addr, data, client } => {
                 crate::debug!("rdmacm: connection request {} on {} with {} bytes of private data", key, dev,
-                              data.len());
+                              data.data().len());
                 let req = cm::ConnRequest { dev: &dev, request: key as usize as uct_conn_request_h,
-                                            dev_addr: &dev_addr, data: &data, client };
+                                            dev_addr: &dev_addr, data: data.data(), client };
                 // SAFETY: a live listener of this CM with its user's callback;
                 // the request is pending for uct_ep_create/uct_listener_reject.
                 unsafe { cm::invoke_conn_request(listener, cb, user_data, &req) };

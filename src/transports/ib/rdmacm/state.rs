@@ -5,7 +5,7 @@
 //! released.
 
 use crate::abi::*;
-use crate::core::cm::Callbacks;
+use crate::core::cm::{Callbacks, PrivData};
 use crate::core::iface::{Ep, Iface};
 use crate::sys::addr::SockAddr;
 use crate::sys::verbs::cm::{CmId, DummyCq, DummyQp, EventChannel};
@@ -176,10 +176,11 @@ pub(super) enum Call {
     PackAndConnect { cbs: Callbacks, dev: String, key: u64 },
     /// The resolve callback with a failure.
     ResolveFailed { cbs: Callbacks, status: ucs_status_t },
-    ClientConnect { handle: uct_ep_h, cbs: Callbacks, remote: Option<(Vec<u8>, Vec<u8>)>, status: ucs_status_t },
+    /// `remote`: the peer's device address and private data.
+    ClientConnect { handle: uct_ep_h, cbs: Callbacks, remote: Option<(Vec<u8>, PrivData)>, status: ucs_status_t },
     ServerNotify { handle: uct_ep_h, cbs: Callbacks, status: ucs_status_t },
     Disconnect { handle: uct_ep_h, cbs: Callbacks },
     ConnRequest { listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t, user_data: *mut c_void,
-                  key: u64, dev: String, dev_addr: Vec<u8>, data: Vec<u8>,
+                  key: u64, dev: String, dev_addr: Vec<u8>, data: PrivData,
                   client: (libc::sockaddr_storage, libc::socklen_t) },
 }

@@ -81,7 +81,8 @@ impl SockCmTl {
                 };
                 let dev_addr = device_addr_of(&peer);
                 let peer = peer.to_storage();
-                Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr, data: data.to_vec(), peer }
+                Call::ConnRequest { listener, cb, user_data, handle, dev, dev_addr,
+                                   data: crate::core::cm::PrivData::new(data, self.priv_data_len), peer }
             }
             Event::Rejected => {
                 crate::debug!("tcp sockcm: client ep {:p} was rejected by the server", ep.handle);
@@ -93,7 +94,8 @@ impl SockCmTl {
                     ep.flags &= !st::CLIENT_CONNECTED;
                     return self.fail(state, id, UCS_ERR_CONNECTION_RESET);
                 };
-                Call::ClientConnect { handle: ep.handle, cbs: ep.cbs, remote: Some((dev_addr, data.to_vec())), status: UCS_OK }
+                Call::ClientConnect { handle: ep.handle, cbs: ep.cbs, remote: Some((dev_addr, crate::core::cm::PrivData::new(data, self.priv_data_len))),
+                                   status: UCS_OK }
             }
             Event::Need(_) | Event::Close(_) => Call::None,
         }

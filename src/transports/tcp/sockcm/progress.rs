@@ -59,7 +59,7 @@ impl SockCmTl {
                 self.run(call);
             }
             Call::ClientConnect { handle, cbs, remote, status } => {
-                let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.as_slice()));
+                let remote = remote.as_ref().map(|(a, d)| (a.as_slice(), d.data()));
                 // SAFETY: a live endpoint of this CM with its user's callbacks.
                 unsafe { cm::invoke_client_connect(handle, &cbs, remote, status) };
             }
@@ -73,9 +73,9 @@ impl SockCmTl {
                 let iface = unsafe { (*handle).iface } as usize;
                 pending().insert(handle as usize, iface);
                 crate::debug!("tcp sockcm: connection request {:p} on {} with {} bytes of private data",
-                              handle, dev, data.len());
+                              handle, dev, data.data().len());
                 let req = cm::ConnRequest { dev: &dev, request: handle as uct_conn_request_h, dev_addr: &dev_addr,
-                                            data: &data, client: peer };
+                                            data: data.data(), client: peer };
                 // SAFETY: a live listener of this CM with its user's callback;
                 // the request is pending for uct_ep_create/uct_listener_reject.
                 unsafe { cm::invoke_conn_request(listener, cb, user_data, &req) };

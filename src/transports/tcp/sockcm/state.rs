@@ -151,11 +151,12 @@ pub(super) enum Call {
     None,
     Resolve { handle: uct_ep_h, cbs: Callbacks, dev: String, status: ucs_status_t, id: u64 },
     PackAndSend { handle: uct_ep_h, cbs: Callbacks, dev: String, id: u64 },
-    ClientConnect { handle: uct_ep_h, cbs: Callbacks, remote: Option<(Vec<u8>, Vec<u8>)>, status: ucs_status_t },
+    ClientConnect { handle: uct_ep_h, cbs: Callbacks, remote: Option<(Vec<u8>, crate::core::cm::PrivData)>,
+                    status: ucs_status_t },
     ServerNotify { handle: uct_ep_h, cbs: Callbacks, status: ucs_status_t },
     Disconnect { handle: uct_ep_h, cbs: Callbacks },
     ConnRequest { listener: uct_listener_h, cb: uct_cm_listener_conn_request_callback_t, user_data: *mut c_void,
-                  handle: uct_ep_h, dev: String, dev_addr: Vec<u8>, data: Vec<u8>, peer: (libc::sockaddr_storage, libc::socklen_t) },
+                  handle: uct_ep_h, dev: String, dev_addr: Vec<u8>, data: crate::core::cm::PrivData, peer: (libc::sockaddr_storage, libc::socklen_t) },
 }
 
 impl SockCmTl {
