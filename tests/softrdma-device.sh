@@ -5,6 +5,9 @@
 #    slots match the installed libibverbs);
 #  - verbs-test (one process, 25 checks) and xproc-test (34 checks across
 #    two processes, fork mode): every check ok;
+#  - as root with `ip netns`, the device's user-space RDMA CM
+#    (rdmacm-test.sh: its four parts, on InfiniBand and RoCE ports, within
+#    one namespace and across two, killed peers included);
 #  - where the reference UCX has verbs (Debian's 1.13.1; the 1.18.1 wheel
 #    has none): the C original's one-process ucx_perftest rows
 #    (perftest-loopback.sh), its client/server rc_verbs matrix (rc-matrix.sh,
@@ -62,6 +65,18 @@ fi
 unset SOFTRDMA_SHM_DIR
 timeout -k 5 120 "$SR/run.sh" "$SOFTRDMA_BUILD/xproc-test" > "$T_WORK/xproc.txt" 2>&1
 tap "xproc-test (two processes, fork)" 34 "$T_WORK/xproc.txt" $?
+
+if netns_usable "rdmacm-test.sh not run"; then
+    timeout -k 5 300 "$SR/rdmacm-test.sh" > "$T_WORK/rdmacm.txt" 2>&1
+    crc=$?
+    while read -r st rest; do
+        case $st in
+            PASS) pass "RDMA CM: $rest" ;;
+            FAIL) fail "RDMA CM: $rest" ;;
+        esac
+    done < <(grep -E '^(PASS|FAIL) ' "$T_WORK/rdmacm.txt")
+    [ "$crc" = 0 ] || fail "rdmacm-test.sh exit status" "$crc: $(grep -m 3 '^not ok' "$T_WORK/rdmacm.txt" | tr '\n' ' ')"
+fi
 
 if ! ref_has_verbs; then
     echo "# UCX $UCX_ABI reference: no verbs transports, the C original's rows are not run"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds the soft RDMA device: the libibverbs provider, the process shim and
 # the ABI probe, into tests/softrdma/build/ (or $SOFTRDMA_BUILD). Needs gcc
-# and libibverbs-dev (Debian 12: rdma-core 44). Runs the probe at the end.
+# and libibverbs-dev (Debian 12: rdma-core 44; librdmacm-dev for the CM
+# test's header). Runs the probe at the end. Also the soft RDMA CM
+# (rdmacm/, librdmacm.so.1) and rdmacm-test.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${SOFTRDMA_BUILD:-$here/build}
@@ -37,3 +39,9 @@ $CC $CFLAGS -o "$out/softrdma-gc" "$here/provider/gc.c" -ldl
 $CC $CFLAGS -o "$out/xproc-test" "$here/xproc-test.c" -libverbs
 $CC $CFLAGS -o "$out/xproc-bench" "$here/xproc-bench.c" -libverbs
 $CC $CFLAGS -o "$out/ud-lossy-test" "$here/ud-lossy-test.c" -libverbs -lm
+# the soft RDMA CM: a librdmacm.so.1 of our own (run.sh mounts it over the
+# system's with SOFTRDMA_CM=1), and its test
+$CC $CFLAGS -shared -o "$out/librdmacm.so.1" "$here/rdmacm/rdmacm.c" "$here/rdmacm/stubs.c" \
+    -libverbs -lpthread -Wl,--no-undefined -Wl,-soname,librdmacm.so.1 \
+    -Wl,--version-script,"$here/rdmacm/librdmacm.map"
+$CC $CFLAGS -o "$out/rdmacm-test" "$here/rdmacm-test.c" -L"$out" -l:librdmacm.so.1 -libverbs -lpthread

@@ -22,7 +22,12 @@
 #   /dev/infiniband/uverbsN, each a bind of /dev/null (device 1:3, as the
 #   sysfs "dev" files say); the host's /dev is not touched;
 # - LD_PRELOAD of the shim (no NETLINK_RDMA socket, uverbs command writes
-#   answered) and RDMAV_DRIVERS naming the provider by absolute path.
+#   answered) and RDMAV_DRIVERS naming the provider by absolute path;
+# - with SOFTRDMA_CM=1 (off by default), RDMA CM on the device: our
+#   librdmacm.so.1 (rdmacm/, built by build.sh) bind-mounted over the
+#   system's library file (readlink -f of librdmacm.so.1), so every program
+#   of the namespace linked with librdmacm uses it, and
+#   /dev/infiniband/rdma_cm (a bind of /dev/null) as the library checks.
 # The provider is built first if needed (build.sh). Exit status is CMD's.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +49,20 @@ fi
 if [ ! -e "$out/libsoftrdma-rdmav34.so" ] || [ ! -e "$out/libsoftrdma-shim.so" ] ||
    [ -n "$(find "$here/provider" "$here/provider-abi.tsv" -newer "$out/libsoftrdma-rdmav34.so" 2>/dev/null)" ]; then
     "$here/build.sh" >/dev/null
+fi
+cm_lib=
+if [ "${SOFTRDMA_CM:-0}" = 1 ]; then
+    if [ ! -e "$out/librdmacm.so.1" ] ||
+       [ -n "$(find "$here/rdmacm" -newer "$out/librdmacm.so.1" 2>/dev/null)" ]; then
+        "$here/build.sh" >/dev/null
+    fi
+    for l in /usr/lib/x86_64-linux-gnu/librdmacm.so.1 /usr/lib64/librdmacm.so.1 /usr/lib/librdmacm.so.1; do
+        [ -e "$l" ] && { cm_lib=$(readlink -f "$l"); break; }
+    done
+    if [ -z "$cm_lib" ]; then
+        echo "$0: SOFTRDMA_CM=1: no system librdmacm.so.1 to stand in for (librdmacm1)" >&2
+        exit 2
+    fi
 fi
 
 tmp=$(mktemp -d -t softrdma.XXXXXX)
@@ -143,7 +162,7 @@ done
 # ---- the namespace
 inner='
 set -e
-tmp=$1; out=$2; ndev=$3; shift 3
+tmp=$1; out=$2; ndev=$3; cm_lib=$4; shift 4
 mkdir "$tmp/hostdev"
 mount --rbind /dev "$tmp/hostdev"
 mount -t tmpfs -o mode=755 softrdma-dev /dev
@@ -165,6 +184,11 @@ while [ "$i" -lt "$ndev" ]; do
     mount --bind /dev/null /dev/infiniband/uverbs$i
     i=$((i + 1))
 done
+if [ -n "$cm_lib" ]; then
+    : > /dev/infiniband/rdma_cm
+    mount --bind /dev/null /dev/infiniband/rdma_cm
+    mount --bind "$out/librdmacm.so.1" "$cm_lib"
+fi
 umount -l "$tmp/hostdev"
 # /sys/class: the classes of the host (bind mounts) and the device tree
 mkdir "$tmp/sysclass"
@@ -192,7 +216,7 @@ if [ "$(id -u)" = 0 ]; then ns="-m"; else ns="-mr"; fi
 set +e
 # unshare execs the shell, which execs CMD: $child is CMD itself. A TERM or
 # INT to run.sh (e.g. from timeout) is passed on to it.
-unshare $ns --propagation private sh -c "$inner" softrdma-ns "$tmp" "$out" "$ndev" "$@" <&0 &
+unshare $ns --propagation private sh -c "$inner" softrdma-ns "$tmp" "$out" "$ndev" "$cm_lib" "$@" <&0 &
 child=$!
 trap 'kill -TERM $child 2>/dev/null' TERM INT HUP
 while :; do
