@@ -244,6 +244,35 @@ pub fn listener_backlog(params: &uct_listener_params_t, max: i32, who: &str) -> 
     Ok(backlog)
 }
 
+/// The private data pointer and length `uct_ep_connect`'s parameters carry
+/// (none without parameters or without the fields).
+pub fn connect_params_data(params: Option<&uct_ep_connect_params_t>) -> (*const c_void, usize) {
+    match params {
+        Some(p) => (
+            if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
+            if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
+        ),
+        None => (std::ptr::null(), 0),
+    }
+}
+
+/// A copy of `len` bytes of the user's at `data`; NULL with a length is
+/// refused with a log line.
+///
+/// # Safety
+/// `data` is NULL or readable for `len` bytes.
+pub unsafe fn user_bytes(data: *const c_void, len: usize, who: &str) -> Result<Vec<u8>, ucs_status_t> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if data.is_null() {
+        crate::error!("{}: NULL private data of {} bytes", who, len);
+        return Err(UCS_ERR_INVALID_PARAM);
+    }
+    // SAFETY: non-NULL, and readable for `len` bytes (function contract).
+    Ok(unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec())
+}
+
 /// A peer's private data as it is handed to a user callback: the bytes
 /// that arrived, in a zero-filled buffer of at least the CM's largest
 /// private data. libucp reads its own header out of that data without

@@ -191,19 +191,14 @@ impl RdmaCm {
             == (UCT_EP_PARAM_FIELD_PRIV_DATA | UCT_EP_PARAM_FIELD_PRIV_DATA_LENGTH)
         {
             let len = params.private_data_length;
-            if len > 0 && params.private_data.is_null() {
-                crate::error!("rdmacm: NULL private data of {} bytes", len);
-                return fail(req.id, UCS_ERR_INVALID_PARAM);
-            }
             if len > MAX_CONN_PRIV {
                 crate::error!("rdmacm: {} bytes of private data, at most {}", len, MAX_CONN_PRIV);
                 return fail(req.id, UCS_ERR_EXCEEDS_LIMIT);
             }
-            if len == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: the caller passes `len` readable bytes (checked non-NULL).
-                unsafe { std::slice::from_raw_parts(params.private_data as *const u8, len) }.to_vec()
+            // SAFETY: the user passes `len` readable bytes (or NULL).
+            match unsafe { cm::user_bytes(params.private_data, len, "rdmacm") } {
+                Ok(d) => d,
+                Err(st) => return fail(req.id, st),
             }
         } else if m & UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB != 0 {
             match cm::invoke_pack(&cbs, &dev_name(&req.id), MAX_CONN_PRIV, "rdmacm") {
@@ -274,26 +269,15 @@ impl Transport for RdmaCmTl {
 
     crate::transport_ops! {
         fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
-            let (data, len) = match params {
-                Some(p) => (
-                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
-                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
-                ),
-                None => (std::ptr::null(), 0),
-            };
-            if len > 0 && data.is_null() {
-                crate::error!("rdmacm: NULL private data of {} bytes", len);
-                return UCS_ERR_INVALID_PARAM;
-            }
+            let (data, len) = cm::connect_params_data(params);
             if len > MAX_CONN_PRIV {
                 crate::error!("rdmacm: {} bytes of private data, at most {}", len, MAX_CONN_PRIV);
                 return UCS_ERR_EXCEEDS_LIMIT;
             }
-            let bytes = if len == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: the caller passes `len` readable bytes at `data` (checked non-NULL).
-                unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec()
+            // SAFETY: the user passes `len` readable bytes at `data` (or NULL).
+            let bytes = match unsafe { cm::user_bytes(data, len, "rdmacm") } {
+                Ok(b) => b,
+                Err(st) => return st,
             };
             let tl = &iface.tl;
             let mut s = tl.lock();

@@ -270,15 +270,10 @@ impl SockCm {
                 crate::error!("tcp sockcm: {} bytes of private data, at most {}", len, tl.priv_data_len);
                 return fail(UCS_ERR_BUFFER_TOO_SMALL);
             }
-            if len > 0 && params.private_data.is_null() {
-                crate::error!("tcp sockcm: NULL private data of {} bytes", len);
-                return fail(UCS_ERR_INVALID_PARAM);
-            }
-            if len == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: the caller passes `len` readable bytes (checked non-NULL).
-                unsafe { std::slice::from_raw_parts(params.private_data as *const u8, len) }.to_vec()
+            // SAFETY: the caller passes `len` readable bytes (or NULL).
+            match unsafe { crate::core::cm::user_bytes(params.private_data, len, "tcp sockcm") } {
+                Ok(d) => d,
+                Err(st) => return fail(st),
             }
         } else if m & UCT_EP_PARAM_FIELD_SOCKADDR_PACK_CB != 0 {
             // (The lock goes before `fail` takes it again.)
@@ -364,13 +359,7 @@ impl Transport for SockCmTl {
 
     crate::transport_ops! {
         fn ep_connect(iface: &Iface<Self>, ep: &Ep<Self>, params: Option<&uct_ep_connect_params_t>) -> ucs_status_t {
-            let (data, len) = match params {
-                Some(p) => (
-                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA != 0 { p.private_data } else { std::ptr::null() },
-                    if p.field_mask & UCT_EP_CONNECT_PARAM_FIELD_PRIVATE_DATA_LENGTH != 0 { p.private_data_length } else { 0 },
-                ),
-                None => (std::ptr::null(), 0),
-            };
+            let (data, len) = crate::core::cm::connect_params_data(params);
             let tl = &iface.tl;
             let mut s = tl.lock();
             let id = ep.tl.id;
@@ -385,15 +374,10 @@ impl Transport for SockCmTl {
                 e.flags |= st::UPPER_CB_FAILED;
                 return UCS_ERR_BUFFER_TOO_SMALL;
             }
-            if len > 0 && data.is_null() {
-                crate::error!("tcp sockcm: NULL private data of {} bytes", len);
-                return UCS_ERR_INVALID_PARAM;
-            }
-            let bytes = if len == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: the caller passes `len` readable bytes at `data` (checked non-NULL).
-                unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec()
+            // SAFETY: the caller passes `len` readable bytes at `data` (or NULL).
+            let bytes = match unsafe { crate::core::cm::user_bytes(data, len, "tcp sockcm") } {
+                Ok(b) => b,
+                Err(st) => return st,
             };
             e.flags |= st::PACKED;
             // A broken connection shows on the next poll and is reported there.
