@@ -413,15 +413,20 @@ static int server(const char *portfile, const char *addr)
 		case RDMA_CM_EVENT_REJECTED:
 		case RDMA_CM_EVENT_UNREACHABLE:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
+		{
+			/* the event is gone once acknowledged: keep its type */
+			enum rdma_cm_event_type kind = ev->event;
+
 			snprintf(v, sizeof(v), "%s status %d", rdma_event_str(ev->event), ev->status);
 			fprintf(stderr, "server: %s: %s\n", c ? c->name : "?", v);
 			rdma_ack_cm_event(ev);
 			if (c && !strcmp(c->name, "killreq"))
-				verdict(c->name, (ev->event == RDMA_CM_EVENT_REJECTED ||
-						  ev->event == RDMA_CM_EVENT_UNREACHABLE) ? "ok" : v);
+				verdict(c->name, (kind == RDMA_CM_EVENT_REJECTED ||
+						  kind == RDMA_CM_EVENT_UNREACHABLE) ? "ok" : v);
 			else if (c)
 				verdict(c->name, v);
 			goto drop;
+		}
 		default:
 			fprintf(stderr, "server: unexpected %s\n", rdma_event_str(ev->event));
 			rdma_ack_cm_event(ev);
