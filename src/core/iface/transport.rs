@@ -218,6 +218,41 @@ impl<T: Transport> Iface<T> {
     pub fn handle(&self) -> uct_iface_h {
         self as *const Self as uct_iface_h
     }
+
+    /// The handle of the interface whose transport state is `tl`.
+    ///
+    /// # Safety
+    /// `tl` is the `tl` field of a live `Iface<T>` (one made by
+    /// [`Iface::into_handle`]), not a value of its own.
+    pub unsafe fn handle_of_tl(tl: &T) -> uct_iface_h {
+        let off = std::mem::offset_of!(Iface<T>, tl);
+        // SAFETY: `tl` sits `off` bytes into its Iface (function contract).
+        unsafe { (tl as *const T as *const u8).sub(off) as uct_iface_h }
+    }
+}
+
+/// Free a connection manager's internal interface at the CM's close,
+/// unless `user_eps` endpoints the user has not destroyed still point at
+/// it: then it is kept (leaked, with a warning) so that their
+/// `uct_ep_destroy` stays safe.
+///
+/// # Safety
+/// `iface` was boxed by [`Iface::into_handle`] and is not used after this.
+pub unsafe fn free_cm_iface<T: Transport>(iface: *mut Iface<T>, user_eps: usize, who: &str) {
+    if user_eps > 0 {
+        crate::warn!("{}: CM closed with {} endpoints not destroyed", who, user_eps);
+        return;
+    }
+    // SAFETY: boxed by into_handle, freed once (function contract).
+    unsafe { drop(Box::from_raw(iface)) };
+}
+
+impl<T: Transport> Ep<T> {
+    /// A boxed endpoint on `iface` with state `tl`, as the handle C gets
+    /// (freed by `uct_ep_destroy` through the vtable).
+    pub fn boxed_handle(iface: uct_iface_h, tl: T::Ep) -> uct_ep_h {
+        Box::into_raw(Box::new(Ep::<T> { base: uct_ep_t { iface }, tl })) as uct_ep_h
+    }
 }
 
 /// However the interface is freed (`uct_iface_close`, or its CM closing

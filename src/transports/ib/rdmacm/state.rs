@@ -12,7 +12,6 @@ use crate::sys::verbs::cm::{CmId, DummyCq, DummyQp, EventChannel};
 use libc::c_void;
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
-use std::mem::offset_of;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -155,15 +154,12 @@ impl RdmaCmTl {
 
     /// A boxed endpoint handle on this CM's iface.
     pub(super) fn new_ep_handle(&self, key: u64) -> uct_ep_h {
-        let iface = self.iface_handle();
-        Box::into_raw(Box::new(CmEp { base: uct_ep_t { iface }, tl: RdmaCmEp { key } })) as uct_ep_h
+        CmEp::boxed_handle(self.iface_handle(), RdmaCmEp { key })
     }
 
     pub(super) fn iface_handle(&self) -> uct_iface_h {
-        let off = offset_of!(CmIface, tl);
-        // SAFETY: every RdmaCmTl lives inside a boxed Iface<RdmaCmTl> (see
-        // `cm::open`), so stepping back by the field offset finds the iface.
-        unsafe { (self as *const RdmaCmTl as *const u8).sub(off) as uct_iface_h }
+        // SAFETY: every RdmaCmTl lives inside a boxed Iface<RdmaCmTl> (see `cm::open`).
+        unsafe { CmIface::handle_of_tl(self) }
     }
 }
 

@@ -137,14 +137,8 @@ impl Drop for SockCm {
             s.listeners.clear();
             s.eps.len()
         };
-        if user_eps > 0 {
-            // Their handles still point at this iface: keep it (leaked) so
-            // that uct_ep_destroy stays safe.
-            crate::warn!("tcp sockcm: CM closed with {} endpoints not destroyed", user_eps);
-            return;
-        }
-        // SAFETY: boxed in `open`, freed once, no endpoint refers to it.
-        unsafe { drop(Box::from_raw(self.iface)) };
+        // SAFETY: boxed in `open`, not used after the CM's drop.
+        unsafe { crate::core::iface::free_cm_iface(self.iface, user_eps, "tcp sockcm") };
     }
 }
 

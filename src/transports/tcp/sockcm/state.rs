@@ -14,7 +14,6 @@ use crate::sys::{errno_str, netif};
 use libc::c_void;
 use once_cell::sync::Lazy;
 use std::collections::{HashMap, VecDeque};
-use std::mem::offset_of;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -235,17 +234,13 @@ pub(super) fn free_internal(state: &mut CmState, id: u64) {
 }
 
 impl SockCmTl {
-    /// A boxed endpoint handle on this CM's iface. `self` is the `tl` of the
-    /// CM's boxed `Iface<SockCmTl>`.
+    /// A boxed endpoint handle on this CM's iface.
     pub(super) fn new_ep_handle(&self, id: u64) -> uct_ep_h {
-        let iface = self.iface_handle();
-        Box::into_raw(Box::new(CmEp { base: uct_ep_t { iface }, tl: SockCmEp { id } })) as uct_ep_h
+        CmEp::boxed_handle(self.iface_handle(), SockCmEp { id })
     }
 
     pub(super) fn iface_handle(&self) -> uct_iface_h {
-        let off = offset_of!(CmIface, tl);
-        // SAFETY: every SockCmTl lives inside a boxed Iface<SockCmTl> (see
-        // `open`), so stepping back by the field offset finds the iface.
-        unsafe { (self as *const SockCmTl as *const u8).sub(off) as uct_iface_h }
+        // SAFETY: every SockCmTl lives inside a boxed Iface<SockCmTl> (see `open`).
+        unsafe { CmIface::handle_of_tl(self) }
     }
 }
