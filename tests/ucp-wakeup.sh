@@ -20,8 +20,10 @@
 #               handling: the other side woken by the loss), either side
 #   verbs       on the soft RDMA device (when it runs here and the
 #               reference has verbs): rc_verbs+ud_verbs and ud_verbs by
-#               address (ud_verbs: small messages only), and the tcp CM
-#               with verbs data lanes
+#               address (ud_verbs: small messages only), the tcp CM
+#               with verbs data lanes, and the rdmacm CM (the device's
+#               user-space RDMA CM, UCX's default CM order: rdmacm first)
+#               with the four pairings, also with the client lost
 #   many        one server, three clients in turn, the second leaving
 #               without closing: the server serves all three
 #
@@ -189,6 +191,10 @@ if [ "$VERBS" = 1 ]; then
     # over ud_verbs) stall now and then in this mode, on the original too
     SIDES=same wake_case "by address over ud_verbs" ud_verbs addr "UCP_WAKEUP_LARGE=0" "UCP_WAKEUP_LARGE=0"
     SIDES=same wake_case "tcp CM, verbs lanes" rc_verbs,ud_verbs,tcp cm "" ""
+    PREFIX=(env SOFTRDMA_CM=1 "$SR/run.sh")
+    SIDES=all wake_case "rdmacm CM, verbs lanes" rc_verbs,ud_verbs,tcp cm "" ""
+    SIDES=all wake_case "rdmacm CM, client lost in shutdown" rc_verbs,ud_verbs,tcp cm \
+        "UCP_WAKEUP_EXIT=client" "UCP_WAKEUP_EXIT=client"
     PREFIX=()
     softrdma_registry_check
 fi
