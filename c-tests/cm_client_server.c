@@ -119,6 +119,33 @@ static void wait_long(volatile int *flag, const char *what)
     }
 }
 
+/* CMCS_SYNC names a file the server creates once it has checked that its
+ * new endpoint refuses to disconnect before the client's notification; the
+ * client waits for it before notifying, so that check cannot race with a
+ * slow-scheduled server. Without the variable neither side waits. */
+static void sync_mark(void)
+{
+    const char *path = getenv("CMCS_SYNC");
+    FILE *f;
+    if (path == NULL) return;
+    f = fopen(path, "w");
+    if (f == NULL) FAIL("cannot create %s", path);
+    fclose(f);
+}
+
+static void sync_wait(void)
+{
+    const char *path = getenv("CMCS_SYNC");
+    struct timespec t0, t;
+    if (path == NULL) return;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (access(path, F_OK) != 0) {
+        progress();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 10) FAIL("timeout waiting for the server's check (%s)", path);
+    }
+}
+
 static void progress_for(int ms)
 {
     struct timespec t0, t;
@@ -379,6 +406,7 @@ int main(int argc, char **argv)
             if (s != UCS_OK) FAIL("server uct_ep_create: %s", ucs_status_string(s));
             s = uct_ep_disconnect(ep, 0);
             if (s != UCS_ERR_BUSY) FAIL("disconnect before connected: %s (expected busy)", ucs_status_string(s));
+            sync_mark();
             wait_for(&g_notified, "the client's notification");
             if (g_status != UCS_OK) FAIL("notify status %s", ucs_status_string(g_status));
             printf("server: client notified\n");
@@ -460,6 +488,7 @@ int main(int argc, char **argv)
                 FAIL("server private data: %zu bytes", g_remote_len);
             if (!g_rdmacm && g_dev_addr_len != expected_dev_addr_len()) FAIL("remote device address length/content (%zu)", g_dev_addr_len);
             printf("client: connected, %zu bytes from the server\n", g_remote_len);
+            sync_wait();
             s = uct_cm_client_ep_conn_notify(ep);
             if (s != UCS_OK) FAIL("uct_cm_client_ep_conn_notify: %s", ucs_status_string(s));
             if (!strcmp(mode, "ckill-post")) hold();

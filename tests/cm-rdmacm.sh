@@ -40,7 +40,7 @@ SYS=
 side() {
     local lib=$1 st=$2
     shift 2
-    env $(lib_env "$lib") SOFTRDMA_CM=1 CMCS_COMPONENT=rdmacm CMCS_DEV=softrdma0:1 \
+    env $(lib_env "$lib") SOFTRDMA_CM=1 CMCS_COMPONENT=rdmacm CMCS_DEV=softrdma0:1 CMCS_SYNC=$T_WORK/sync.$$ \
         CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 40 "$st" "$SR/run.sh" "$@"
 }
 
@@ -48,7 +48,7 @@ side() {
 run_pair() {
     local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
     local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
+    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
     side "$slib" "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
     local spid=$!
     T_CHILDREN="$spid"
@@ -78,7 +78,7 @@ run_pair() {
 run_kill() {
     local name=$1 slib=$2 clib=$3 mode=$4 victim=$5 port i pid vo so=$T_WORK/srv.out co=$T_WORK/cli.out
     local pf=$T_WORK/port.$$ survivor_st
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
+    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
     side "$slib" "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
     local spid=$!
     for i in $(seq 150); do

@@ -39,8 +39,8 @@ skip_ours() {
 run_pair() {
     local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
     local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st"
-    env $(lib_env "$slib") CMCS_IPV6=$AF6 CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
+    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
+    env $(lib_env "$slib") CMCS_IPV6=$AF6 CMCS_SYNC=$T_WORK/sync.$$ CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
     local spid=$!
     T_CHILDREN="$spid"
     for i in $(seq 100); do
@@ -53,7 +53,7 @@ run_pair() {
         return
     fi
     port=$(cat "$pf")
-    env $(lib_env "$clib") CMCS_IPV6=$AF6 CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
+    env $(lib_env "$clib") CMCS_IPV6=$AF6 CMCS_SYNC=$T_WORK/sync.$$ CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
     wait "$spid"
     T_CHILDREN=
     srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
