@@ -176,7 +176,12 @@ kill_row() {
     port=$("$SOFTRDMA_BUILD/freeport")
     kill_perftest_server "$srv" "$cli" "$PERFTEST" -p "$port" -x ud_verbs -d softrdma0:1 -n 1000000000 "$@"
     t_det=
-    kill_client_wait
+    # a LIBDIR client logs the timeout, then exits with the error or waits
+    # for credits: once the line shows, 2 s to exit by itself
+    kill_client_wait 'ud_verbs: ep .*did not acknowledge'
+    if [ -n "$t_det" ]; then
+        for _ in $(seq 20); do kill -0 "$KS_CPID" 2>/dev/null || break; sleep 0.1; done
+    fi
     if kill_client_stop; then
         [ "$how" = stopped ] && how=waits
     else

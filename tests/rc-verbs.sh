@@ -16,7 +16,8 @@
 #  - client/server rc matrix (rc-matrix.sh) ours <-> ours: every PASS row of
 #    the original passes, every row it refuses (UNSUP) is refused too;
 #  - mixed, ours server / C client and C server / ours client (1.13 only): a
-#    subset of the matrix, same rule;
+#    subset of the matrix (every operation and protocol; more sizes with
+#    UCT_RS_TIER=full), same rule;
 #  - uct_hello_world -i/-b/-z ours <-> ours, and mixed both ways (1.13);
 #  - one row across two network namespaces (root with `ip netns` only);
 #  - the server SIGKILLed under a running ucx_perftest client (put_bw, am_bw):
@@ -167,7 +168,13 @@ ROWS
 # ---- client/server
 SOFTRDMA_MATRIX=rc timeout -k 5 900 "$SR/rc-matrix.sh" "$OURS" "$OURS" > "$T_WORK/m-ours.txt" 2>&1
 judge_matrix "$T_WORK/m-ours.txt" rc "ours<->ours"
-MIXED_ROWS=${MIXED_ROWS:-'am_lat (short 8|bcopy (8|4096|65536)|zcopy 4096)|am_bw (short 8|bcopy 4096|zcopy (4096|65536))|put_lat (short 8|zcopy 4096)|put_bw (bcopy (4096|65536)|zcopy (8|65536|1048576))|get (bcopy 4096|zcopy (8|65536))|add_lat|fadd|swap|cswap'}
+# the mixed subset: every operation and protocol in the quick tier, more
+# sizes in the full one
+if full_tier; then
+    MIXED_ROWS=${MIXED_ROWS:-'am_lat (short 8|bcopy (8|4096|65536)|zcopy 4096)|am_bw (short 8|bcopy 4096|zcopy (4096|65536))|put_lat (short 8|zcopy 4096)|put_bw (bcopy (4096|65536)|zcopy (8|65536|1048576))|get (bcopy 4096|zcopy (8|65536))|add_lat|fadd|swap|cswap'}
+else
+    MIXED_ROWS=${MIXED_ROWS:-'am_lat (short 8|bcopy 4096|zcopy 4096)|am_bw (bcopy 4096|zcopy 65536)|put_lat short 8|put_bw (bcopy 65536|zcopy 1048576)|get (bcopy 4096|zcopy 65536)|add_lat|fadd|swap|cswap'}
+fi
 if ref_has_verbs; then
     SOFTRDMA_ONLY=$MIXED_ROWS timeout -k 5 600 "$SR/rc-matrix.sh" "$OURS" "" > "$T_WORK/m-os.txt" 2>&1
     judge_matrix "$T_WORK/m-os.txt" rc "server ours, client C"

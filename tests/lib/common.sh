@@ -74,6 +74,16 @@ UCX_ABI=${UCX_ABI:-$(echo "$UCX_RELEASE" | cut -d. -f1,2)}
 # the self transport's one device: "memory0" up to 1.13, "memory" since 1.14
 UCT_SELF_DEV=memory0
 case $UCX_ABI in 1.13) ;; *) UCT_SELF_DEV=memory ;; esac
+# From 1.21 libucm waits a grace period (UCX_MEM_BISTRO_GRACE_DURATION, 50 ms)
+# after each of the ~8 code patches it makes when libucs loads: about 0.4 s
+# of sched_yield at the start of every process, ours and the original's
+# alike (the patching is theirs). The suites start hundreds of processes;
+# they run without the wait, both libraries the same way. Only where the
+# key exists: older releases would warn about an unknown variable.
+case $UCX_ABI in
+    1.1[3-9] | 1.20) ;;
+    *) export UCX_MEM_BISTRO_GRACE_DURATION=${UCX_MEM_BISTRO_GRACE_DURATION:-0} ;;
+esac
 # UCX reads every UCX_* variable of its environment and warns about the ones
 # it does not know ("unused env variable"): these are for the scripts only,
 # never passed on to the programs they start (UCX_PREFIX_1_18: the 1.18
