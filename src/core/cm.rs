@@ -15,13 +15,17 @@ use crate::core::worker::WorkerObj;
 
 /// What a connection manager does.
 pub trait CmImpl: std::any::Any {
-    fn query(&self, attr: &mut uct_cm_attr_t) -> ucs_status_t;
+    /// The most private data a connection carries for the user
+    /// (`uct_cm_query`'s `max_conn_priv`).
+    fn max_conn_priv(&self) -> usize;
     /// Listen on `addr`; `cm` is the handle listeners must report.
     fn listener_create(&self, cm: uct_cm_h, addr: *const libc::sockaddr, len: libc::socklen_t,
                        params: &uct_listener_params_t, listener: uct_listener_h)
                        -> Result<Box<dyn ListenerImpl>, ucs_status_t>;
-    /// Create a client endpoint (SOCKADDR) or a server one (CONN_REQUEST).
-    fn ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t>;
+    /// A client endpoint (the parameters name SOCKADDR).
+    fn client_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t>;
+    /// A server endpoint answering a connection request (CONN_REQUEST).
+    fn server_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t>;
 }
 
 /// What a listener does.
@@ -52,6 +56,14 @@ impl CmObj {
         // SAFETY: a live CM is the box made by `into_handle`; see the
         // function contract for the lifetime.
         registry::is(cm, Kind::Cm).then(|| unsafe { &*(cm as *const CmObj) })
+    }
+
+    /// `uct_cm_query`.
+    pub fn query(&self, attr: &mut uct_cm_attr_t) -> ucs_status_t {
+        if attr.field_mask & UCT_CM_ATTR_FIELD_MAX_CONN_PRIV != 0 {
+            attr.max_conn_priv = self.imp.max_conn_priv();
+        }
+        UCS_OK
     }
 
     /// The worker the CM was opened on.
@@ -144,7 +156,15 @@ pub fn ep_create(params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
     // A client endpoint sends its private data, a server one its answer:
     // held messages of the worker go first.
     cm.worker().order_all();
-    cm.imp.ep_create(params)
+    if params.field_mask & UCT_EP_PARAM_FIELD_SOCKADDR != 0 {
+        cm.imp.client_ep_create(params)
+    } else if params.field_mask & UCT_EP_PARAM_FIELD_CONN_REQUEST != 0 {
+        cm.imp.server_ep_create(params)
+    } else {
+        crate::error!("{}: either UCT_EP_PARAM_FIELD_SOCKADDR or UCT_EP_PARAM_FIELD_CONN_REQUEST has to be provided",
+                      cm.component.name);
+        Err(UCS_ERR_INVALID_PARAM)
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -58,7 +58,7 @@ entry! {
         need!(cm_attr, "cm_attr");
         let c = cm_or_fail!(cm);
         // SAFETY: checked non-NULL.
-        c.imp.query(unsafe { &mut *cm_attr })
+        c.query(unsafe { &mut *cm_attr })
     }
 }
 

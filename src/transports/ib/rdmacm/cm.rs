@@ -110,11 +110,8 @@ impl RdmaCm {
 }
 
 impl CmImpl for RdmaCm {
-    fn query(&self, attr: &mut uct_cm_attr_t) -> ucs_status_t {
-        if attr.field_mask & UCT_CM_ATTR_FIELD_MAX_CONN_PRIV != 0 {
-            attr.max_conn_priv = MAX_CONN_PRIV;
-        }
-        UCS_OK
+    fn max_conn_priv(&self) -> usize {
+        MAX_CONN_PRIV
     }
 
     fn listener_create(&self, _cm: uct_cm_h, addr: *const libc::sockaddr, len: libc::socklen_t,
@@ -123,16 +120,12 @@ impl CmImpl for RdmaCm {
         self.create_listener(addr, len, params, listener)
     }
 
-    fn ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
-        if params.field_mask & UCT_EP_PARAM_FIELD_SOCKADDR != 0 {
-            self.client_ep_create(params)
-        } else if params.field_mask & UCT_EP_PARAM_FIELD_CONN_REQUEST != 0 {
-            self.server_ep_create(params)
-        } else {
-            crate::error!("rdmacm: either UCT_EP_PARAM_FIELD_SOCKADDR or UCT_EP_PARAM_FIELD_CONN_REQUEST has to be \
-                           provided");
-            Err(UCS_ERR_INVALID_PARAM)
-        }
+    fn client_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+        self.client_ep(params)
+    }
+
+    fn server_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+        self.server_ep(params)
     }
 }
 

@@ -103,7 +103,7 @@ unsafe fn user_addr(sa: *const libc::sockaddr, len: libc::socklen_t) -> Result<S
 
 impl RdmaCm {
     /// A client endpoint: an id resolving the server's address.
-    pub(super) fn client_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+    pub(super) fn client_ep(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
         let tl = self.tl();
         let cbs = Callbacks::common(params, "rdmacm")?;
         if cbs.resolve.is_some() == cbs.pack.is_some() {
@@ -156,7 +156,7 @@ impl RdmaCm {
 
     /// A server endpoint from a connection request: it accepts with its
     /// private data at once.
-    pub(super) fn server_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+    pub(super) fn server_ep(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
         let key = params.conn_request as usize as u64;
         let Some(origin) = pending().remove(&key) else {
             crate::error!("rdmacm: {:p} is not a pending connection request", params.conn_request);

@@ -144,7 +144,7 @@ pub(super) fn common_callbacks(params: &uct_ep_params_t, cbs: &mut Callbacks) ->
 
 impl SockCm {
     /// A client endpoint: a non-blocking connection to the server's address.
-    pub(super) fn client_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+    pub(super) fn client_ep(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
         let tl = self.tl();
         let mut cbs = Callbacks::NONE;
         common_callbacks(params, &mut cbs)?;
@@ -213,7 +213,7 @@ impl SockCm {
 
     /// A server endpoint from a connection request the listener's callback
     /// was given; it answers with its private data at once.
-    pub(super) fn server_ep_create(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
+    pub(super) fn server_ep(&self, params: &uct_ep_params_t) -> Result<uct_ep_h, ucs_status_t> {
         let handle = params.conn_request as uct_ep_h;
         let Some(origin) = pending().remove(&(handle as usize)) else {
             crate::error!("tcp sockcm: {:p} is not a pending connection request", params.conn_request);
