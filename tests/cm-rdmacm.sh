@@ -19,6 +19,7 @@
 # Usage: tests/cm-rdmacm.sh LIBDIR   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
+. "$here/lib/cm.sh"
 . "$here/lib/softrdma.sh"
 
 softrdma_begin "${1-${UCT_LIBDIR:-}}"
@@ -36,63 +37,23 @@ fi
 OURS=$UCT_LIBDIR
 SYS=
 
-# side LIB STATUSFILE CMD... : one side under the device with its CM
-side() {
+# cm_side LIB STATUSFILE CMD... (tests/lib/cm.sh): one side under the
+# device with its CM
+cm_side() {
     local lib=$1 st=$2
     shift 2
-    env $(lib_env "$lib") SOFTRDMA_CM=1 CMCS_COMPONENT=rdmacm CMCS_DEV=softrdma0:1 CMCS_SYNC=$T_WORK/sync.$$ \
+    env $(lib_env "$lib") SOFTRDMA_CM=1 CMCS_COMPONENT=rdmacm CMCS_DEV=softrdma0:1 CMCS_SYNC="$CMCS_SYNC" \
         CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 40 "$st" "$SR/run.sh" "$@"
-}
-
-# run_pair NAME SRVLIB CLILIB MODE
-run_pair() {
-    local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
-    local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
-    side "$slib" "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
-    local spid=$!
-    T_CHILDREN="$spid"
-    for i in $(seq 150); do
-        [ -s "$pf" ] && break
-        sleep 0.1
-    done
-    if [ ! -s "$pf" ]; then
-        wait "$spid"
-        fail "$name" "server did not listen ($(cat "$T_WORK/srv.st" 2>/dev/null)): $(tail -n 3 "$so" | tr '\n' ' ')"
-        return
-    fi
-    port=$(cat "$pf")
-    side "$clib" "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
-    wait "$spid"
-    T_CHILDREN=
-    srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
-    if [ "$srv_end" = "exit 0" ] && [ "$cli_end" = "exit 0" ]; then
-        pass "$name"
-    else
-        fail "$name" "server $srv_end, client $cli_end: $(grep -h 'FAIL\|SKIP\|ERROR' "$so" "$co" | head -n 3 | tr '\n' ' ')"
-    fi
 }
 
 # run_kill NAME SRVLIB CLILIB MODE VICTIM(server|client): the victim prints
 # "HOLD <pid>" and is SIGKILLed; the survivor must end well.
 run_kill() {
-    local name=$1 slib=$2 clib=$3 mode=$4 victim=$5 port i pid vo so=$T_WORK/srv.out co=$T_WORK/cli.out
-    local pf=$T_WORK/port.$$ survivor_st
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
-    side "$slib" "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
-    local spid=$!
-    for i in $(seq 150); do
-        [ -s "$pf" ] && break
-        sleep 0.1
-    done
-    if [ ! -s "$pf" ]; then
-        kill "$spid" 2>/dev/null
-        wait "$spid"
-        fail "$name" "server did not listen: $(tail -n 3 "$so" | tr '\n' ' ')"
-        return
-    fi
-    port=$(cat "$pf")
-    side "$clib" "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1 &
+    local name=$1 slib=$2 clib=$3 mode=$4 victim=$5 port spid i pid vo so=$T_WORK/srv.out co=$T_WORK/cli.out
+    local survivor_st
+    cm_start_server "$name" "$slib" "$mode" || return
+    spid=$CM_SPID port=$CM_PORT
+    CMCS_SYNC=$T_WORK/sync.$$ cm_side "$clib" "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1 &
     local cpid=$!
     T_CHILDREN="$spid $cpid"
     if [ "$victim" = server ]; then vo=$so; else vo=$co; fi
@@ -116,14 +77,14 @@ run_kill() {
 }
 
 for mode in srv-disc cli-disc pack reject; do
-    run_pair "rdmacm $mode srv=system cli=system" "$SYS" "$SYS" "$mode"
+    cm_run_pair "rdmacm $mode srv=system cli=system" "$SYS" "$SYS" "$mode"
     [ -n "$OURS" ] || continue
     for pair in "ours ours" "ours system" "system ours"; do
         [ "$pair" = "ours ours" ] || full_tier || [ "$mode" = srv-disc ] || [ "$mode" = reject ] || continue
         set -- $pair
         if [ "$1" = ours ]; then s=$OURS; else s=$SYS; fi
         if [ "$2" = ours ]; then c=$OURS; else c=$SYS; fi
-        run_pair "rdmacm $mode srv=$1 cli=$2" "$s" "$c" "$mode"
+        cm_run_pair "rdmacm $mode srv=$1 cli=$2" "$s" "$c" "$mode"
     done
 done
 for k in "kill-pre server" "kill-post server" "ckill-post client"; do
@@ -142,7 +103,7 @@ if [ -n "$OURS" ]; then
     modes=srv-disc
     full_tier && modes="srv-disc cli-disc"
     for mode in $modes; do
-        CMCS_ASYNC=poll run_pair "rdmacm $mode async=poll srv=ours cli=ours" "$OURS" "$OURS" "$mode"
+        CMCS_ASYNC=poll cm_run_pair "rdmacm $mode async=poll srv=ours cli=ours" "$OURS" "$OURS" "$mode"
     done
 fi
 softrdma_registry_check

@@ -17,6 +17,7 @@
 # Usage: tests/cm-tcp.sh LIBDIR   (or UCT_LIBDIR)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/common.sh"
+. "$here/lib/cm.sh"
 
 resolve_libdir "${1-${UCT_LIBDIR:-}}"
 EXPECT_FAIL_TLS=${EXPECT_FAIL_TLS:-}
@@ -35,33 +36,12 @@ skip_ours() {
     return 1
 }
 
-# run_pair NAME SRVLIB CLILIB MODE
-run_pair() {
-    local name=$1 slib=$2 clib=$3 mode=$4 port i srv_end cli_end
-    local pf=$T_WORK/port.$$ so=$T_WORK/srv.out co=$T_WORK/cli.out
-    rm -f "$pf" "$T_WORK/srv.st" "$T_WORK/cli.st" "$T_WORK/sync.$$"
-    env $(lib_env "$slib") CMCS_IPV6=$AF6 CMCS_SYNC=$T_WORK/sync.$$ CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/srv.st" "$CMCS" server "$pf" "$mode" >"$so" 2>&1 &
-    local spid=$!
-    T_CHILDREN="$spid"
-    for i in $(seq 100); do
-        [ -s "$pf" ] && break
-        sleep 0.1
-    done
-    if [ ! -s "$pf" ]; then
-        wait "$spid"
-        fail "$name" "server did not listen ($(cat "$T_WORK/srv.st" 2>/dev/null)): $(tail -n 3 "$so" | tr '\n' ' ')"
-        return
-    fi
-    port=$(cat "$pf")
-    env $(lib_env "$clib") CMCS_IPV6=$AF6 CMCS_SYNC=$T_WORK/sync.$$ CMCS_ASYNC=${CMCS_ASYNC:-thread} "$RUN_WATCH" 30 "$T_WORK/cli.st" "$CMCS" client "$port" "$mode" >"$co" 2>&1
-    wait "$spid"
-    T_CHILDREN=
-    srv_end=$(cat "$T_WORK/srv.st" 2>/dev/null) cli_end=$(cat "$T_WORK/cli.st" 2>/dev/null)
-    if [ "$srv_end" = "exit 0" ] && [ "$cli_end" = "exit 0" ]; then
-        pass "$name"
-    else
-        fail "$name" "server $srv_end, client $cli_end: $(grep -h 'FAIL\|SKIP' "$so" "$co" | head -n 3 | tr '\n' ' ')"
-    fi
+# cm_side LIB STATUSFILE CMD... (tests/lib/cm.sh): one side over loopback
+cm_side() {
+    local lib=$1 st=$2
+    shift 2
+    env $(lib_env "$lib") CMCS_IPV6=$AF6 CMCS_SYNC="$CMCS_SYNC" CMCS_ASYNC=${CMCS_ASYNC:-thread} \
+        "$RUN_WATCH" 30 "$st" "$@"
 }
 
 if grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null; then
@@ -75,7 +55,7 @@ AF6=0 sfx=
 [ "$af" = 6 ] && AF6=1 sfx=" ipv6"
 for mode in srv-disc cli-disc pack reject; do
     if [ -z "$OURS" ]; then
-        run_pair "cm $mode$sfx system/system" "$SYS" "$SYS" "$mode"
+        cm_run_pair "cm $mode$sfx system/system" "$SYS" "$SYS" "$mode"
         continue
     fi
     for pair in "ours ours" "ours system" "system ours"; do
@@ -87,7 +67,7 @@ for mode in srv-disc cli-disc pack reject; do
             pass "$name skipped (EXPECT_FAIL_TLS has tcp)"
             continue
         fi
-        run_pair "$name" "$s" "$c" "$mode"
+        cm_run_pair "$name" "$s" "$c" "$mode"
     done
 done
 done
@@ -97,7 +77,7 @@ done
 # event with every call: "error event on server ep").
 if [ -n "$OURS" ] && ! skip_ours; then
     for mode in srv-disc cli-disc; do
-        CMCS_ASYNC=poll run_pair "cm $mode async=poll srv=ours cli=ours" "$OURS" "$OURS" "$mode"
+        CMCS_ASYNC=poll cm_run_pair "cm $mode async=poll srv=ours cli=ours" "$OURS" "$OURS" "$mode"
     done
 fi
 finish
