@@ -90,15 +90,26 @@ static int check(const unsigned char *p, size_t n, unsigned mul, unsigned add)
     return 1;
 }
 
-static void wait_for(volatile int *flag, const char *what)
+/* Progress until done(arg) holds; FAIL after more than secs seconds. */
+static void wait_until(int (*done)(const void *arg), const void *arg, int secs, const char *what)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+    while (!done(arg)) {
         progress();
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec > 10) FAIL("timeout waiting for %s", what);
+        if (t.tv_sec - t0.tv_sec > secs) FAIL("timeout waiting for %s", what);
     }
+}
+
+static int flag_set(const void *flag)
+{
+    return __atomic_load_n((const volatile int*)flag, __ATOMIC_ACQUIRE);
+}
+
+static void wait_for(volatile int *flag, const char *what)
+{
+    wait_until(flag_set, (const void*)flag, 10, what);
 }
 
 /* Be killed: say so with our pid and keep the connection served. */
@@ -110,13 +121,7 @@ static void hold(void)
 
 static void wait_long(volatile int *flag, const char *what)
 {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
-        progress();
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec > 20) FAIL("timeout waiting for %s", what);
-    }
+    wait_until(flag_set, (const void*)flag, 20, what);
 }
 
 /* CMCS_SYNC names a file the server creates once it has checked that its
@@ -133,17 +138,15 @@ static void sync_mark(void)
     fclose(f);
 }
 
+static int file_exists(const void *path)
+{
+    return access(path, F_OK) == 0;
+}
+
 static void sync_wait(void)
 {
     const char *path = getenv("CMCS_SYNC");
-    struct timespec t0, t;
-    if (path == NULL) return;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (access(path, F_OK) != 0) {
-        progress();
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec > 10) FAIL("timeout waiting for the server's check (%s)", path);
-    }
+    if (path != NULL) wait_until(file_exists, path, 10, "the server's check (CMCS_SYNC)");
 }
 
 static void progress_for(int ms)

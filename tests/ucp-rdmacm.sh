@@ -89,17 +89,8 @@ run_case() {
     rside "$CLI_NS" "$clib" "$TLS" "$T_WORK/cli.st" \
         "$CS" -a "$SRV_ADDR" -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
-    cs_wait_next_client
-    local srv_gone=
-    if kill -0 "$CS_SPID" 2>/dev/null; then
-        ucpv_stop "$CS_SPID" ucp_client_server
-    else
-        wait "$CS_SPID" 2>/dev/null
-        srv_gone="the server ended: $(status_of "$T_WORK/srv.st")"
-        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
-    fi
-    T_CHILDREN=
-    cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$srv_gone"
+    ucpv_cs_server_end
+    cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$SRV_GONE"
 }
 
 cs_final() {

@@ -43,20 +43,9 @@ run_case() {
     ucpv_side "$lib" "$tls" "$T_WORK/cli.st" \
         "$CS" -a 127.0.0.1 -p "$port" -c "$api" -s "$size" -i "$ITERS" >"$T_WORK/cli.out" 2>&1 </dev/null
     cst=$(status_of "$T_WORK/cli.st")
-    cs_wait_next_client
-    local srv_gone=
-    if kill -0 "$CS_SPID" 2>/dev/null; then
-        ucpv_stop "$CS_SPID" ucp_client_server
-    else
-        wait "$CS_SPID" 2>/dev/null
-        # the server must still be serving
-        srv_gone="the server ended: $(status_of "$T_WORK/srv.st")"
-        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
-        srv_gone="$srv_gone: $(grep -a -v ' DIAG ' "$T_WORK/srv.out" | grep -a -m 1 'Assertion\|ERROR\|signal\|failed\|reset')"
-    fi
-    T_CHILDREN=
+    ucpv_cs_server_end
     R_SEC=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$srv_gone"
+    cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$SRV_GONE"
 }
 
 # cs_tries: a crash, a hang or a clean refusal is not retried

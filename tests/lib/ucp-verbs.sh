@@ -147,6 +147,24 @@ ucpv_stop() {
     wait "$pid" 2>/dev/null
 }
 
+# ucpv_cs_server_end: after a ucp_client_server client
+# (tests/lib/client-server.sh, its server CS_SPID), the server must still be
+# serving: it is stopped; else SRV_GONE says how it ended and with what
+# line (R_BAD=1 when it crashed)
+ucpv_cs_server_end() {
+    cs_wait_next_client
+    SRV_GONE=
+    if kill -0 "$CS_SPID" 2>/dev/null; then
+        ucpv_stop "$CS_SPID" ucp_client_server
+    else
+        wait "$CS_SPID" 2>/dev/null
+        SRV_GONE="the server ended: $(status_of "$T_WORK/srv.st")"
+        bad_end "$(status_of "$T_WORK/srv.st")" && R_BAD=1
+        SRV_GONE="$SRV_GONE: $(grep -a -v ' DIAG ' "$T_WORK/srv.out" | grep -a -m 1 'Assertion\|ERROR\|signal\|failed\|reset')"
+    fi
+    T_CHILDREN=
+}
+
 # ucpv_end: the registry directory is empty (then removed) and no /dev/shm
 # file or SysV segment is left over (removed unless SHM_KEEP_LEFTOVERS=1);
 # the summary
