@@ -93,13 +93,8 @@ run_case() {
     cs_judge "$cst" "$(ucpv_string_count "$size" "$T_WORK/srv.out" .)" "$SRV_GONE"
 }
 
-cs_final() {
-    [ "$R_OK" = 1 ] && return 0
-    [ "$R_BAD" = 1 ] && return 0
-    grep -a -q 'Assertion\|signal' "$T_WORK/srv.out" "$T_WORK/cli.out" && return 0
-    case $R_WHY in "client exit "* | "the server ended"*) return 0 ;; esac
-    return 1
-}
+cs_final() { ucpv_cs_final; }
+CS_TRIES=5
 
 # the original's result per API and size (its pair is run first)
 declare -A SYS_OK SYS_WHY

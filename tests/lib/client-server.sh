@@ -21,9 +21,10 @@
 #                           R_OK / R_WHY / R_BAD / R_GOT from how the client
 #                           ended, how many messages carried its exact string
 #                           (GOT), and SERVER_GONE (non-empty: why the server
-#                           is no longer serving, a failure)
-#   cs_tries ARGS...        run_case ARGS... (the caller's), again (twice at
-#                           most) when the server lost the last message (the
+#                           is no longer serving, a failure); fewer messages
+#                           received than the client printed: not passed
+#   cs_tries ARGS...        run_case ARGS... (the caller's), again (CS_TRIES
+#                           tries in all, 3 unless the suite sets it) when the server lost the last message (the
 #                           example's client force-closes its endpoint right
 #                           after its last send) unless cs_final (the
 #                           caller's) says the result stands
@@ -59,14 +60,19 @@ cs_wait_next_client() {
 }
 
 cs_judge() {
-    local cst=$1 got=$2 gone=$3 recv
+    local cst=$1 got=$2 gone=$3 recv sent
     R_GOT=$got
     recv=$(grep -a -c 'UCX data message was received' "$T_WORK/srv.out")
+    # the iterations the client printed (the first, the last, ...); the
+    # server prints the same ones
+    sent=$(grep -a -c '^Client: iteration #' "$T_WORK/cli.out")
     if [ "$cst" != "exit 0" ]; then
         R_WHY="client $cst: $(grep -a -h -m 1 'Assertion\|ERROR\|failed' "$T_WORK/cli.out" | head -n 1)"
         case $cst in "exit "*) ;; *) R_BAD=1 ;; esac
     elif [ -n "$gone" ]; then
         R_WHY=$gone
+    elif [ "$recv" -lt "$sent" ]; then
+        R_WHY="the server received $recv of the $sent messages the client printed (the last one lost)"
     elif [ "$recv" -lt 1 ] || [ "$got" -ne "$recv" ]; then
         R_WHY="the server received $recv messages, $got of them with the client's exact string"
     else
@@ -75,10 +81,10 @@ cs_judge() {
 }
 
 cs_tries() {
-    local try
-    for try in 1 2 3; do
+    local try n=${CS_TRIES:-3}
+    for try in $(seq "$n"); do
         run_case "$@"
         cs_final && return
-        [ "$try" -lt 3 ] && echo "# $2 -c $3 -s $4: attempt $try lost the last message ($R_WHY), again"
+        [ "$try" -lt "$n" ] && echo "# $2 -c $3 -s $4: attempt $try lost the last message ($R_WHY), again"
     done
 }
